@@ -1,0 +1,175 @@
+// Package catalog is contextd's error catalog: the stable error codes, their exit
+// statuses and gRPC codes, and the one place errors are translated between them.
+package catalog
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+)
+
+// Exit statuses from sysexits.h, used for contextd's own failures. A tool's own
+// exit status (safe_bash) is passed through unchanged instead.
+const (
+	ExitOK          = 0
+	ExitUsage       = 64  // EX_USAGE: the command line was wrong
+	ExitDataErr     = 65  // EX_DATAERR: the input data was wrong
+	ExitNoInput     = 66  // EX_NOINPUT: an input file does not exist
+	ExitUnavailable = 69  // EX_UNAVAILABLE: the daemon cannot be reached
+	ExitSoftware    = 70  // EX_SOFTWARE: internal error in contextd
+	ExitCantCreat   = 73  // EX_CANTCREAT: an output file cannot be created
+	ExitIOErr       = 74  // EX_IOERR: an I/O error
+	ExitTempFail    = 75  // EX_TEMPFAIL: try again later
+	ExitNoPerm      = 77  // EX_NOPERM: refused by policy
+	ExitConfig      = 78  // EX_CONFIG: configuration error
+	ExitTimeout     = 124 // as timeout(1): the tool's time limit ran out
+	ExitInterrupted = 130 // as a shell reports SIGINT
+)
+
+// Class is one entry of the catalog. A *Class is itself an error, so it is used as a
+// sentinel: wrap it with %w and test with errors.Is.
+type Class struct {
+	Code string     // stable identifier, "CTXD-Exxx"; never reused or renumbered
+	Name string     // short lower-case description, used as the error text
+	Exit int        // exit status of the proxy and of contextd's own commands
+	GRPC codes.Code // status code when the error is a protocol failure
+	Hint string     // what the user or agent should do about it
+}
+
+func (c *Class) Error() string { return c.Name }
+
+var registry = map[string]*Class{}
+
+func define(code, name string, exit int, grpc codes.Code, hint string) *Class {
+	if _, dup := registry[code]; dup {
+		panic("catalog: duplicate code " + code)
+	}
+	c := &Class{Code: code, Name: name, Exit: exit, GRPC: grpc, Hint: hint}
+	registry[code] = c
+	return c
+}
+
+// The catalog. Codes are grouped by tens: 00x command line and input, 01x reaching
+// the daemon, 02x files and the workspace, 03x running commands, 04x continuation,
+// 05x contextd itself, 06x configuration.
+var (
+	ErrUsage = define("CTXD-E001", "usage error", ExitUsage, codes.InvalidArgument,
+		"run the tool with --help to see its arguments")
+	ErrBadInput = define("CTXD-E002", "invalid input", ExitDataErr, codes.InvalidArgument,
+		"fix the input so it matches the tool's schema.json")
+	ErrUnknownTool = define("CTXD-E003", "unknown tool", ExitUsage, codes.NotFound,
+		"run `contextd-proxy install` again; the proxy and the daemon may be different versions")
+
+	ErrDaemonUnavailable = define("CTXD-E010", "contextd is not reachable", ExitUnavailable, codes.Unavailable,
+		"start it with `systemctl --user start contextd.socket` (or run `contextd serve`)")
+	ErrSocketPermission = define("CTXD-E011", "permission denied on the contextd socket", ExitUnavailable, codes.PermissionDenied,
+		"the socket belongs to another user; each user runs their own contextd (check CONTEXTD_SOCKET and XDG_RUNTIME_DIR)")
+	ErrPeerRefused = define("CTXD-E012", "connection refused by the daemon's peer check", ExitNoPerm, codes.PermissionDenied,
+		"contextd serves only the user it runs as; run your own with `systemctl --user start contextd.socket`, or add your uid to allowed_uids in its config")
+	ErrConnectionLost = define("CTXD-E013", "connection to contextd lost during the call", ExitTempFail, codes.Unavailable,
+		"the daemon stopped or crashed mid-call; the command may have run in part: check its effects, then retry")
+	ErrShuttingDown = define("CTXD-E014", "contextd is shutting down", ExitTempFail, codes.Unavailable,
+		"the call was stopped because the daemon is exiting; retry it (socket activation starts a new daemon)")
+	ErrInterrupted = define("CTXD-E016", "interrupted", ExitInterrupted, codes.Canceled,
+		"the call was canceled on your request (SIGINT/SIGTERM); a running command was killed")
+	ErrDaemonIdentity = define("CTXD-E015", "the socket is served by another user", ExitNoPerm, codes.PermissionDenied,
+		"the process behind the socket does not run as you; do not send it your calls (check CONTEXTD_SOCKET)")
+
+	ErrOutsideWorkspace = define("CTXD-E020", "path is outside the workspace", ExitNoPerm, codes.PermissionDenied,
+		"use a path inside the project (its git top level or the working directory); `..` and symlinks may not leave it")
+	ErrNotFound = define("CTXD-E021", "no such file or directory", ExitNoInput, codes.NotFound,
+		"check the path; paths are relative to the working directory and stay inside the workspace")
+	ErrNotRegular = define("CTXD-E022", "not a regular text file", ExitDataErr, codes.InvalidArgument,
+		"safe_read reads regular text files; use safe_bash (ls, file, xxd) for directories, devices and binaries")
+	ErrIO = define("CTXD-E023", "input/output error", ExitIOErr, codes.Internal,
+		"check the file system (space, permissions); nothing was changed if a write failed")
+	ErrSymlinkLoop = define("CTXD-E024", "too many levels of symbolic links", ExitDataErr, codes.InvalidArgument,
+		"the path goes through a symlink loop; fix or avoid the link")
+	ErrFilePermission = define("CTXD-E025", "permission denied on a file", ExitNoPerm, codes.PermissionDenied,
+		"the file's own permissions forbid this; contextd runs with your rights, no more")
+
+	ErrTimeout = define("CTXD-E030", "command timed out", ExitTimeout, codes.DeadlineExceeded,
+		"the command was killed with its whole process group; raise --timeout (up to the configured maximum) or split the work")
+	ErrLaunch = define("CTXD-E031", "command could not be started", ExitSoftware, codes.Internal,
+		"check that the shell and the working directory exist")
+
+	ErrUnknownContinuation = define("CTXD-E040", "unknown or expired continuation reference", ExitDataErr, codes.NotFound,
+		"run the original call again to get a fresh reference")
+
+	ErrInternal = define("CTXD-E050", "internal error", ExitSoftware, codes.Internal,
+		"this is a bug in contextd; the daemon log has details")
+	ErrPolicy = define("CTXD-E051", "refused by policy", ExitNoPerm, codes.PermissionDenied,
+		"the daemon's configuration forbids this call")
+	ErrRoot = define("CTXD-E052", "refusing to run as root", ExitNoPerm, codes.PermissionDenied,
+		"run contextd as your own user (systemctl --user); pass --allow-root only if you really mean it")
+	ErrAlreadyRunning = define("CTXD-E053", "another contextd is already listening on the socket", ExitTempFail, codes.AlreadyExists,
+		"stop it first (`systemctl --user stop contextd.socket contextd.service`) or use another --socket")
+	ErrConflict = define("CTXD-E054", "refusing to overwrite a file contextd did not create", ExitCantCreat, codes.AlreadyExists,
+		"move the file away, or leave it; nothing was changed")
+
+	ErrConfig = define("CTXD-E060", "invalid configuration", ExitConfig, codes.FailedPrecondition,
+		"fix the named key in the configuration file; docs/config.md lists every key")
+)
+
+// Lookup returns the class with the given code, or nil.
+func Lookup(code string) *Class { return registry[code] }
+
+// All returns every class, ordered by code.
+func All() []*Class {
+	out := make([]*Class, 0, len(registry))
+	for _, c := range registry {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Code < out[j].Code })
+	return out
+}
+
+// ClassOf returns the catalog class err wraps, or ErrInternal when it wraps none:
+// an error nobody classified is a bug, not a user mistake.
+func ClassOf(err error) *Class {
+	var c *Class
+	if errors.As(err, &c) {
+		return c
+	}
+	return ErrInternal
+}
+
+// ExitCode is the process exit status for err (0 for nil).
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	return ClassOf(err).Exit
+}
+
+// Format renders err for a person or an agent: the stable code first, then the
+// message, then on a second line what to do.
+func Format(err error) string {
+	c := ClassOf(err)
+	msg := err.Error()
+	if !strings.Contains(msg, c.Name) {
+		msg = msg + ": " + c.Name
+	}
+	return fmt.Sprintf("%s: %s\nhint: %s", c.Code, msg, c.Hint)
+}
+
+// Markdown renders the catalog as the table in docs/errors.md.
+func Markdown() string {
+	var b strings.Builder
+	b.WriteString("# contextd error catalog\n\n")
+	b.WriteString("Every error contextd reports starts with one of these codes. The code and its\n")
+	b.WriteString("meaning never change; new codes are only added. Generated from `catalog/catalog.go`\n")
+	b.WriteString("by `go generate ./catalog`; do not edit by hand.\n\n")
+	b.WriteString("| code | meaning | exit | what to do |\n|---|---|---|---|\n")
+	for _, c := range All() {
+		fmt.Fprintf(&b, "| %s | %s | %d | %s |\n", c.Code, c.Name, c.Exit, strings.ReplaceAll(c.Hint, "|", "\\|"))
+	}
+	b.WriteString("\nExit statuses follow sysexits.h (64 usage, 65 bad data, 66 no input, 69 unavailable,\n")
+	b.WriteString("70 internal, 73 cannot create, 74 I/O, 75 temporary, 77 no permission, 78 config);\n")
+	b.WriteString("124 is a timeout, as with timeout(1); 130 an interrupted call, as a shell reports it. For safe_bash a command that ran reports its own\n")
+	b.WriteString("exit status instead.\n")
+	return b.String()
+}

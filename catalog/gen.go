@@ -1,0 +1,3 @@
+package catalog
+
+//go:generate go run ./gendoc ../docs/errors.md

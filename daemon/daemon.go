@@ -1,0 +1,193 @@
+// Package daemon is contextd's server: it serves the tool protocol on a listener it
+// is handed, checks every peer at accept time, dispatches calls to tools, exits by
+// itself when idle and drains calls in flight when told to stop.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	sddaemon "github.com/coreos/go-systemd/v22/daemon"
+	"google.golang.org/grpc"
+
+	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/peer"
+	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/daemon/tools"
+	"github.com/contextd/contextd/wire"
+)
+
+// Options configure Run. A nil *Options, and every zero field, means the default
+// named on the field.
+type Options struct {
+	// Config is the loaded configuration. Default: config.Default().
+	Config *config.Config
+	// Logger receives the daemon's log. Default: slog.Default().
+	Logger *slog.Logger
+	// Tools is the tool registry. Default: tools.Default().
+	Tools *tools.Registry
+	// Runner starts tool processes. Default: runner.Direct{}.
+	Runner runner.Runner
+	// Notify sends a state string to the service manager. Default: sd_notify
+	// through go-systemd, a no-op when NOTIFY_SOCKET is unset.
+	Notify func(state string) error
+	// Activated records that the listener came from socket activation (Status).
+	Activated bool
+	// Version is reported by Status. Default: "dev".
+	Version string
+}
+
+func (o *Options) withDefaults() Options {
+	var v Options
+	if o != nil {
+		v = *o
+	}
+	if v.Config == nil {
+		v.Config = config.Default()
+	}
+	if v.Logger == nil {
+		v.Logger = slog.Default()
+	}
+	if v.Tools == nil {
+		v.Tools = tools.Default()
+	}
+	if v.Runner == nil {
+		v.Runner = runner.Direct{}
+	}
+	if v.Notify == nil {
+		v.Notify = func(state string) error { _, err := sddaemon.SdNotify(false, state); return err }
+	}
+	if v.Version == "" {
+		v.Version = "dev"
+	}
+	return v
+}
+
+// finalGrace is how long canceled calls get to send their last result after the
+// drain timeout, before connections are cut.
+const finalGrace = 5 * time.Second
+
+// Run serves on ln until ctx ends (then it drains) or the daemon has been idle for
+// the configured time (then it stops at once: nothing is in flight). It returns nil
+// after a clean stop. Run closes ln.
+func Run(ctx context.Context, ln net.Listener, opts *Options) error {
+	o := opts.withDefaults()
+	log := o.Logger
+	cfg := o.Config
+
+	// stopCalls cancels every call in flight; calls see ErrShuttingDown as the cause.
+	callsCtx, stopCalls := context.WithCancelCause(context.Background())
+	defer stopCalls(nil)
+
+	svc := &service{opts: o, callsCtx: callsCtx, started: time.Now()}
+	srv := grpc.NewServer(
+		grpc.Creds(peer.ServerCredentials()),
+		grpc.MaxRecvMsgSize(cfg.MaxRequestBytes),
+		grpc.MaxSendMsgSize(cfg.MaxRequestBytes),
+	)
+	wire.RegisterToolsServer(srv, svc)
+
+	pl := peer.NewListener(ln, cfg.AllowedUIDs, log)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(pl) }()
+
+	if err := o.Notify(fmt.Sprintf("READY=1\nSTATUS=serving on %s", ln.Addr())); err != nil {
+		log.Warn("sd_notify READY failed", "err", err)
+	}
+	log.Info("contextd serving", "addr", ln.Addr().String(), "socket_activated", o.Activated,
+		"idle_timeout", cfg.IdleTimeout.String(), "config", cfg.Source)
+
+	idle := svc.idleWatch(cfg.IdleTimeout.Duration)
+	var reason string
+	select {
+	case err := <-served:
+		// Serve returns only on a listener failure: nothing left to drain to.
+		o.Notify("STOPPING=1")
+		return fmt.Errorf("serve: %v: %w", err, catalog.ErrInternal)
+	case <-idle:
+		reason = "idle"
+	case <-ctx.Done():
+		reason = "signal"
+	}
+
+	o.Notify("STOPPING=1\nSTATUS=draining")
+	log.Info("contextd stopping", "reason", reason, "calls_in_flight", svc.inFlight())
+	stopped := make(chan struct{})
+	go func() { srv.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(cfg.DrainTimeout.Duration):
+		log.Warn("drain timeout: canceling calls in flight", "calls_in_flight", svc.inFlight(), "drain_timeout", cfg.DrainTimeout.String())
+		stopCalls(fmt.Errorf("daemon stopping (drain timeout %s passed): %w", cfg.DrainTimeout, catalog.ErrShuttingDown))
+		select {
+		case <-stopped:
+		case <-time.After(finalGrace):
+			srv.Stop()
+			<-stopped
+		}
+	}
+	if err := <-served; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		log.Debug("serve ended", "err", err)
+	}
+	log.Info("contextd stopped", "reason", reason)
+	return nil
+}
+
+// activity counts calls in flight and when the last one ended, for the idle exit.
+type activity struct {
+	mu       sync.Mutex
+	calls    int
+	lastDone time.Time
+}
+
+func (s *service) begin() {
+	s.act.mu.Lock()
+	s.act.calls++
+	s.act.mu.Unlock()
+}
+
+func (s *service) end() {
+	s.act.mu.Lock()
+	s.act.calls--
+	s.act.lastDone = time.Now()
+	s.act.mu.Unlock()
+}
+
+func (s *service) inFlight() int {
+	s.act.mu.Lock()
+	defer s.act.mu.Unlock()
+	return s.act.calls
+}
+
+// idleWatch returns a channel closed once no call has been in flight for d (never,
+// for d == 0).
+func (s *service) idleWatch(d time.Duration) <-chan struct{} {
+	ch := make(chan struct{})
+	if d <= 0 {
+		return ch
+	}
+	s.act.mu.Lock()
+	s.act.lastDone = time.Now()
+	s.act.mu.Unlock()
+	tick := min(max(d/10, 50*time.Millisecond), time.Second)
+	go func() {
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		for range t.C {
+			s.act.mu.Lock()
+			idle := s.act.calls == 0 && time.Since(s.act.lastDone) >= d
+			s.act.mu.Unlock()
+			if idle {
+				close(ch)
+				return
+			}
+		}
+	}()
+	return ch
+}

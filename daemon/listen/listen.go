@@ -1,0 +1,81 @@
+// Package listen supplies the daemon's listener: the socket systemd passes by socket
+// activation, or, when run by hand, a Unix socket it binds itself at the per-user
+// path with safe permissions, stale-socket cleanup and a lock against a second daemon.
+package listen
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+
+	"github.com/coreos/go-systemd/v22/activation"
+
+	"github.com/contextd/contextd/catalog"
+)
+
+// DefaultSocketPath is $XDG_RUNTIME_DIR/contextd/contextd.sock. Without
+// XDG_RUNTIME_DIR it falls back to /run/user/<uid>, which is what pam_systemd sets.
+func DefaultSocketPath() string {
+	dir := os.Getenv("XDG_RUNTIME_DIR")
+	if dir == "" {
+		dir = fmt.Sprintf("/run/user/%d", os.Getuid())
+	}
+	return filepath.Join(dir, "contextd", "contextd.sock")
+}
+
+// Listener is what the daemon serves on, and how it got it.
+type Listener struct {
+	net.Listener
+	Path      string // socket path, when known
+	Activated bool   // passed in by systemd socket activation
+	release   func()
+}
+
+// Close closes the socket and, for a socket the daemon bound itself, removes it and
+// releases the lock. A socket-activated listener stays with systemd.
+func (l *Listener) Close() error {
+	err := l.Listener.Close()
+	if l.release != nil {
+		l.release()
+		l.release = nil
+	}
+	return err
+}
+
+// Open returns the socket-activated listener when systemd passed one, otherwise
+// binds path (DefaultSocketPath when empty).
+func Open(path string) (*Listener, error) {
+	lns, err := activation.Listeners()
+	if err != nil {
+		return nil, fmt.Errorf("socket activation: %w", err)
+	}
+	var got []net.Listener
+	for _, ln := range lns {
+		if ln != nil {
+			got = append(got, ln)
+		}
+	}
+	switch len(got) {
+	case 0:
+		if path == "" {
+			path = DefaultSocketPath()
+		}
+		return Bind(path)
+	case 1:
+		ul, ok := got[0].(*net.UnixListener)
+		if !ok {
+			got[0].Close()
+			return nil, fmt.Errorf("socket activation passed a %s socket; contextd needs a Unix stream socket (ListenStream=%%t/contextd/contextd.sock): %w",
+				got[0].Addr().Network(), catalog.ErrConfig)
+		}
+		// systemd owns the socket file: never unlink it on exit.
+		ul.SetUnlinkOnClose(false)
+		return &Listener{Listener: ul, Path: ul.Addr().String(), Activated: true}, nil
+	default:
+		for _, ln := range got {
+			ln.Close()
+		}
+		return nil, fmt.Errorf("socket activation passed %d sockets; contextd.socket must have exactly one ListenStream: %w", len(got), catalog.ErrConfig)
+	}
+}

@@ -1,0 +1,168 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/credentials"
+)
+
+// Read returns the credentials of the process at the other end of conn, which must
+// be a Unix stream socket.
+func Read(conn net.Conn) (Cred, error) {
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return Cred{}, fmt.Errorf("peer: %T is not a Unix socket connection", conn)
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return Cred{}, fmt.Errorf("peer: SyscallConn: %w", err)
+	}
+	var (
+		ucred *unix.Ucred
+		serr  error
+	)
+	if err := raw.Control(func(fd uintptr) {
+		ucred, serr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return Cred{}, fmt.Errorf("peer: control: %w", err)
+	}
+	if serr != nil {
+		return Cred{}, fmt.Errorf("peer: getsockopt(SO_PEERCRED): %w", serr)
+	}
+	return Cred{PID: ucred.Pid, UID: ucred.Uid, GID: ucred.Gid}, nil
+}
+
+// Listener accepts only connections whose peer passes the check. Connections that
+// fail are closed at once, before a byte is read, and logged with the peer's pid and
+// uid; Accept then waits for the next one, so a refused peer never reaches gRPC.
+type Listener struct {
+	net.Listener
+	// AllowedUIDs are other uids that may connect (the configuration's
+	// allowed_uids); the daemon's own uid is always allowed.
+	AllowedUIDs []uint32
+	Log         *slog.Logger
+
+	self uint32
+}
+
+// NewListener wraps ln; the daemon's own uid is always allowed.
+func NewListener(ln net.Listener, allowed []uint32, log *slog.Logger) *Listener {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Listener{Listener: ln, AllowedUIDs: allowed, Log: log, self: uint32(os.Getuid())}
+}
+
+func (l *Listener) allowed(uid uint32) bool {
+	if uid == l.self {
+		return true
+	}
+	for _, u := range l.AllowedUIDs {
+		if u == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// Accept implements net.Listener.
+func (l *Listener) Accept() (net.Conn, error) {
+	for {
+		conn, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		cred, err := Read(conn)
+		if err != nil {
+			l.Log.Warn("refused connection: cannot read peer credentials", "err", err)
+			conn.Close()
+			continue
+		}
+		if !l.allowed(cred.UID) {
+			l.Log.Warn("refused peer: uid not allowed", "peer_pid", cred.PID, "peer_uid", cred.UID, "peer_gid", cred.GID, "daemon_uid", l.self)
+			conn.Close()
+			continue
+		}
+		return &credConn{Conn: conn, cred: cred}, nil
+	}
+}
+
+// credConn carries the credentials read at accept time to the handshake.
+type credConn struct {
+	net.Conn
+	cred Cred
+}
+
+// ServerCredentials makes gRPC take each connection's AuthInfo from Listener. A
+// connection that did not come through Listener fails the handshake: fail closed.
+func ServerCredentials() credentials.TransportCredentials { return serverCreds{} }
+
+type serverCreds struct{ insecureBase }
+
+func (serverCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	cc, ok := conn.(*credConn)
+	if !ok {
+		return nil, nil, errors.New("peer: connection was not accepted through the peer-checked listener")
+	}
+	return cc, cc.cred, nil
+}
+
+func (serverCreds) ClientHandshake(context.Context, string, net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	return nil, nil, errors.New("peer: server credentials used on a client")
+}
+
+func (serverCreds) Clone() credentials.TransportCredentials { return serverCreds{} }
+
+// ClientCredentials checks, on the client side, that the process serving the socket
+// runs as the expected uid (normally the caller's own), so calls are never sent to a
+// socket someone else put in the way. Root is not accepted either: contextd runs as
+// its user.
+func ClientCredentials(wantUID uint32) credentials.TransportCredentials {
+	return clientCreds{want: wantUID}
+}
+
+// ErrServerIdentity is returned by the client handshake when the daemon runs as
+// another uid.
+type ErrServerIdentity struct{ Got, Want uint32 }
+
+func (e *ErrServerIdentity) Error() string {
+	return fmt.Sprintf("the contextd socket is served by uid %d, not uid %d", e.Got, e.Want)
+}
+
+type clientCreds struct {
+	insecureBase
+	want uint32
+}
+
+func (c clientCreds) ClientHandshake(_ context.Context, _ string, conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	cred, err := Read(conn)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cred.UID != c.want {
+		return nil, nil, &ErrServerIdentity{Got: cred.UID, Want: c.want}
+	}
+	return conn, cred, nil
+}
+
+func (clientCreds) ServerHandshake(net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	return nil, nil, errors.New("peer: client credentials used on a server")
+}
+
+func (c clientCreds) Clone() credentials.TransportCredentials { return c }
+
+// insecureBase holds the parts common to both sides: no transport security beyond
+// the socket's own permissions and the peer check.
+type insecureBase struct{}
+
+func (insecureBase) Info() credentials.ProtocolInfo {
+	return credentials.ProtocolInfo{SecurityProtocol: "unix-peercred"}
+}
+
+func (insecureBase) OverrideServerName(string) error { return nil }

@@ -1,0 +1,144 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/runner"
+)
+
+// SafeBash runs a bash command line in the workspace.
+type SafeBash struct{}
+
+// Name implements Tool.
+func (SafeBash) Name() string { return "safe_bash" }
+
+// BashInput is safe_bash's input (toolspec/safe_bash/schema.json).
+type BashInput struct {
+	Command string `json:"command"`
+	Timeout *int   `json:"timeout,omitempty"` // seconds
+	Cwd     string `json:"cwd,omitempty"`
+}
+
+// Decode implements Tool.
+func (SafeBash) Decode(input []byte) (Call, error) {
+	var in BashInput
+	if err := decodeStrict("safe_bash", input, &in); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(in.Command) == "" {
+		return nil, missing("safe_bash", "command")
+	}
+	if strings.IndexByte(in.Command, 0) >= 0 {
+		return nil, fmt.Errorf("safe_bash: command contains a NUL byte: %w", catalog.ErrBadInput)
+	}
+	if in.Timeout != nil && *in.Timeout < 1 {
+		return nil, fmt.Errorf("safe_bash: timeout must be at least 1 second: %w", catalog.ErrBadInput)
+	}
+	return &bashCall{in}, nil
+}
+
+type bashCall struct{ in BashInput }
+
+func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
+	cfg := env.Config.Tools.SafeBash
+	timeout := cfg.DefaultTimeout.Duration
+	if c.in.Timeout != nil {
+		timeout = time.Duration(*c.in.Timeout) * time.Second
+		if timeout > cfg.MaxTimeout.Duration {
+			return Outcome{Err: fmt.Errorf("safe_bash: timeout %ds is above the configured maximum %s: %w",
+				*c.in.Timeout, cfg.MaxTimeout, catalog.ErrPolicy)}
+		}
+	}
+	dir := env.Place.Cwd
+	if c.in.Cwd != "" {
+		d, err := confinedDir(env, c.in.Cwd)
+		if err != nil {
+			return Outcome{Err: fmt.Errorf("safe_bash: cwd: %w", err)}
+		}
+		dir = d
+	}
+	ex, err := env.Runner.Run(ctx, runner.Spec{
+		Path:    cfg.Shell,
+		Args:    []string{filepath.Base(cfg.Shell), "-c", c.in.Command},
+		Dir:     dir,
+		Env:     Environ(env),
+		Output:  env.Out,
+		Timeout: timeout,
+	})
+	if err != nil {
+		return Outcome{Err: fmt.Errorf("safe_bash: %w", err)}
+	}
+	switch {
+	case ex.TimedOut:
+		return Outcome{ExitCode: catalog.ExitTimeout, Err: fmt.Errorf("safe_bash: killed after %s: %w", timeout, catalog.ErrTimeout)}
+	case ex.Canceled:
+		return Outcome{ExitCode: ex.Code, Err: canceled(ctx)}
+	}
+	return Outcome{ExitCode: ex.Code}
+}
+
+// confinedDir resolves a directory the caller named and proves it lies inside the
+// workspace by opening it through the confined lookup.
+func confinedDir(env *Env, p string) (string, error) {
+	rel, err := env.Place.Resolve(p)
+	if err != nil {
+		return "", err
+	}
+	root, err := openRoot(env)
+	if err != nil {
+		return "", err
+	}
+	defer root.Close()
+	return root.DirPath(rel)
+}
+
+// allowedEnv are the caller's variables a command gets; nothing else of the
+// caller's or the daemon's environment is passed (tokens and keys live there).
+var allowedEnv = []string{"PATH", "LANG", "LANGUAGE", "TERM", "TZ", "COLORTERM", "NO_COLOR"}
+
+// AllowedEnv reports whether the proxy should send variable name.
+func AllowedEnv(name string) bool {
+	if strings.HasPrefix(name, "LC_") {
+		return true
+	}
+	for _, a := range allowedEnv {
+		if a == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Environ builds a command's environment: the allowlisted part of the caller's
+// environment, and the identity variables from the daemon's own user.
+func Environ(env *Env) []string {
+	out := []string{}
+	for k, v := range env.CallerEnv {
+		if AllowedEnv(k) && !strings.ContainsAny(k, "=\x00") && !strings.ContainsRune(v, 0) {
+			out = append(out, k+"="+v)
+		}
+	}
+	if _, ok := env.CallerEnv["PATH"]; !ok {
+		out = append(out, "PATH=/usr/local/bin:/usr/bin:/bin")
+	}
+	for _, k := range []string{"HOME", "USER", "LOGNAME"} {
+		if v := os.Getenv(k); v != "" {
+			out = append(out, k+"="+v)
+		}
+	}
+	return append(out, "CONTEXTD_SESSION="+env.Session, "CONTEXTD_WORKSPACE="+env.Place.Root)
+}
+
+// canceled explains why a running call was stopped.
+func canceled(ctx context.Context) error {
+	if cause := context.Cause(ctx); cause != nil && cause != context.Canceled {
+		return cause
+	}
+	return fmt.Errorf("call canceled by the caller: %w", catalog.ErrConnectionLost)
+}

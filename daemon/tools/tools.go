@@ -1,0 +1,127 @@
+// Package tools is the tool registry and the tools themselves: each decodes its
+// JSON input (strictly, against the shape its schema.json publishes) and runs it in
+// a call's environment, writing output as it goes.
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/peer"
+	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/daemon/workspace"
+)
+
+// Env is everything a tool call may use.
+type Env struct {
+	Place   workspace.Place
+	Session string
+	Peer    peer.Cred
+	// CallerEnv is the caller's environment as the proxy sent it, already reduced
+	// to the allowlist (see Environ).
+	CallerEnv map[string]string
+	Config    *config.Config
+	Runner    runner.Runner
+	// Out receives the tool's output as it is produced.
+	Out io.Writer
+}
+
+// Outcome is how a run ended. Err is the tool's own failure (a missing file, a
+// timeout), reported to the caller in the result, not as a protocol error.
+type Outcome struct {
+	ExitCode int
+	Err      error
+}
+
+// Call is a decoded, valid call, ready to run.
+type Call interface {
+	Run(ctx context.Context, env *Env) Outcome
+}
+
+// Tool decodes input into a Call. A decode error is the caller's mistake and wraps
+// catalog.ErrBadInput.
+type Tool interface {
+	Name() string
+	Decode(input []byte) (Call, error)
+}
+
+// Registry maps names to tools.
+type Registry struct{ tools map[string]Tool }
+
+// NewRegistry returns a registry of the given tools.
+func NewRegistry(ts ...Tool) *Registry {
+	r := &Registry{tools: map[string]Tool{}}
+	for _, t := range ts {
+		r.tools[t.Name()] = t
+	}
+	return r
+}
+
+// Default returns the registry of every built-in tool.
+func Default() *Registry { return NewRegistry(SafeBash{}, SafeRead{}, SafeWrite{}) }
+
+// Get returns the named tool.
+func (r *Registry) Get(name string) (Tool, error) {
+	t, ok := r.tools[name]
+	if !ok {
+		return nil, fmt.Errorf("%q: %w", name, catalog.ErrUnknownTool)
+	}
+	return t, nil
+}
+
+// Names returns the registered names, sorted.
+func (r *Registry) Names() []string {
+	out := make([]string, 0, len(r.tools))
+	for n := range r.tools {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// decodeStrict decodes one JSON object into v, refusing unknown fields and trailing
+// data, so a misspelled key is an error and not a silently ignored option.
+func decodeStrict(tool string, input []byte, v any) error {
+	if len(bytes.TrimSpace(input)) == 0 {
+		return fmt.Errorf("%s: empty input, expected a JSON object: %w", tool, catalog.ErrBadInput)
+	}
+	dec := json.NewDecoder(bytes.NewReader(input))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%s: input: %s: %w", tool, jsonProblem(err), catalog.ErrBadInput)
+	}
+	if dec.More() {
+		return fmt.Errorf("%s: input: data after the JSON object: %w", tool, catalog.ErrBadInput)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%s: input: data after the JSON object: %w", tool, catalog.ErrBadInput)
+	}
+	return nil
+}
+
+// jsonProblem describes a decode error without quoting the input (it may hold
+// secrets).
+func jsonProblem(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("invalid JSON at byte %d", se.Offset)
+	case errors.As(err, &te):
+		return fmt.Sprintf("field %q must be %s, not %s", te.Field, te.Type.Kind(), te.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "truncated JSON"
+	}
+	return err.Error() // e.g. `json: unknown field "x"`: names the key, not the value
+}
+
+func missing(tool, field string) error {
+	return fmt.Errorf("%s: %q is required: %w", tool, field, catalog.ErrBadInput)
+}

@@ -1,0 +1,289 @@
+// Package cli parses a tool's command line (the contract in docs/cli.md) into the
+// JSON input the daemon takes: the natural short form of each tool, or --json.
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/contextd/contextd/catalog"
+)
+
+// Format is how the proxy prints a result.
+type Format int
+
+const (
+	Text Format = iota // the data, then one line on how to continue if truncated
+	JSON               // the whole response envelope
+)
+
+// Invocation is a parsed tool command line.
+type Invocation struct {
+	Tool     string
+	Input    json.RawMessage // the tool's input, valid JSON (nil with Continue)
+	Format   Format
+	Continue string // continuation reference, instead of running the tool
+	Help     bool   // --help: print the tool's TOOL.md and usage
+}
+
+// Stdin is the tool's standard input, read only by forms that take content from
+// it. IsTerminal keeps a tool from waiting on a person's keyboard.
+type Stdin struct {
+	R          io.Reader
+	IsTerminal bool
+}
+
+// MaxStdin bounds content read from standard input.
+const MaxStdin = 64 << 20
+
+// flagSpec describes one tool flag: its JSON key and whether it is an integer.
+type flagSpec struct {
+	key   string
+	isInt bool
+}
+
+// toolFlags are each tool's own flags; --json, --format, --continue and --help
+// are common to all.
+var toolFlags = map[string]map[string]flagSpec{
+	"safe_bash":  {"timeout": {"timeout", true}, "cwd": {"cwd", false}},
+	"safe_read":  {"offset": {"offset", true}, "limit": {"limit", true}},
+	"safe_write": {"content": {"content", false}},
+}
+
+// Usage is the short usage line of each tool.
+var Usage = map[string]string{
+	"safe_bash":  "safe_bash [--timeout SECONDS] [--cwd DIR] [--] COMMAND...   (or: safe_bash < script)",
+	"safe_read":  "safe_read PATH [--offset LINE] [--limit LINES]",
+	"safe_write": "safe_write PATH < CONTENT   |   safe_write PATH --content TEXT",
+}
+
+func usageErr(tool, format string, a ...any) error {
+	msg := fmt.Sprintf(format, a...)
+	if u, ok := Usage[tool]; ok {
+		msg += "; usage: " + u + " | " + tool + " --json '{...}' [--format json] | " + tool + " --continue REF"
+	}
+	return fmt.Errorf("%s: %s: %w", tool, msg, catalog.ErrUsage)
+}
+
+// Parse parses args (without argv[0]) for tool.
+func Parse(tool string, args []string, stdin Stdin) (*Invocation, error) {
+	flags, ok := toolFlags[tool]
+	if !ok {
+		return nil, fmt.Errorf("%q: %w", tool, catalog.ErrUnknownTool)
+	}
+	inv := &Invocation{Tool: tool}
+	input := map[string]any{}
+	var rawJSON *string
+	var pos []string
+	dashdash := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		// Flags are read until the first positional argument or "--": after it,
+		// everything belongs to the command (safe_bash ls -la).
+		if dashdash || !strings.HasPrefix(a, "-") || a == "-" || len(pos) > 0 && tool == "safe_bash" {
+			pos = append(pos, a)
+			continue
+		}
+		if a == "--" {
+			dashdash = true
+			continue
+		}
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "--") && name != "h" {
+			return nil, usageErr(tool, "unknown option %s (options are long: --name VALUE)", a)
+		}
+		next := func() (string, error) {
+			if hasVal {
+				return val, nil
+			}
+			if i+1 >= len(args) {
+				return "", usageErr(tool, "option --%s needs a value", name)
+			}
+			i++
+			return args[i], nil
+		}
+		switch name {
+		case "help", "h":
+			inv.Help = true
+			return inv, nil
+		case "json":
+			v, err := next()
+			if err != nil {
+				return nil, err
+			}
+			rawJSON = &v
+		case "format":
+			v, err := next()
+			if err != nil {
+				return nil, err
+			}
+			switch v {
+			case "text":
+				inv.Format = Text
+			case "json":
+				inv.Format = JSON
+			default:
+				return nil, usageErr(tool, "--format must be text or json, not %q", v)
+			}
+		case "continue":
+			v, err := next()
+			if err != nil {
+				return nil, err
+			}
+			if v == "" {
+				return nil, usageErr(tool, "--continue needs a reference")
+			}
+			inv.Continue = v
+		default:
+			spec, ok := flags[name]
+			if !ok {
+				return nil, usageErr(tool, "unknown option --%s", name)
+			}
+			v, err := next()
+			if err != nil {
+				return nil, err
+			}
+			if _, dup := input[spec.key]; dup {
+				return nil, usageErr(tool, "option --%s given twice", name)
+			}
+			if spec.isInt {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 {
+					return nil, usageErr(tool, "--%s needs a positive whole number, not %q", name, v)
+				}
+				input[spec.key] = n
+			} else {
+				input[spec.key] = v
+			}
+		}
+	}
+
+	if inv.Continue != "" {
+		if rawJSON != nil || len(pos) > 0 || len(input) > 0 {
+			return nil, usageErr(tool, "--continue takes no other input")
+		}
+		return inv, nil
+	}
+	if rawJSON != nil {
+		if len(pos) > 0 || len(input) > 0 {
+			return nil, usageErr(tool, "--json takes the whole input; give no other arguments or tool options")
+		}
+		if !json.Valid([]byte(*rawJSON)) {
+			return nil, fmt.Errorf("%s: --json is not valid JSON: %w", tool, catalog.ErrBadInput)
+		}
+		inv.Input = json.RawMessage(*rawJSON)
+		return inv, nil
+	}
+
+	var err error
+	switch tool {
+	case "safe_bash":
+		err = bashInput(input, pos, stdin)
+	case "safe_read":
+		err = pathOnly(tool, input, pos)
+	case "safe_write":
+		err = writeInput(input, pos, stdin)
+	}
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(input)
+	if err != nil {
+		return nil, fmt.Errorf("%s: encode input: %v: %w", tool, err, catalog.ErrInternal)
+	}
+	inv.Input = b
+	return inv, nil
+}
+
+// bashInput: one argument is a command line as written (shell syntax kept); several
+// are an argv, quoted for the shell so each stays one word; none reads the script
+// from standard input when that is not a terminal.
+func bashInput(input map[string]any, pos []string, stdin Stdin) error {
+	switch {
+	case len(pos) == 1:
+		input["command"] = pos[0]
+	case len(pos) > 1:
+		q := make([]string, len(pos))
+		for i, p := range pos {
+			q[i] = ShellQuote(p)
+		}
+		input["command"] = strings.Join(q, " ")
+	case stdin.R != nil && !stdin.IsTerminal:
+		s, err := readAll("safe_bash", stdin.R)
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(s) == "" {
+			return usageErr("safe_bash", "no command given (empty standard input)")
+		}
+		input["command"] = s
+	default:
+		return usageErr("safe_bash", "no command given")
+	}
+	return nil
+}
+
+func pathOnly(tool string, input map[string]any, pos []string) error {
+	switch len(pos) {
+	case 0:
+		return usageErr(tool, "no path given")
+	case 1:
+		input["path"] = pos[0]
+		return nil
+	}
+	return usageErr(tool, "one path at a time (got %d)", len(pos))
+}
+
+func writeInput(input map[string]any, pos []string, stdin Stdin) error {
+	if err := pathOnly("safe_write", input, pos); err != nil {
+		return err
+	}
+	if _, ok := input["content"]; ok {
+		return nil
+	}
+	if stdin.R == nil || stdin.IsTerminal {
+		return usageErr("safe_write", "no content: pipe it on standard input or pass --content")
+	}
+	s, err := readAll("safe_write", stdin.R)
+	if err != nil {
+		return err
+	}
+	input["content"] = s
+	return nil
+}
+
+func readAll(tool string, r io.Reader) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(r, MaxStdin+1))
+	if err != nil {
+		return "", fmt.Errorf("%s: read standard input: %v: %w", tool, err, catalog.ErrIO)
+	}
+	if len(b) > MaxStdin {
+		return "", fmt.Errorf("%s: standard input is over %d bytes: %w", tool, MaxStdin, catalog.ErrBadInput)
+	}
+	if !utf8.Valid(b) {
+		return "", fmt.Errorf("%s: standard input is not UTF-8 text: %w", tool, catalog.ErrBadInput)
+	}
+	return string(b), nil
+}
+
+// ShellQuote quotes s as one bash word; words of only safe characters stay bare.
+func ShellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	safe := true
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@%+,", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

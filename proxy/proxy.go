@@ -1,0 +1,320 @@
+// Package proxy is contextd-proxy: one binary that is a tool when invoked through a
+// symlink named after the tool (argv[0] picks it), and a small admin command
+// (install, tools, version) when invoked by its own name.
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/tools"
+	"github.com/contextd/contextd/proxy/cli"
+	"github.com/contextd/contextd/proxy/client"
+	"github.com/contextd/contextd/proxy/install"
+	"github.com/contextd/contextd/toolspec"
+	"github.com/contextd/contextd/wire"
+)
+
+// Version is set at build time (-ldflags -X).
+var Version = "dev"
+
+// IO is the process's standard streams.
+type IO struct {
+	Stdin          io.Reader
+	StdinIsTerm    bool
+	Stdout, Stderr io.Writer
+}
+
+// StdIO returns the real standard streams.
+func StdIO() IO {
+	_, err := unix.IoctlGetTermios(int(os.Stdin.Fd()), unix.TCGETS)
+	return IO{Stdin: os.Stdin, StdinIsTerm: err == nil, Stdout: os.Stdout, Stderr: os.Stderr}
+}
+
+// Main runs the proxy for argv and returns the exit status. It is the one place
+// where errors become exit statuses and text on stderr.
+func Main(ctx context.Context, argv []string, sio IO) int {
+	code, err := run(ctx, argv, sio)
+	if err != nil {
+		fmt.Fprintln(sio.Stderr, catalog.Format(err))
+		return catalog.ExitCode(err)
+	}
+	return code
+}
+
+// ToolName returns the tool argv0 names, if it names one.
+func ToolName(argv0 string) (string, bool) {
+	name := filepath.Base(argv0)
+	_, ok := toolspec.Get(name)
+	return name, ok
+}
+
+func run(ctx context.Context, argv []string, sio IO) (int, error) {
+	if len(argv) == 0 {
+		return 0, fmt.Errorf("no argv[0]: %w", catalog.ErrUsage)
+	}
+	if tool, ok := ToolName(argv[0]); ok {
+		return runTool(ctx, tool, argv[1:], sio)
+	}
+	args := argv[1:]
+	if len(args) == 0 {
+		fmt.Fprint(sio.Stdout, usage)
+		return 0, nil
+	}
+	switch args[0] {
+	case "install":
+		return 0, runInstall(args[1:], sio)
+	case "tools":
+		for _, s := range toolspec.All() {
+			fmt.Fprintln(sio.Stdout, s.Name)
+		}
+		return 0, nil
+	case "version", "--version":
+		fmt.Fprintln(sio.Stdout, "contextd-proxy", Version)
+		return 0, nil
+	case "help", "--help", "-h":
+		fmt.Fprint(sio.Stdout, usage)
+		return 0, nil
+	}
+	if _, ok := toolspec.Get(args[0]); ok {
+		return runTool(ctx, args[0], args[1:], sio)
+	}
+	return 0, fmt.Errorf("unknown command %q (see contextd-proxy help): %w", args[0], catalog.ErrUsage)
+}
+
+const usage = `contextd-proxy: the agent side of contextd.
+
+Through a symlink named after a tool (installed by "install"), it is that tool:
+  safe_bash 'go test ./...'      safe_read path --offset 10     safe_write path < content
+
+By its own name:
+  contextd-proxy install [DIR]   write the tools into DIR (default .claude/tools)
+  contextd-proxy TOOL ARGS...    run a tool without a symlink
+  contextd-proxy tools           list the tools
+  contextd-proxy version
+
+Environment: CONTEXTD_SOCKET (socket path), CONTEXTD_SESSION (session id),
+CONTEXTD_DAEMON_UID (uid the daemon must run as, when it is not yours).
+Errors start with a code CTXD-Exxx; docs/errors.md lists them.
+`
+
+func runInstall(args []string, sio IO) error {
+	dir := install.DefaultDir
+	switch len(args) {
+	case 0:
+	case 1:
+		if strings.HasPrefix(args[0], "-") {
+			return fmt.Errorf("install: unknown option %s; usage: contextd-proxy install [DIR]: %w", args[0], catalog.ErrUsage)
+		}
+		dir = args[0]
+	default:
+		return fmt.Errorf("install: usage: contextd-proxy install [DIR]: %w", catalog.ErrUsage)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("install: find own binary: %v: %w", err, catalog.ErrInternal)
+	}
+	if exe, err = filepath.EvalSymlinks(exe); err != nil {
+		return fmt.Errorf("install: resolve own binary: %v: %w", err, catalog.ErrInternal)
+	}
+	rep, err := install.Install(dir, exe)
+	if rep != nil {
+		for _, a := range rep.Actions {
+			fmt.Fprintf(sio.Stdout, "%-10s %s\n", a.What, filepath.Join(rep.Dir, a.Path))
+		}
+	}
+	return err
+}
+
+// request builds the wire request for a parsed invocation.
+func request(tool string, inv *cli.Invocation) (*wire.CallRequest, error) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("working directory: %v: %w", err, catalog.ErrBadInput)
+	}
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		if tools.AllowedEnv(k) {
+			env[k] = v
+		}
+	}
+	return &wire.CallRequest{
+		Tool:        tool,
+		InputJson:   inv.Input,
+		Session:     os.Getenv("CONTEXTD_SESSION"),
+		Cwd:         cwd,
+		ContinueRef: inv.Continue,
+		Env:         env,
+	}, nil
+}
+
+func runTool(ctx context.Context, tool string, args []string, sio IO) (int, error) {
+	inv, err := cli.Parse(tool, args, cli.Stdin{R: sio.Stdin, IsTerminal: sio.StdinIsTerm})
+	if err != nil {
+		return 0, err
+	}
+	if inv.Help {
+		spec, _ := toolspec.Get(tool)
+		fmt.Fprintf(sio.Stdout, "%s\nusage: %s\n       %s --json '<input per schema.json>' [--format json]\n       %s --continue REF\n",
+			strings.TrimSpace(string(spec.Doc)), cli.Usage[tool], tool, tool)
+		return 0, nil
+	}
+	req, err := request(tool, inv)
+	if err != nil {
+		return 0, err
+	}
+	conn, err := client.Dial(client.SocketPath())
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+
+	var out resultSink = &textSink{w: sio.Stdout}
+	if inv.Format == cli.JSON {
+		out = &jsonSink{w: sio.Stdout}
+	}
+	res, err := call(ctx, conn, req, out)
+	if err != nil {
+		out.fail(err)
+		return 0, err
+	}
+	out.done(res)
+	var toolErr error
+	if res.Error != nil {
+		toolErr = catalog.FromWire(res.Error)
+	}
+	switch {
+	case toolErr != nil && tool == "safe_bash" && errors.Is(toolErr, catalog.ErrTimeout):
+		fmt.Fprintln(sio.Stderr, catalog.Format(toolErr))
+		return catalog.ExitTimeout, nil
+	case toolErr != nil:
+		return 0, toolErr
+	case tool == "safe_bash":
+		return int(res.ExitCode), nil
+	}
+	return 0, nil
+}
+
+// call runs one RPC, feeding output to out as it streams.
+func call(ctx context.Context, conn *client.Conn, req *wire.CallRequest, out resultSink) (*wire.Result, error) {
+	stream, err := conn.Call(ctx, req)
+	if err != nil {
+		return nil, conn.Classify(err, false)
+	}
+	started := false
+	for {
+		ev, err := stream.Recv()
+		if err == io.EOF {
+			return nil, fmt.Errorf("stream ended without a result: %w", catalog.ErrConnectionLost)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("%s: %w", req.Tool, catalog.ErrInterrupted)
+			}
+			return nil, conn.Classify(err, started)
+		}
+		started = true
+		switch e := ev.Event.(type) {
+		case *wire.CallEvent_Output:
+			out.data(e.Output.Data)
+		case *wire.CallEvent_Result:
+			return e.Result, nil
+		}
+	}
+}
+
+// resultSink prints a result in one of the two formats.
+type resultSink interface {
+	data([]byte)
+	done(*wire.Result)
+	fail(error)
+}
+
+// textSink streams data as it comes; a truncated result ends with one line saying
+// how to get the rest.
+type textSink struct {
+	w       io.Writer
+	lastNL  bool
+	written bool
+}
+
+func (t *textSink) data(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	t.w.Write(b)
+	t.written = true
+	t.lastNL = b[len(b)-1] == '\n'
+}
+
+func (t *textSink) done(r *wire.Result) {
+	if r.HasMore && r.Continue != "" {
+		if t.written && !t.lastNL {
+			fmt.Fprintln(t.w)
+		}
+		fmt.Fprintf(t.w, "[truncated: run the same tool with --continue %s for the next part]\n", r.Continue)
+	}
+}
+
+func (t *textSink) fail(error) {
+	if t.written && !t.lastNL {
+		fmt.Fprintln(t.w)
+	}
+}
+
+// jsonSink collects data and prints the response envelope at the end.
+type jsonSink struct {
+	w   io.Writer
+	buf []byte
+}
+
+// Envelope is the --format json output.
+type Envelope struct {
+	Data       string      `json:"data"`
+	Refs       []string    `json:"refs"`
+	TokensUsed int64       `json:"tokens_used"`
+	HasMore    bool        `json:"has_more"`
+	Truncated  bool        `json:"truncated"`
+	Continue   string      `json:"continue,omitempty"`
+	ExitCode   *int32      `json:"exit_code,omitempty"`
+	Error      *wire.Error `json:"error,omitempty"`
+	Session    string      `json:"session,omitempty"`
+	Workspace  string      `json:"workspace,omitempty"`
+}
+
+func (j *jsonSink) data(b []byte) { j.buf = append(j.buf, b...) }
+
+func (j *jsonSink) done(r *wire.Result) {
+	code := r.ExitCode
+	j.print(&Envelope{
+		Data: string(j.buf), Refs: nonNil(r.Refs), TokensUsed: r.TokensUsed, HasMore: r.HasMore,
+		Truncated: r.Truncated, Continue: r.Continue, ExitCode: &code, Error: r.Error,
+		Session: r.Session, Workspace: r.Workspace,
+	})
+}
+
+func (j *jsonSink) fail(err error) {
+	j.print(&Envelope{Data: string(j.buf), Refs: []string{}, Error: catalog.ToWire(err)})
+}
+
+func (j *jsonSink) print(e *Envelope) {
+	b, _ := json.Marshal(e)
+	j.w.Write(append(b, '\n'))
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
