@@ -68,6 +68,16 @@ func Dial(path string) (*Conn, error) {
 		first.Close()
 		return nil, err
 	}
+	// Check who serves the socket before sending anything: gRPC would flatten a
+	// handshake failure into an opaque Unavailable. Later connections are checked
+	// by ClientCredentials in the handshake.
+	if cred, err := peer.Read(first); err != nil {
+		first.Close()
+		return nil, fmt.Errorf("%s: %v: %w", path, err, catalog.ErrInternal)
+	} else if cred.UID != want {
+		first.Close()
+		return nil, fmt.Errorf("%s: %v: %w", path, &peer.ErrServerIdentity{Got: cred.UID, Want: want}, catalog.ErrDaemonIdentity)
+	}
 	cc, err := grpc.NewClient("passthrough:///contextd",
 		grpc.WithContextDialer(dialer),
 		grpc.WithTransportCredentials(peer.ClientCredentials(want)),

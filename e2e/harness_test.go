@@ -1,0 +1,256 @@
+//go:build e2e
+
+// Package e2e is contextd's end-to-end suite: as an unprivileged test user with a
+// real systemd user manager (the machine's own, or one booted by usermgr.sh where
+// PID 1 is not systemd), it installs the units, enables contextd.socket and drives
+// the daemon through the real proxy symlinks. It needs root to create the test
+// users; run it with `make test` (or `make test-e2e`).
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	testUser  = "ctxd-e2e"  // runs the daemon
+	otherUser = "ctxd-e2e2" // a second user, who must be refused
+)
+
+// env is what TestMain set up, shared by every test.
+var env struct {
+	repo     string // repository root
+	usermgr  string // e2e/usermgr.sh
+	bin      string // directory with the built binaries, readable by the test users
+	uid      int    // testUser's uid
+	otherUID int
+	home     string // testUser's home
+	project  string // a project directory of testUser, with the tools installed
+	runtime  string // testUser's XDG_RUNTIME_DIR
+}
+
+func TestMain(m *testing.M) {
+	code, err := setup(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e setup failed:", err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func setup(m *testing.M) (int, error) {
+	if os.Geteuid() != 0 {
+		return 0, fmt.Errorf("the e2e suite needs root to create its test users and boot their user manager; run `sudo make test-e2e`")
+	}
+	_, file, _, _ := runtime.Caller(0)
+	env.repo = filepath.Dir(filepath.Dir(file))
+	env.usermgr = filepath.Join(env.repo, "e2e", "usermgr.sh")
+
+	dir, err := os.MkdirTemp("", "contextd-e2e-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	env.bin = filepath.Join(dir, "bin")
+	// The test users must reach the binaries: the temp dir is 0700 by default.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return 0, err
+	}
+	build := exec.Command("go", "build", "-o", env.bin+"/", "./cmd/contextd", "./cmd/contextd-proxy", "./bench/roundtrip")
+	build.Dir = env.repo
+	if out, err := build.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("go build: %v\n%s", err, out)
+	}
+
+	if out, err := exec.Command("bash", env.usermgr, "up", testUser).CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("usermgr up %s: %v\n%s", testUser, err, out)
+	}
+	defer func() {
+		if out, err := exec.Command("bash", env.usermgr, "down", testUser).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "usermgr down: %v\n%s", err, out)
+		}
+	}()
+	if _, err := user.Lookup(otherUser); err != nil {
+		if out, err := exec.Command("useradd", "-m", "-s", "/bin/bash", otherUser).CombinedOutput(); err != nil {
+			return 0, fmt.Errorf("useradd %s: %v\n%s", otherUser, err, out)
+		}
+	}
+	u, err := user.Lookup(testUser)
+	if err != nil {
+		return 0, err
+	}
+	o, err := user.Lookup(otherUser)
+	if err != nil {
+		return 0, err
+	}
+	env.uid, _ = strconv.Atoi(u.Uid)
+	env.otherUID, _ = strconv.Atoi(o.Uid)
+	env.home = u.HomeDir
+	env.runtime = fmt.Sprintf("/run/user/%d", env.uid)
+
+	// A clean slate for the test user: no units, config or projects of earlier runs.
+	userSh(nil, "systemctl --user disable --now contextd.socket contextd.service 2>/dev/null; rm -rf ~/.config/contextd ~/.config/systemd/user/contextd.* $XDG_RUNTIME_DIR/contextd-e2e.log ~/proj; true")
+	cfg := `# e2e: short timers so idle exit and drain are seen quickly
+idle_timeout = "4s"
+drain_timeout = "1s"
+`
+	steps := []string{
+		"mkdir -p ~/.config/contextd ~/proj/.git ~/proj/sub",
+		"cat > ~/.config/contextd/config.toml <<'EOF'\n" + cfg + "EOF",
+		env.bin + "/contextd install-units",
+		"systemctl --user daemon-reload",
+		"systemctl --user enable --now contextd.socket",
+		"cd ~/proj && " + env.bin + "/contextd-proxy install",
+	}
+	if _, err := os.Stat("/run/systemd/system"); err != nil {
+		// No systemd as PID 1, so no journald: a booted manager would send the
+		// daemon's log to /dev/null (StandardOutput=inherit dups stdin). Send it
+		// to a file the suite can read instead.
+		dropin := "mkdir -p ~/.config/systemd/user/contextd.service.d && printf '[Service]\\nStandardOutput=append:%%t/contextd-e2e.log\\nStandardError=inherit\\n' > ~/.config/systemd/user/contextd.service.d/e2e-log.conf"
+		steps = append(steps[:3], append([]string{dropin}, steps[3:]...)...)
+	}
+	for _, s := range steps {
+		if r := userSh(nil, s); r.code != 0 {
+			return 0, fmt.Errorf("as %s: %s: exit %d\n%s%s", testUser, s, r.code, r.stdout, r.stderr)
+		}
+	}
+	env.project = filepath.Join(env.home, "proj")
+	code := m.Run()
+	userSh(nil, "systemctl --user disable --now contextd.socket contextd.service; true")
+	return code, nil
+}
+
+// result of a command run as a test user.
+type result struct {
+	stdout, stderr string
+	code           int
+	elapsed        time.Duration
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+}
+
+// runAs runs argv as testUser inside the user manager's world, in dir (default
+// the project), with extra environment words ("K=V").
+func runAs(t testing.TB, dir string, vars []string, stdin string, argv ...string) result {
+	if dir == "" {
+		dir = env.project
+	}
+	args := []string{env.usermgr, "run", testUser, "-C", dir}
+	args = append(args, vars...)
+	args = append(args, "--")
+	args = append(args, argv...)
+	return execute(t, stdin, "bash", args...)
+}
+
+// userSh runs a shell snippet as testUser (t may be nil during setup).
+func userSh(t testing.TB, script string) result {
+	return execute(t, "", "bash", env.usermgr, "run", testUser, "--", "bash", "-c", script)
+}
+
+// otherAs runs argv as otherUser, a plain login-less user with no manager.
+func otherAs(t testing.TB, vars []string, argv ...string) result {
+	args := []string{"-u", otherUser, "--", "env", "-i", "PATH=/usr/bin:/bin", "HOME=/home/" + otherUser,
+		fmt.Sprintf("XDG_RUNTIME_DIR=/run/user/%d", env.otherUID)}
+	args = append(args, vars...)
+	args = append(args, argv...)
+	cmd := exec.Command("runuser", args...)
+	cmd.Dir = "/tmp"
+	return finish(t, cmd, "")
+}
+
+func execute(t testing.TB, stdin, name string, args ...string) result {
+	cmd := exec.Command(name, args...)
+	return finish(t, cmd, stdin)
+}
+
+func finish(t testing.TB, cmd *exec.Cmd, stdin string) result {
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Stdin = strings.NewReader(stdin)
+	start := time.Now()
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String(), elapsed: time.Since(start)}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		if t != nil {
+			t.Fatalf("%v: %v", cmd.Args, err)
+		}
+		r.code = -1
+		r.stderr += err.Error()
+	}
+	return r
+}
+
+// tool runs a tool through its installed symlink, exactly as an agent would.
+func tool(t testing.TB, name string, stdin string, args ...string) result {
+	link := filepath.Join(env.project, ".claude", "tools", name, name)
+	return runAs(t, "", nil, stdin, append([]string{link}, args...)...)
+}
+
+// systemctl runs `systemctl --user ARGS` as testUser.
+func systemctl(t testing.TB, args ...string) result {
+	return runAs(t, env.home, nil, "", append([]string{"systemctl", "--user"}, args...)...)
+}
+
+func serviceState(t testing.TB) string {
+	return strings.TrimSpace(systemctl(t, "is-active", "contextd.service").stdout)
+}
+
+func mainPID(t testing.TB) int {
+	r := systemctl(t, "show", "-p", "MainPID", "--value", "contextd.service")
+	n, _ := strconv.Atoi(strings.TrimSpace(r.stdout))
+	return n
+}
+
+// waitFor polls cond until it holds or d passes.
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// daemonLog returns what the daemon logged: the file of the e2e drop-in where
+// there is no journald, else the journal.
+func daemonLog(t testing.TB) string {
+	if b, err := os.ReadFile(filepath.Join(env.runtime, "contextd-e2e.log")); err == nil {
+		return string(b)
+	}
+	r := execute(t, "", "journalctl", "--no-pager", "-o", "cat", fmt.Sprintf("_UID=%d", env.uid), "SYSLOG_IDENTIFIER=contextd")
+	return r.stdout
+}
+
+func mustCode(t testing.TB, r result, want int) {
+	t.Helper()
+	if r.code != want {
+		t.Fatalf("want exit %d, got %s", want, r)
+	}
+}
+
+func mustContain(t testing.TB, what, s string, subs ...string) {
+	t.Helper()
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			t.Fatalf("%s does not contain %q:\n%s", what, sub, s)
+		}
+	}
+}
