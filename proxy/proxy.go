@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/daemon/tools"
+	"github.com/contextd/contextd/envallow"
 	"github.com/contextd/contextd/proxy/cli"
 	"github.com/contextd/contextd/proxy/client"
 	"github.com/contextd/contextd/proxy/install"
@@ -144,7 +144,7 @@ func request(tool string, inv *cli.Invocation) (*wire.CallRequest, error) {
 	env := map[string]string{}
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
-		if tools.AllowedEnv(k) {
+		if envallow.Allowed(k) {
 			env[k] = v
 		}
 	}

@@ -6,23 +6,12 @@ package listen
 import (
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 
 	"github.com/coreos/go-systemd/v22/activation"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/wire"
 )
-
-// DefaultSocketPath is $XDG_RUNTIME_DIR/contextd/contextd.sock. Without
-// XDG_RUNTIME_DIR it falls back to /run/user/<uid>, which is what pam_systemd sets.
-func DefaultSocketPath() string {
-	dir := os.Getenv("XDG_RUNTIME_DIR")
-	if dir == "" {
-		dir = fmt.Sprintf("/run/user/%d", os.Getuid())
-	}
-	return filepath.Join(dir, "contextd", "contextd.sock")
-}
 
 // Listener is what the daemon serves on, and how it got it.
 type Listener struct {
@@ -59,7 +48,7 @@ func Open(path string) (*Listener, error) {
 	switch len(got) {
 	case 0:
 		if path == "" {
-			path = DefaultSocketPath()
+			path = wire.DefaultSocketPath()
 		}
 		return Bind(path)
 	case 1:

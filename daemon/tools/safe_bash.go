@@ -10,6 +10,7 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/envallow"
 )
 
 // SafeBash runs a bash command line in the workspace.
@@ -98,29 +99,12 @@ func confinedDir(env *Env, p string) (string, error) {
 	return root.DirPath(rel)
 }
 
-// allowedEnv are the caller's variables a command gets; nothing else of the
-// caller's or the daemon's environment is passed (tokens and keys live there).
-var allowedEnv = []string{"PATH", "LANG", "LANGUAGE", "TERM", "TZ", "COLORTERM", "NO_COLOR"}
-
-// AllowedEnv reports whether the proxy should send variable name.
-func AllowedEnv(name string) bool {
-	if strings.HasPrefix(name, "LC_") {
-		return true
-	}
-	for _, a := range allowedEnv {
-		if a == name {
-			return true
-		}
-	}
-	return false
-}
-
 // Environ builds a command's environment: the allowlisted part of the caller's
 // environment, and the identity variables from the daemon's own user.
 func Environ(env *Env) []string {
 	out := []string{}
 	for k, v := range env.CallerEnv {
-		if AllowedEnv(k) && !strings.ContainsAny(k, "=\x00") && !strings.ContainsRune(v, 0) {
+		if envallow.Allowed(k) && !strings.ContainsAny(k, "=\x00") && !strings.ContainsRune(v, 0) {
 			out = append(out, k+"="+v)
 		}
 	}

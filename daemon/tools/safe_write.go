@@ -64,9 +64,16 @@ func (c *writeCall) Run(ctx context.Context, env *Env) Outcome {
 	if len(data) > 0 && data[len(data)-1] != '\n' {
 		lines++
 	}
-	if _, err := fmt.Fprintf(env.Out, "%s %s: %d bytes, %d lines, mode %04o\n", verb, res.Path, len(data), lines, res.Mode); err != nil {
+	if _, err := fmt.Fprintf(env.Out, "%s %s: %s, %s, mode %04o\n", verb, res.Path, plural(len(data), "byte"), plural(lines, "line"), res.Mode); err != nil {
 		// The file is written; only the confirmation was lost.
 		return Outcome{Err: fmt.Errorf("safe_write: wrote %s but could not confirm: %w", res.Path, catalog.ErrConnectionLost)}
 	}
 	return Outcome{}
+}
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
 }

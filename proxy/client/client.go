@@ -15,7 +15,6 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/daemon/listen"
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/wire"
 )
@@ -26,7 +25,7 @@ func SocketPath() string {
 	if p := os.Getenv("CONTEXTD_SOCKET"); p != "" {
 		return p
 	}
-	return listen.DefaultSocketPath()
+	return wire.DefaultSocketPath()
 }
 
 // Conn is a connection to the daemon.
