@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"sort"
+	"strings"
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/config"
@@ -102,6 +104,47 @@ func decodeStrict(tool string, input []byte, v any) error {
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return fmt.Errorf("%s: input: data after the JSON object: %w", tool, catalog.ErrBadInput)
+	}
+	if err := exactKeys(input, v); err != nil {
+		return fmt.Errorf("%s: input: %v: %w", tool, err, catalog.ErrBadInput)
+	}
+	return nil
+}
+
+// exactKeys refuses what encoding/json lets through: a key that matches a field only
+// case-insensitively ("PATH" for "path") and a key given twice. json picks one of
+// the values silently, so a schema validator or a policy reading the same input
+// would see another path or command than the tool runs. v is a pointer to the
+// struct input was decoded into, which is known to be one valid JSON object.
+func exactKeys(input []byte, v any) error {
+	known := map[string]bool{}
+	rt := reflect.TypeOf(v).Elem()
+	for i := 0; i < rt.NumField(); i++ {
+		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		known[name] = true
+	}
+	dec := json.NewDecoder(bytes.NewReader(input))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return errors.New("expected a JSON object")
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return errors.New("invalid JSON")
+		}
+		key, _ := tok.(string)
+		switch {
+		case !known[key]:
+			return fmt.Errorf("unknown field %q (field names are lower case, as in schema.json)", key)
+		case seen[key]:
+			return fmt.Errorf("field %q given twice", key)
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return errors.New("invalid JSON")
+		}
 	}
 	return nil
 }

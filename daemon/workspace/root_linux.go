@@ -276,7 +276,8 @@ func errnoErr(syscall string, err error) error {
 		c = catalog.ErrNotFound
 	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM), errors.Is(err, unix.EROFS):
 		c = catalog.ErrFilePermission
-	case errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.EISDIR):
+	case errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.EISDIR), errors.Is(err, unix.ENXIO):
+		// ENXIO: open(2) of a Unix socket (or a device without a driver).
 		c = catalog.ErrNotRegular
 	case errors.Is(err, unix.ENOSYS):
 		// No openat2 (kernel < 5.6): fail closed, never fall back to plain open.

@@ -56,10 +56,18 @@ func Find(cwd string, markers []string) (Place, error) {
 	logical := root
 	if sub, _ := under(root, realCwd); sub == "." {
 		logical = cwd
-	} else if strings.HasSuffix(cwd, "/"+sub) {
-		logical = strings.TrimSuffix(cwd, "/"+sub)
+	} else if cand, ok := strings.CutSuffix(cwd, "/"+sub); ok && sameDir(cand, root) {
+		// Only a spelling of the root itself: a symlink to a subdirectory can give
+		// the cwd the same tail under a directory that is not the workspace.
+		logical = cand
 	}
 	return Place{Root: root, Cwd: realCwd, LogicalRoot: logical}, nil
+}
+
+func sameDir(a, b string) bool {
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
 }
 
 func hasMarker(dir string, markers []string) bool {

@@ -175,6 +175,9 @@ func Parse(tool string, args []string, stdin Stdin) (*Invocation, error) {
 		if !json.Valid([]byte(*rawJSON)) {
 			return nil, fmt.Errorf("%s: --json is not valid JSON: %w", tool, catalog.ErrBadInput)
 		}
+		if !strings.HasPrefix(strings.TrimLeft(*rawJSON, " \t\r\n"), "{") {
+			return nil, fmt.Errorf("%s: --json must be a JSON object ({...}): %w", tool, catalog.ErrBadInput)
+		}
 		inv.Input = json.RawMessage(*rawJSON)
 		return inv, nil
 	}

@@ -122,7 +122,8 @@ func errno(err error) error {
 }
 
 // Classify turns an error from an RPC into a catalog error. Errors the daemon sent
-// carry their code. Transport failures are told apart by whether any response had
+// carry their code. (A daemon of the wrong uid is caught in Dial, before gRPC, which
+// would flatten that handshake error into an opaque Unavailable.) Transport failures are told apart by whether any response had
 // arrived (started): before it, the daemon closed the connection unasked, which the
 // peer check does to callers it refuses (and a dying daemon does too: the socket's
 // owner tells which); after it, the daemon went away mid-call.
@@ -132,10 +133,6 @@ func (c *Conn) Classify(err error, started bool) error {
 	}
 	if cerr, ok := catalog.FromStatus(err); ok {
 		return cerr
-	}
-	var ident *peer.ErrServerIdentity
-	if errors.As(err, &ident) {
-		return fmt.Errorf("%s: %v: %w", c.Path, ident, catalog.ErrDaemonIdentity)
 	}
 	if started {
 		return fmt.Errorf("%s: %v: %w", c.Path, err, catalog.ErrConnectionLost)
