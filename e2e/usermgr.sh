@@ -144,16 +144,18 @@ get_mode() {
 # cgroup_hierarchies: the cgroup mount points we place the user in, one per
 # line.  On a pure cgroup v2 host that is /sys/fs/cgroup itself; on v1 /
 # hybrid hosts it is those of systemd (name=systemd), unified (cgroup2,
-# what systemd uses for tracking in hybrid mode), memory, pids and cpu that
-# are actually mounted.  Other v1 controllers are left alone: the user
-# manager does not need them.
+# what systemd uses for tracking in hybrid mode), memory, pids, cpu and
+# cpuacct that are actually mounted.  systemd treats cpu and cpuacct as one
+# controller: where they are separate hierarchies, delegating cpu without
+# cpuacct makes it accept CPUQuota= and silently not enforce it.  Other v1
+# controllers are left alone: the user manager does not need them.
 cgroup_hierarchies() {
 	local h t
 	if [[ $(stat -fc %T "$CGROUP_MNT" 2>/dev/null) == cgroup2fs ]]; then
 		echo "$CGROUP_MNT"
 		return
 	fi
-	for h in systemd unified memory pids cpu; do
+	for h in systemd unified memory pids cpu cpuacct; do
 		t=$(stat -fc %T "$CGROUP_MNT/$h" 2>/dev/null) || continue
 		[[ $t == cgroupfs || $t == cgroup2fs ]] && echo "$CGROUP_MNT/$h"
 	done
