@@ -93,6 +93,8 @@ var (
 
 	ErrTimeout = define("CTXD-E030", "command timed out", ExitTimeout, codes.DeadlineExceeded,
 		"the command was killed with its whole process group; raise --timeout (up to the configured maximum) or split the work")
+	ErrSandbox = define("CTXD-E032", "the sandbox could not be set up", ExitSoftware, codes.FailedPrecondition,
+		"the call did not run: a protection layer failed and contextd fails closed; `contextd doctor` checks each layer and says how to fix it")
 	ErrLaunch = define("CTXD-E031", "command could not be started", ExitSoftware, codes.Internal,
 		"check that the shell and the working directory exist")
 

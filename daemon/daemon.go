@@ -19,6 +19,8 @@ import (
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/daemon/sandbox"
+	"github.com/contextd/contextd/daemon/scope"
 	"github.com/contextd/contextd/daemon/tools"
 	"github.com/contextd/contextd/wire"
 )
@@ -32,7 +34,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Tools is the tool registry. Default: tools.Default().
 	Tools *tools.Registry
-	// Runner starts tool processes. Default: runner.Direct{}.
+	// Runner starts tool processes. Default: the sandbox (sandbox.Runner), with
+	// a systemd scope per call when the user manager is reachable.
 	Runner runner.Runner
 	// Notify sends a state string to the service manager. Default: sd_notify
 	// through go-systemd, a no-op when NOTIFY_SOCKET is unset.
@@ -57,9 +60,6 @@ func (o *Options) withDefaults() Options {
 	if v.Tools == nil {
 		v.Tools = tools.Default()
 	}
-	if v.Runner == nil {
-		v.Runner = runner.Direct{}
-	}
 	if v.Notify == nil {
 		v.Notify = func(state string) error { _, err := sddaemon.SdNotify(false, state); return err }
 	}
@@ -80,6 +80,18 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 	o := opts.withDefaults()
 	log := o.Logger
 	cfg := o.Config
+
+	if o.Runner == nil {
+		sr := &sandbox.Runner{Log: log}
+		if m, err := scope.Connect(ctx); err != nil {
+			sr.ScopeNote = err.Error()
+			log.Warn("no systemd user manager: calls run in namespaces under seccomp, without a scope (no memory/task limits per call)", "err", err)
+		} else {
+			sr.Scopes = m
+			defer m.Close()
+		}
+		o.Runner = sr
+	}
 
 	// stopCalls cancels every call in flight; calls see ErrShuttingDown as the cause.
 	callsCtx, stopCalls := context.WithCancelCause(context.Background())

@@ -14,6 +14,8 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/daemon/tools"
 	"github.com/contextd/contextd/proxy/client"
 	"github.com/contextd/contextd/wire"
 )
@@ -28,7 +30,9 @@ func start(t *testing.T, cfg *config.Config, ctx context.Context) (string, <-cha
 	}
 	n := &notes{}
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, ln, &Options{Config: cfg, Notify: n.add}) }()
+	go func() {
+		done <- Run(ctx, ln, &Options{Config: cfg, Notify: n.add, Runner: runner.Direct{ToolMain: tools.ToolMain}})
+	}()
 	return path, done, n
 }
 

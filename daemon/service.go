@@ -72,7 +72,14 @@ func (s *service) Call(req *wire.CallRequest, stream wire.Tools_CallServer) erro
 		Session:   env.Session,
 		Workspace: env.Place.Root,
 	}
-	attrs := []any{"exit", out.ExitCode, "duration_ms", time.Since(start).Milliseconds()}
+	if l := env.Layers; l.Namespaces || l.Seccomp != "" || l.Scope != "" {
+		res.Sandbox = &wire.Sandbox{Namespaces: l.Namespaces, Seccomp: l.Seccomp, Scope: l.Scope, ScopeNote: l.ScopeNote, Network: l.Network}
+	}
+	attrs := []any{"exit", out.ExitCode, "duration_ms", time.Since(start).Milliseconds(),
+		"scope", env.Layers.Scope, "seccomp", env.Layers.Seccomp, "network", env.Layers.Network}
+	if env.Layers.Scope == "" && env.Layers.ScopeNote != "" {
+		attrs = append(attrs, "scope_missing", env.Layers.ScopeNote)
+	}
 	if out.Err != nil {
 		attrs = append(attrs, "code", catalog.ClassOf(out.Err).Code, "err", out.Err)
 	}

@@ -189,6 +189,9 @@ func runTool(ctx context.Context, tool string, args []string, sio IO) (int, erro
 		return 0, err
 	}
 	out.done(res)
+	if sb := res.Sandbox; sb != nil && sb.Scope == "" && sb.ScopeNote != "" && inv.Format == cli.Text {
+		fmt.Fprintf(sio.Stderr, "contextd: note: ran without a systemd scope (no per-call memory/task limits): %s\n", sb.ScopeNote)
+	}
 	var toolErr error
 	if res.Error != nil {
 		toolErr = catalog.FromWire(res.Error)
@@ -280,16 +283,17 @@ type jsonSink struct {
 
 // Envelope is the --format json output.
 type Envelope struct {
-	Data       string      `json:"data"`
-	Refs       []string    `json:"refs"`
-	TokensUsed int64       `json:"tokens_used"`
-	HasMore    bool        `json:"has_more"`
-	Truncated  bool        `json:"truncated"`
-	Continue   string      `json:"continue,omitempty"`
-	ExitCode   *int32      `json:"exit_code,omitempty"`
-	Error      *wire.Error `json:"error,omitempty"`
-	Session    string      `json:"session,omitempty"`
-	Workspace  string      `json:"workspace,omitempty"`
+	Data       string        `json:"data"`
+	Refs       []string      `json:"refs"`
+	TokensUsed int64         `json:"tokens_used"`
+	HasMore    bool          `json:"has_more"`
+	Truncated  bool          `json:"truncated"`
+	Continue   string        `json:"continue,omitempty"`
+	ExitCode   *int32        `json:"exit_code,omitempty"`
+	Sandbox    *wire.Sandbox `json:"sandbox,omitempty"`
+	Error      *wire.Error   `json:"error,omitempty"`
+	Session    string        `json:"session,omitempty"`
+	Workspace  string        `json:"workspace,omitempty"`
 }
 
 func (j *jsonSink) data(b []byte) { j.buf = append(j.buf, b...) }
@@ -298,7 +302,7 @@ func (j *jsonSink) done(r *wire.Result) {
 	code := r.ExitCode
 	j.print(&Envelope{
 		Data: string(j.buf), Refs: nonNil(r.Refs), TokensUsed: r.TokensUsed, HasMore: r.HasMore,
-		Truncated: r.Truncated, Continue: r.Continue, ExitCode: &code, Error: r.Error,
+		Truncated: r.Truncated, Continue: r.Continue, ExitCode: &code, Error: r.Error, Sandbox: r.Sandbox,
 		Session: r.Session, Workspace: r.Workspace,
 	})
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"github.com/contextd/contextd/daemon"
+	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/daemon/tools"
 	"log/slog"
 	"net"
 	"os"
@@ -172,6 +174,8 @@ func startDaemon(t *testing.T) string {
 		done <- daemon.Run(ctx, ln, &daemon.Options{
 			Logger: slog.New(slog.DiscardHandler),
 			Notify: func(string) error { return nil },
+			// The proxy's contract is under test here; the sandbox has its own.
+			Runner: runner.Direct{ToolMain: tools.ToolMain},
 		})
 	}()
 	t.Cleanup(func() {

@@ -4,10 +4,12 @@
 set -euo pipefail
 
 # systemd + dbus-user-session: the user manager and user bus contextd runs under.
-# util-linux (unshare, nsenter, setpriv), passwd (useradd), procps (pgrep): the
-# e2e suite's user manager harness. git: version stamping. ca-certificates: the
-# Go module proxy.
-pkgs=(systemd dbus-user-session util-linux passwd procps git ca-certificates)
+# gcc, libc6-dev, pkg-config, libseccomp-dev: cgo build of the seccomp layer
+# (libseccomp-golang). util-linux (unshare, nsenter, setpriv), passwd (useradd),
+# procps (pgrep, ps): the tests and the e2e suite's user manager harness.
+# bubblewrap: the baseline of the sandbox benchmark. git: version stamping.
+# ca-certificates: the Go module proxy.
+pkgs=(systemd dbus-user-session gcc libc6-dev pkg-config libseccomp-dev util-linux passwd procps bubblewrap git ca-certificates)
 
 missing=()
 for p in "${pkgs[@]}"; do

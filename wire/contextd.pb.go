@@ -258,7 +258,9 @@ type Result struct {
 	// The session the call was counted in.
 	Session string `protobuf:"bytes,8,opt,name=session,proto3" json:"session,omitempty"`
 	// The workspace the call was confined to.
-	Workspace     string `protobuf:"bytes,9,opt,name=workspace,proto3" json:"workspace,omitempty"`
+	Workspace string `protobuf:"bytes,9,opt,name=workspace,proto3" json:"workspace,omitempty"`
+	// The protection layers the call ran under.
+	Sandbox       *Sandbox `protobuf:"bytes,10,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -356,6 +358,94 @@ func (x *Result) GetWorkspace() string {
 	return ""
 }
 
+func (x *Result) GetSandbox() *Sandbox {
+	if x != nil {
+		return x.Sandbox
+	}
+	return nil
+}
+
+// Sandbox reports the layers a call ran under; a missing layer is never silent.
+type Sandbox struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Namespaces bool                   `protobuf:"varint,1,opt,name=namespaces,proto3" json:"namespaces,omitempty"`
+	// Where the seccomp profile came from ("embedded:safe_bash", a file path).
+	Seccomp string `protobuf:"bytes,2,opt,name=seccomp,proto3" json:"seccomp,omitempty"`
+	// The transient systemd scope unit, when there was one.
+	Scope string `protobuf:"bytes,3,opt,name=scope,proto3" json:"scope,omitempty"`
+	// Why there was no scope.
+	ScopeNote string `protobuf:"bytes,4,opt,name=scope_note,json=scopeNote,proto3" json:"scope_note,omitempty"`
+	// The host network was shared (opt-in).
+	Network       bool `protobuf:"varint,5,opt,name=network,proto3" json:"network,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Sandbox) Reset() {
+	*x = Sandbox{}
+	mi := &file_contextd_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Sandbox) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Sandbox) ProtoMessage() {}
+
+func (x *Sandbox) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Sandbox.ProtoReflect.Descriptor instead.
+func (*Sandbox) Descriptor() ([]byte, []int) {
+	return file_contextd_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Sandbox) GetNamespaces() bool {
+	if x != nil {
+		return x.Namespaces
+	}
+	return false
+}
+
+func (x *Sandbox) GetSeccomp() string {
+	if x != nil {
+		return x.Seccomp
+	}
+	return ""
+}
+
+func (x *Sandbox) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *Sandbox) GetScopeNote() string {
+	if x != nil {
+		return x.ScopeNote
+	}
+	return ""
+}
+
+func (x *Sandbox) GetNetwork() bool {
+	if x != nil {
+		return x.Network
+	}
+	return false
+}
+
 // Error is a catalog error. It appears in Result.error for a tool's own failure and
 // as a detail of the gRPC status for contextd's failures.
 type Error struct {
@@ -370,7 +460,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_contextd_proto_msgTypes[4]
+	mi := &file_contextd_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -382,7 +472,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_proto_msgTypes[4]
+	mi := &file_contextd_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -395,7 +485,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_contextd_proto_rawDescGZIP(), []int{4}
+	return file_contextd_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Error) GetCode() string {
@@ -427,7 +517,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_contextd_proto_msgTypes[5]
+	mi := &file_contextd_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -439,7 +529,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_proto_msgTypes[5]
+	mi := &file_contextd_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -452,7 +542,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_contextd_proto_rawDescGZIP(), []int{5}
+	return file_contextd_proto_rawDescGZIP(), []int{6}
 }
 
 type StatusReply struct {
@@ -469,7 +559,7 @@ type StatusReply struct {
 
 func (x *StatusReply) Reset() {
 	*x = StatusReply{}
-	mi := &file_contextd_proto_msgTypes[6]
+	mi := &file_contextd_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -481,7 +571,7 @@ func (x *StatusReply) String() string {
 func (*StatusReply) ProtoMessage() {}
 
 func (x *StatusReply) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_proto_msgTypes[6]
+	mi := &file_contextd_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -494,7 +584,7 @@ func (x *StatusReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusReply.ProtoReflect.Descriptor instead.
 func (*StatusReply) Descriptor() ([]byte, []int) {
-	return file_contextd_proto_rawDescGZIP(), []int{6}
+	return file_contextd_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *StatusReply) GetVersion() string {
@@ -560,7 +650,7 @@ const file_contextd_proto_rawDesc = "" +
 	"\x06result\x18\x02 \x01(\v2\x13.contextd.v1.ResultH\x00R\x06resultB\a\n" +
 	"\x05event\"\x1c\n" +
 	"\x06Output\x12\x12\n" +
-	"\x04data\x18\x01 \x01(\fR\x04data\"\x91\x02\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\"\xc1\x02\n" +
 	"\x06Result\x12\x1b\n" +
 	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x1c\n" +
 	"\ttruncated\x18\x02 \x01(\bR\ttruncated\x12\x19\n" +
@@ -571,7 +661,18 @@ const file_contextd_proto_rawDesc = "" +
 	"\x04refs\x18\x06 \x03(\tR\x04refs\x12(\n" +
 	"\x05error\x18\a \x01(\v2\x12.contextd.v1.ErrorR\x05error\x12\x18\n" +
 	"\asession\x18\b \x01(\tR\asession\x12\x1c\n" +
-	"\tworkspace\x18\t \x01(\tR\tworkspace\"I\n" +
+	"\tworkspace\x18\t \x01(\tR\tworkspace\x12.\n" +
+	"\asandbox\x18\n" +
+	" \x01(\v2\x14.contextd.v1.SandboxR\asandbox\"\x92\x01\n" +
+	"\aSandbox\x12\x1e\n" +
+	"\n" +
+	"namespaces\x18\x01 \x01(\bR\n" +
+	"namespaces\x12\x18\n" +
+	"\aseccomp\x18\x02 \x01(\tR\aseccomp\x12\x14\n" +
+	"\x05scope\x18\x03 \x01(\tR\x05scope\x12\x1d\n" +
+	"\n" +
+	"scope_note\x18\x04 \x01(\tR\tscopeNote\x12\x18\n" +
+	"\anetwork\x18\x05 \x01(\bR\anetwork\"I\n" +
 	"\x05Error\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x12\n" +
@@ -600,31 +701,33 @@ func file_contextd_proto_rawDescGZIP() []byte {
 	return file_contextd_proto_rawDescData
 }
 
-var file_contextd_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_contextd_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_contextd_proto_goTypes = []any{
 	(*CallRequest)(nil),   // 0: contextd.v1.CallRequest
 	(*CallEvent)(nil),     // 1: contextd.v1.CallEvent
 	(*Output)(nil),        // 2: contextd.v1.Output
 	(*Result)(nil),        // 3: contextd.v1.Result
-	(*Error)(nil),         // 4: contextd.v1.Error
-	(*StatusRequest)(nil), // 5: contextd.v1.StatusRequest
-	(*StatusReply)(nil),   // 6: contextd.v1.StatusReply
-	nil,                   // 7: contextd.v1.CallRequest.EnvEntry
+	(*Sandbox)(nil),       // 4: contextd.v1.Sandbox
+	(*Error)(nil),         // 5: contextd.v1.Error
+	(*StatusRequest)(nil), // 6: contextd.v1.StatusRequest
+	(*StatusReply)(nil),   // 7: contextd.v1.StatusReply
+	nil,                   // 8: contextd.v1.CallRequest.EnvEntry
 }
 var file_contextd_proto_depIdxs = []int32{
-	7, // 0: contextd.v1.CallRequest.env:type_name -> contextd.v1.CallRequest.EnvEntry
+	8, // 0: contextd.v1.CallRequest.env:type_name -> contextd.v1.CallRequest.EnvEntry
 	2, // 1: contextd.v1.CallEvent.output:type_name -> contextd.v1.Output
 	3, // 2: contextd.v1.CallEvent.result:type_name -> contextd.v1.Result
-	4, // 3: contextd.v1.Result.error:type_name -> contextd.v1.Error
-	0, // 4: contextd.v1.Tools.Call:input_type -> contextd.v1.CallRequest
-	5, // 5: contextd.v1.Tools.Status:input_type -> contextd.v1.StatusRequest
-	1, // 6: contextd.v1.Tools.Call:output_type -> contextd.v1.CallEvent
-	6, // 7: contextd.v1.Tools.Status:output_type -> contextd.v1.StatusReply
-	6, // [6:8] is the sub-list for method output_type
-	4, // [4:6] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	5, // 3: contextd.v1.Result.error:type_name -> contextd.v1.Error
+	4, // 4: contextd.v1.Result.sandbox:type_name -> contextd.v1.Sandbox
+	0, // 5: contextd.v1.Tools.Call:input_type -> contextd.v1.CallRequest
+	6, // 6: contextd.v1.Tools.Status:input_type -> contextd.v1.StatusRequest
+	1, // 7: contextd.v1.Tools.Call:output_type -> contextd.v1.CallEvent
+	7, // 8: contextd.v1.Tools.Status:output_type -> contextd.v1.StatusReply
+	7, // [7:9] is the sub-list for method output_type
+	5, // [5:7] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_contextd_proto_init() }
@@ -642,7 +745,7 @@ func file_contextd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_contextd_proto_rawDesc), len(file_contextd_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,4 +1,6 @@
 // Command contextd is the contextd daemon and its admin commands; see package app.
+// The same binary is the sandbox's init and the file tools' process: ns.Init and
+// app.ToolMode take over when argv[0] says so.
 package main
 
 import (
@@ -6,8 +8,13 @@ import (
 	"os"
 
 	"github.com/contextd/contextd/cmd/contextd/app"
+	"github.com/contextd/contextd/ns"
 )
 
 func main() {
+	ns.Init() // returns unless this process is a sandbox init
+	if app.IsToolMode(os.Args) {
+		os.Exit(app.ToolMode(os.Args[1:]))
+	}
 	os.Exit(app.Run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,6 +38,34 @@ func (d *Duration) UnmarshalText(b []byte) error {
 
 // MarshalText implements encoding.TextMarshaler.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// Size is a number of bytes, written as an integer or with a unit: "512MiB",
+// "1GiB", "64M" (binary units: K/M/G/T, with or without "iB").
+type Size uint64
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *Size) UnmarshalText(b []byte) error {
+	t := strings.TrimSpace(string(b))
+	num := strings.TrimRight(t, "KMGTiBkmgtb ")
+	unit := strings.ToUpper(strings.TrimSpace(t[len(num):]))
+	n, err := strconv.ParseUint(strings.TrimSpace(num), 10, 64)
+	if err != nil {
+		return fmt.Errorf("%q is not a size (examples: \"512MiB\", \"1GiB\")", t)
+	}
+	shift := map[string]uint{"": 0, "B": 0, "K": 10, "KB": 10, "KIB": 10, "M": 20, "MB": 20, "MIB": 20, "G": 30, "GB": 30, "GIB": 30, "T": 40, "TB": 40, "TIB": 40}
+	sh, ok := shift[unit]
+	if !ok {
+		return fmt.Errorf("%q: unknown unit %q (use KiB, MiB, GiB, TiB)", t, unit)
+	}
+	if n > (1<<63)>>sh {
+		return fmt.Errorf("%q is too large", t)
+	}
+	*s = Size(n << sh)
+	return nil
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s Size) MarshalText() ([]byte, error) { return []byte(strconv.FormatUint(uint64(s), 10)), nil }
 
 // Config is the whole configuration. Zero values are replaced by the defaults in
 // Default; see docs/config.md.
@@ -70,11 +99,55 @@ type Config struct {
 
 // Tools holds per-tool settings.
 type Tools struct {
-	SafeBash SafeBash `toml:"safe_bash"`
+	SafeBash  SafeBash `toml:"safe_bash"`
+	SafeRead  Sandbox  `toml:"safe_read"`
+	SafeWrite Sandbox  `toml:"safe_write"`
+	// FileTimeout bounds one safe_read or safe_write.
+	FileTimeout Duration `toml:"file_timeout"`
+}
+
+// Sandbox returns the sandbox settings of tool (defaults for an unknown one).
+func (t *Tools) Sandbox(tool string) Sandbox {
+	switch tool {
+	case "safe_bash":
+		return t.SafeBash.Sandbox
+	case "safe_read":
+		return t.SafeRead
+	case "safe_write":
+		return t.SafeWrite
+	}
+	return defaultSandbox()
+}
+
+// Sandbox is what a tool's sandbox may use. Memory, tasks and CPU bound the whole
+// call (its systemd scope); paths are host paths shown at their own place.
+type Sandbox struct {
+	// MemoryMax bounds the memory of the call ("1GiB", "512MiB", or bytes).
+	MemoryMax Size `toml:"memory_max"`
+	// TasksMax bounds processes and threads of the call.
+	TasksMax uint64 `toml:"tasks_max"`
+	// CPUQuotaPercent: 100 = one core; 0 = no quota. Applied where the user
+	// manager has the cpu controller.
+	CPUQuotaPercent int `toml:"cpu_quota_percent"`
+	// ReadOnly are extra host paths visible read-only (the system directories
+	// /usr /bin /sbin /lib* /etc always are).
+	ReadOnly []string `toml:"read_only"`
+	// ReadWrite are extra host paths visible read-write besides the workspace
+	// (for example a build cache).
+	ReadWrite []string `toml:"read_write"`
+}
+
+func defaultSandbox() Sandbox {
+	return Sandbox{MemoryMax: 1 << 30, TasksMax: 512}
 }
 
 // SafeBash configures safe_bash.
 type SafeBash struct {
+	Sandbox
+	// AllowNetwork lets a call ask for the host network ("network": true, or
+	// --network), for package installs and the like. Off: every command sees
+	// only its own loopback.
+	AllowNetwork bool `toml:"allow_network"`
 	// Shell runs the command as `Shell -c COMMAND`.
 	Shell string `toml:"shell"`
 	// DefaultTimeout applies when a call gives none.
@@ -91,11 +164,17 @@ func Default() *Config {
 		LogLevel:         "info",
 		MaxRequestBytes:  64 << 20,
 		WorkspaceMarkers: []string{".git"},
-		Tools: Tools{SafeBash: SafeBash{
-			Shell:          "/bin/bash",
-			DefaultTimeout: Duration{120 * time.Second},
-			MaxTimeout:     Duration{10 * time.Minute},
-		}},
+		Tools: Tools{
+			SafeBash: SafeBash{
+				Sandbox:        defaultSandbox(),
+				Shell:          "/bin/bash",
+				DefaultTimeout: Duration{120 * time.Second},
+				MaxTimeout:     Duration{10 * time.Minute},
+			},
+			SafeRead:    Sandbox{MemoryMax: 256 << 20, TasksMax: 64},
+			SafeWrite:   Sandbox{MemoryMax: 512 << 20, TasksMax: 64},
+			FileTimeout: Duration{60 * time.Second},
+		},
 	}
 }
 
@@ -178,6 +257,25 @@ func (c *Config) validate() error {
 	}
 	if sb.DefaultTimeout.Duration > sb.MaxTimeout.Duration {
 		return fmt.Errorf("tools.safe_bash.default_timeout (%s) is above max_timeout (%s)", sb.DefaultTimeout, sb.MaxTimeout)
+	}
+	for name, box := range map[string]Sandbox{"safe_bash": sb.Sandbox, "safe_read": c.Tools.SafeRead, "safe_write": c.Tools.SafeWrite} {
+		if box.MemoryMax < 16<<20 {
+			return fmt.Errorf("tools.%s.memory_max = %d: at least 16MiB", name, box.MemoryMax)
+		}
+		if box.TasksMax < 8 {
+			return fmt.Errorf("tools.%s.tasks_max = %d: at least 8", name, box.TasksMax)
+		}
+		if box.CPUQuotaPercent < 0 {
+			return fmt.Errorf("tools.%s.cpu_quota_percent is negative", name)
+		}
+		for _, p := range append(append([]string{}, box.ReadOnly...), box.ReadWrite...) {
+			if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {
+				return fmt.Errorf("tools.%s: path %q must be absolute and not /", name, p)
+			}
+		}
+	}
+	if c.Tools.FileTimeout.Duration <= 0 {
+		return errors.New("tools.file_timeout must be positive")
 	}
 	for _, m := range c.WorkspaceMarkers {
 		if m == "" || strings.ContainsRune(m, '/') {

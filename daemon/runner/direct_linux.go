@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,16 +17,30 @@ import (
 )
 
 // Direct runs the process as a plain child of the daemon in its own process group:
-// no namespaces, no seccomp, no scope. It is the runner until the sandbox runner
-// exists, and the sandbox's own last step.
-type Direct struct{}
+// no namespaces, no seccomp, no scope. The daemon never uses it for calls; it lets
+// the tests of the daemon, tools and proxy run without the sandbox.
+type Direct struct {
+	// ToolMain runs Tool-mode specs in-process (tools.ToolMain). Nil: Tool mode
+	// is refused.
+	ToolMain func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
+}
 
 // drainGrace is how long output may keep arriving after the process group was
 // killed (a descendant that left the group can hold the pipe open forever).
 const drainGrace = 2 * time.Second
 
 // Run implements Runner.
-func (Direct) Run(ctx context.Context, s Spec) (Exit, error) {
+func (d Direct) Run(ctx context.Context, s Spec) (Exit, error) {
+	if s.Mode == Tool {
+		if d.ToolMain == nil {
+			return Exit{}, fmt.Errorf("direct runner: no in-process tool main: %w", catalog.ErrLaunch)
+		}
+		stderr := s.Stderr
+		if stderr == nil {
+			stderr = s.Output
+		}
+		return Exit{Code: d.ToolMain(s.Args, bytes.NewReader(s.Stdin), s.Output, stderr)}, nil
+	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		return Exit{}, fmt.Errorf("pipe: %w", catalog.ErrLaunch)
@@ -36,6 +51,7 @@ func (Direct) Run(ctx context.Context, s Spec) (Exit, error) {
 		Args:   s.Args,
 		Dir:    s.Dir,
 		Env:    s.Env,
+		Stdin:  bytes.NewReader(s.Stdin),
 		Stdout: w, // one pipe for both keeps their interleaving
 		Stderr: w,
 		SysProcAttr: &syscall.SysProcAttr{
@@ -44,6 +60,9 @@ func (Direct) Run(ctx context.Context, s Spec) (Exit, error) {
 			// If the daemon dies, its commands die with it.
 			Pdeathsig: syscall.SIGKILL,
 		},
+	}
+	if s.Stderr != nil {
+		cmd.Stderr = s.Stderr
 	}
 	if err := cmd.Start(); err != nil {
 		w.Close()

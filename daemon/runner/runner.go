@@ -1,7 +1,7 @@
-// Package runner starts the processes tools run (safe_bash's shell) and is the seam
-// where the sandbox plugs in: the daemon only sees the Runner interface, and the
-// sandbox runner (namespaces, seccomp, systemd scope) replaces Direct without any
-// change to the tools or the server.
+// Package runner starts the processes tools run and is the seam where the sandbox
+// plugs in: the daemon only sees the Runner interface. daemon/sandbox is the runner
+// every call uses (namespaces, seccomp, systemd scope); Direct runs a plain child
+// and exists for tests of the layers above.
 package runner
 
 import (
@@ -10,28 +10,77 @@ import (
 	"time"
 )
 
+// Mode says what runs.
+type Mode int
+
+const (
+	// Exec runs the program at Path with Args.
+	Exec Mode = iota
+	// Tool runs one of contextd's own file tools (Args: tool name, input JSON,
+	// working directory) with contextd's binary in tool mode.
+	Tool
+)
+
 // Spec is one process to run.
 type Spec struct {
-	Path string   // absolute path of the program
-	Args []string // argv, including argv[0]
+	Tool string // the tool making the call: names its seccomp profile, scope and limits
+	Mode Mode
+
+	Path string   // Exec: absolute path of the program
+	Args []string // Exec: argv including argv[0]; Tool: the tool's arguments
 	Dir  string   // working directory (absolute)
 	Env  []string // complete environment, KEY=VALUE
-	// Output receives stdout and stderr interleaved, in the order they were
-	// written, as they arrive. Runner calls it from one goroutine at a time.
+	// Stdin is the process's whole standard input (Tool mode: the operation).
+	Stdin []byte
+
+	// Workspace is the directory the process may write (and the only part of
+	// $HOME it sees); Home is hidden.
+	Workspace string
+	Home      string
+	// ReadOnly and ReadWrite are extra host paths to show (from config).
+	ReadOnly, ReadWrite []string
+	// Network keeps the host's network instead of a loopback-only namespace.
+	Network bool
+
+	// Output receives stdout (and stderr, when Stderr is nil) as it arrives.
+	// Runner calls it from one goroutine at a time.
 	Output io.Writer
+	// Stderr, when set, receives stderr separately.
+	Stderr io.Writer
 	// Timeout kills the process and everything it started after this long.
 	Timeout time.Duration
+	// Limits bound the whole call (all its processes).
+	Limits Limits
 }
 
-// Exit is how a process ended.
+// Limits of a call; zero fields mean the runner's documented defaults.
+type Limits struct {
+	MemoryMax       uint64 // bytes
+	TasksMax        uint64 // processes and threads
+	CPUQuotaPercent int    // 100 = one CPU; 0 = none
+}
+
+// Exit is how a process ended, and which protections it ran under.
 type Exit struct {
 	Code     int  // exit status; 128+N when killed by signal N
 	TimedOut bool // killed because Timeout ran out
 	Canceled bool // killed because the context ended (caller left, daemon stopping)
+	Layers   Layers
+}
+
+// Layers reports the sandbox layers a call ran under, for the response and the
+// audit record. A missing layer is never silent.
+type Layers struct {
+	Namespaces bool   // user/mount/pid/ipc/uts/cgroup (+net) namespaces
+	Seccomp    string // where the seccomp profile came from ("" = none)
+	Scope      string // transient systemd scope unit ("" = none)
+	ScopeNote  string // why there was no scope, when there was none
+	Network    bool   // host network shared (opt-in)
 }
 
 // Runner runs a process to completion. An error means the process could not be
-// started or watched; how the process itself ended is in Exit.
+// started or watched (nothing ran, or its fate is unknown); how the process itself
+// ended is in Exit.
 type Runner interface {
 	Run(ctx context.Context, s Spec) (Exit, error)
 }

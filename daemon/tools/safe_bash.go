@@ -10,6 +10,7 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/daemon/workspace"
 	"github.com/contextd/contextd/envallow"
 )
 
@@ -24,6 +25,7 @@ type BashInput struct {
 	Command string `json:"command"`
 	Timeout *int   `json:"timeout,omitempty"` // seconds
 	Cwd     string `json:"cwd,omitempty"`
+	Network bool   `json:"network,omitempty"` // host network, if the config allows it
 }
 
 // Decode implements Tool.
@@ -64,14 +66,26 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 		}
 		dir = d
 	}
+	if c.in.Network && !cfg.AllowNetwork {
+		return Outcome{Err: fmt.Errorf("safe_bash: network access asked for, but tools.safe_bash.allow_network is off in the configuration: %w", catalog.ErrPolicy)}
+	}
 	ex, err := env.Runner.Run(ctx, runner.Spec{
-		Path:    cfg.Shell,
-		Args:    []string{filepath.Base(cfg.Shell), "-c", c.in.Command},
-		Dir:     dir,
-		Env:     Environ(env),
-		Output:  env.Out,
-		Timeout: timeout,
+		Tool:      "safe_bash",
+		Mode:      runner.Exec,
+		Path:      cfg.Shell,
+		Args:      []string{filepath.Base(cfg.Shell), "-c", c.in.Command},
+		Dir:       dir,
+		Env:       Environ(env),
+		Workspace: env.Place.Root,
+		Home:      homeDir(),
+		ReadOnly:  cfg.ReadOnly,
+		ReadWrite: cfg.ReadWrite,
+		Network:   c.in.Network,
+		Output:    env.Out,
+		Timeout:   timeout,
+		Limits:    env.limits("safe_bash"),
 	})
+	env.Layers = ex.Layers
 	if err != nil {
 		return Outcome{Err: fmt.Errorf("safe_bash: %w", err)}
 	}
@@ -91,7 +105,7 @@ func confinedDir(env *Env, p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	root, err := openRoot(env)
+	root, err := workspace.Open(env.Place.Root)
 	if err != nil {
 		return "", err
 	}

@@ -54,47 +54,46 @@ func (c *readCall) Run(ctx context.Context, env *Env) Outcome {
 	if err != nil {
 		return Outcome{Err: fmt.Errorf("safe_read: %w", err)}
 	}
-	root, err := openRoot(env)
-	if err != nil {
-		return Outcome{Err: fmt.Errorf("safe_read: %w", err)}
+	op := fileOp{Tool: "safe_read", Root: env.Place.Root, Rel: rel, Display: c.in.Path}
+	if c.in.Offset != nil {
+		op.Offset = *c.in.Offset
 	}
-	defer root.Close()
-	f, err := root.OpenRead(rel)
+	if c.in.Limit != nil {
+		op.Limit = *c.in.Limit
+	}
+	return runFileOp(ctx, env, op)
+}
+
+// readFile is safe_read's I/O, run in tool mode inside the sandbox.
+func readFile(root *workspace.Root, op fileOp, out *bufio.Writer) error {
+	f, err := root.OpenRead(op.Rel)
 	if err != nil {
-		return Outcome{Err: fmt.Errorf("safe_read: %w", err)}
+		return fmt.Errorf("safe_read: %w", err)
 	}
 	defer f.Close()
-
 	br := bufio.NewReaderSize(f, 64<<10)
 	head, _ := br.Peek(sniffLen)
 	if bytes.IndexByte(head, 0) >= 0 {
-		return Outcome{Err: fmt.Errorf("safe_read: %s looks binary (NUL bytes): %w", c.in.Path, catalog.ErrNotRegular)}
+		return fmt.Errorf("safe_read: %s looks binary (NUL bytes): %w", op.Display, catalog.ErrNotRegular)
 	}
-	first, limit := 1, -1
-	if c.in.Offset != nil {
-		first = *c.in.Offset
+	first, limit := max(op.Offset, 1), -1
+	if op.Limit > 0 {
+		limit = op.Limit
 	}
-	if c.in.Limit != nil {
-		limit = *c.in.Limit
-	}
-	out := bufio.NewWriterSize(env.Out, 32<<10)
-	n, err := numberLines(ctx, br, out, first, limit)
-	if ferr := out.Flush(); err == nil && ferr != nil {
-		err = fmt.Errorf("send output: %w", catalog.ErrConnectionLost)
-	}
+	n, err := numberLines(br, out, first, limit)
 	if err != nil {
-		return Outcome{Err: fmt.Errorf("safe_read: %s: %w", c.in.Path, err)}
+		return fmt.Errorf("safe_read: %s: %w", op.Display, err)
 	}
 	if first > 1 && n < first {
-		return Outcome{Err: fmt.Errorf("safe_read: offset %d is past the end of %s (%d lines): %w", first, c.in.Path, n, catalog.ErrBadInput)}
+		return fmt.Errorf("safe_read: offset %d is past the end of %s (%d lines): %w", first, op.Display, n, catalog.ErrBadInput)
 	}
-	return Outcome{}
+	return nil
 }
 
 // numberLines copies lines first.. (at most limit; -1 for all) from r to w as
 // "%6d\t<line>\n", streaming (a line longer than the buffer is copied in pieces),
 // and returns how many lines of r it saw. A last line without a newline gets one.
-func numberLines(ctx context.Context, r *bufio.Reader, w *bufio.Writer, first, limit int) (int, error) {
+func numberLines(r *bufio.Reader, w *bufio.Writer, first, limit int) (int, error) {
 	n := 0
 	atStart, printing := true, false
 	for {
@@ -130,9 +129,6 @@ func numberLines(ctx context.Context, r *bufio.Reader, w *bufio.Writer, first, l
 		case err != nil:
 			return n, fmt.Errorf("read: %v: %w", err, catalog.ErrIO)
 		}
-		if n%1024 == 0 && ctx.Err() != nil {
-			return n, canceled(ctx)
-		}
 	}
 }
 
@@ -143,5 +139,3 @@ func padNum(n int) string {
 	}
 	return s
 }
-
-func openRoot(env *Env) (*workspace.Root, error) { return workspace.Open(env.Place.Root) }

@@ -1,11 +1,13 @@
 package tools
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/workspace"
 )
 
 // SafeWrite replaces a file of the workspace atomically.
@@ -43,18 +45,18 @@ func (c *writeCall) Run(ctx context.Context, env *Env) Outcome {
 	if err != nil {
 		return Outcome{Err: fmt.Errorf("safe_write: %w", err)}
 	}
-	if err := ctx.Err(); err != nil {
-		return Outcome{Err: canceled(ctx)}
+	return runFileOp(ctx, env, fileOp{Tool: "safe_write", Root: env.Place.Root, Rel: rel, Display: c.in.Path, Content: c.in.Content})
+}
+
+// writeFile is safe_write's I/O, run in tool mode inside the sandbox.
+func writeFile(root *workspace.Root, op fileOp, out *bufio.Writer) error {
+	if op.Content == nil {
+		return fmt.Errorf("safe_write: no content: %w", catalog.ErrInternal)
 	}
-	root, err := openRoot(env)
+	data := []byte(*op.Content)
+	res, err := root.WriteFile(op.Rel, data)
 	if err != nil {
-		return Outcome{Err: fmt.Errorf("safe_write: %w", err)}
-	}
-	defer root.Close()
-	data := []byte(*c.in.Content)
-	res, err := root.WriteFile(rel, data)
-	if err != nil {
-		return Outcome{Err: fmt.Errorf("safe_write: %w", err)}
+		return fmt.Errorf("safe_write: %w", err)
 	}
 	verb := "replaced"
 	if res.Created {
@@ -64,11 +66,8 @@ func (c *writeCall) Run(ctx context.Context, env *Env) Outcome {
 	if len(data) > 0 && data[len(data)-1] != '\n' {
 		lines++
 	}
-	if _, err := fmt.Fprintf(env.Out, "%s %s: %s, %s, mode %04o\n", verb, res.Path, plural(len(data), "byte"), plural(lines, "line"), res.Mode); err != nil {
-		// The file is written; only the confirmation was lost.
-		return Outcome{Err: fmt.Errorf("safe_write: wrote %s but could not confirm: %w", res.Path, catalog.ErrConnectionLost)}
-	}
-	return Outcome{}
+	fmt.Fprintf(out, "%s %s: %s, %s, mode %04o\n", verb, res.Path, plural(len(data), "byte"), plural(lines, "line"), res.Mode)
+	return nil
 }
 
 func plural(n int, unit string) string {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"reflect"
 	"sort"
 	"strings"
@@ -33,6 +34,20 @@ type Env struct {
 	Runner    runner.Runner
 	// Out receives the tool's output as it is produced.
 	Out io.Writer
+	// Layers is set by the tool: the sandbox layers its process ran under.
+	Layers runner.Layers
+}
+
+// limits returns the configured limits of tool's sandbox.
+func (e *Env) limits(tool string) runner.Limits {
+	sb := e.Config.Tools.Sandbox(tool)
+	return runner.Limits{MemoryMax: uint64(sb.MemoryMax), TasksMax: sb.TasksMax, CPUQuotaPercent: sb.CPUQuotaPercent}
+}
+
+// homeDir is the home the sandbox hides: the daemon's user's.
+func homeDir() string {
+	h, _ := os.UserHomeDir()
+	return h
 }
 
 // Outcome is how a run ended. Err is the tool's own failure (a missing file, a

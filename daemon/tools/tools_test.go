@@ -189,7 +189,7 @@ func TestSchemasMatchInputStructs(t *testing.T) {
 		input   any
 		example map[string]any // a valid input using every field
 	}{
-		{"safe_bash", tools.BashInput{}, map[string]any{"command": "ls", "timeout": 5, "cwd": "sub"}},
+		{"safe_bash", tools.BashInput{}, map[string]any{"command": "ls", "timeout": 5, "cwd": "sub", "network": true}},
 		{"safe_read", tools.ReadInput{}, map[string]any{"path": "a", "offset": 2, "limit": 3}},
 		{"safe_write", tools.WriteInput{}, map[string]any{"path": "a", "content": "x"}},
 	}

@@ -40,23 +40,25 @@ type Stdin struct {
 // MaxStdin bounds content read from standard input.
 const MaxStdin = 64 << 20
 
-// flagSpec describes one tool flag: its JSON key and whether it is an integer.
+// flagSpec describes one tool flag: its JSON key and its kind (a string value by
+// default).
 type flagSpec struct {
-	key   string
-	isInt bool
+	key    string
+	isInt  bool
+	isBool bool // takes no value: present means true
 }
 
 // toolFlags are each tool's own flags; --json, --format, --continue and --help
 // are common to all.
 var toolFlags = map[string]map[string]flagSpec{
-	"safe_bash":  {"timeout": {"timeout", true}, "cwd": {"cwd", false}},
-	"safe_read":  {"offset": {"offset", true}, "limit": {"limit", true}},
-	"safe_write": {"content": {"content", false}},
+	"safe_bash":  {"timeout": {key: "timeout", isInt: true}, "cwd": {key: "cwd"}, "network": {key: "network", isBool: true}},
+	"safe_read":  {"offset": {key: "offset", isInt: true}, "limit": {key: "limit", isInt: true}},
+	"safe_write": {"content": {key: "content"}},
 }
 
 // Usage is the short usage line of each tool.
 var Usage = map[string]string{
-	"safe_bash":  "safe_bash [--timeout SECONDS] [--cwd DIR] [--] COMMAND...   (or: safe_bash < script)",
+	"safe_bash":  "safe_bash [--timeout SECONDS] [--cwd DIR] [--network] [--] COMMAND...   (or: safe_bash < script)",
 	"safe_read":  "safe_read PATH [--offset LINE] [--limit LINES]",
 	"safe_write": "safe_write PATH < CONTENT   |   safe_write PATH --content TEXT",
 }
@@ -142,6 +144,13 @@ func Parse(tool string, args []string, stdin Stdin) (*Invocation, error) {
 			spec, ok := flags[name]
 			if !ok {
 				return nil, usageErr(tool, "unknown option --%s", name)
+			}
+			if spec.isBool {
+				if hasVal {
+					return nil, usageErr(tool, "option --%s takes no value", name)
+				}
+				input[spec.key] = true
+				continue
 			}
 			v, err := next()
 			if err != nil {

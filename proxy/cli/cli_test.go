@@ -303,7 +303,7 @@ func TestShellQuote(t *testing.T) {
 // short form produces only schema properties: the CLI cannot drift from the schema.
 func TestShortFormsUseSchemaProperties(t *testing.T) {
 	cases := map[string][]string{
-		"safe_bash":  {"--timeout", "5", "--cwd", "d", "ls"},
+		"safe_bash":  {"--timeout", "5", "--cwd", "d", "--network", "ls"},
 		"safe_read":  {"f", "--offset", "1", "--limit", "2"},
 		"safe_write": {"f", "--content", "x"},
 	}

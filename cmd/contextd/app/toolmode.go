@@ -1,0 +1,34 @@
+package app
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/tools"
+	"github.com/contextd/contextd/ns"
+	"github.com/contextd/contextd/profiles"
+)
+
+// IsToolMode reports whether argv is the sandbox running a file tool.
+func IsToolMode(argv []string) bool {
+	return len(argv) > 0 && filepath.Base(argv[0]) == ns.ToolArgv0
+}
+
+// ToolMode runs a file tool inside its sandbox. The tool's own profile had to let
+// the sandbox exec this binary; the first thing done here is to stack no_exec on
+// it, so the file operation itself can never exec anything.
+func ToolMode(args []string) int {
+	p, err := profiles.Embedded("no_exec")
+	if err == nil {
+		err = p.Load()
+	}
+	if err != nil {
+		b, _ := json.Marshal(catalog.ToWire(fmt.Errorf("tool mode: load no_exec profile: %v: %w", err, catalog.ErrSandbox)))
+		os.Stderr.Write(append(b, '\n'))
+		return catalog.ErrSandbox.Exit
+	}
+	return tools.ToolMain(args, os.Stdin, os.Stdout, os.Stderr)
+}

@@ -1,0 +1,243 @@
+// Package sandbox is the runner every tool call goes through: contextd re-executed
+// as a namespace init (package ns) under the tool's seccomp profile (package
+// profiles), placed into its own transient systemd scope (package daemon/scope)
+// while it sets itself up, and released to exec only once the scope holds it.
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/daemon/scope"
+	"github.com/contextd/contextd/ns"
+	"github.com/contextd/contextd/profiles"
+)
+
+// Runner runs each call in a fresh sandbox. It implements runner.Runner.
+type Runner struct {
+	// Scopes creates the call's systemd scope. Nil: no user manager is reachable;
+	// calls still run in namespaces under seccomp, with rlimits, and every
+	// result says the scope layer was missing (ScopeNote).
+	Scopes *scope.Manager
+	// ScopeNote says why Scopes is nil.
+	ScopeNote string
+	Log       *slog.Logger
+
+	seq atomic.Uint64
+}
+
+// stopTimeout bounds stopping a scope; the call's own context may already be
+// over when it is needed.
+const stopTimeout = 5 * time.Second
+
+// drainGrace is how long output may keep arriving after the sandbox ended.
+const drainGrace = 2 * time.Second
+
+// Run implements runner.Runner.
+func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
+	var ex runner.Exit
+	prof, source, err := profiles.Load(s.Tool)
+	if err != nil {
+		// Fail closed: no profile, no call.
+		return ex, fmt.Errorf("seccomp profile for %s: %v: %w", s.Tool, err, catalog.ErrSandbox)
+	}
+	profJSON, err := json.Marshal(prof)
+	if err != nil {
+		return ex, fmt.Errorf("encode seccomp profile for %s: %v: %w", s.Tool, err, catalog.ErrSandbox)
+	}
+	spec := &ns.Spec{
+		Env:       s.Env,
+		Dir:       s.Dir,
+		Workspace: s.Workspace,
+		Home:      s.Home,
+		ReadWrite: s.ReadWrite,
+		Network:   s.Network,
+		Seccomp:   profJSON,
+	}
+	if len(s.ReadOnly) > 0 {
+		spec.ReadOnly = append(append([]string{}, ns.DefaultReadOnly...), s.ReadOnly...)
+	}
+	switch s.Mode {
+	case runner.Exec:
+		spec.Mode, spec.Argv = ns.ModeExec, append([]string{s.Path}, s.Args[1:]...)
+	case runner.Tool:
+		spec.Mode, spec.Argv = ns.ModeTool, s.Args
+	}
+	if r.Scopes == nil {
+		// Without a scope nothing else bounds the number of processes.
+		spec.Rlimits = []ns.Rlimit{{Resource: "NPROC", Soft: tasksMax(s.Limits), Hard: tasksMax(s.Limits)}}
+	}
+
+	// Descriptors: stdin carries Spec.Stdin; stdout (and stderr, unless asked
+	// separately) come back on pipes read here.
+	stdin, err := inputFile(s.Stdin)
+	if err != nil {
+		return ex, err
+	}
+	defer stdin.Close()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return ex, fmt.Errorf("pipe: %v: %w", err, catalog.ErrSandbox)
+	}
+	defer outR.Close()
+	errW := outW
+	var errR *os.File
+	if s.Stderr != nil {
+		if errR, errW, err = os.Pipe(); err != nil {
+			outW.Close()
+			return ex, fmt.Errorf("pipe: %v: %w", err, catalog.ErrSandbox)
+		}
+		defer errR.Close()
+	}
+
+	child, err := ns.Start(spec, stdin, outW, errW)
+	outW.Close()
+	if errW != outW {
+		errW.Close()
+	}
+	if err != nil {
+		return ex, fmt.Errorf("start sandbox: %v: %w", err, catalog.ErrSandbox)
+	}
+	ex.Layers = runner.Layers{Namespaces: true, Seccomp: source, Network: s.Network}
+
+	// The scope is created while the child builds its namespaces: both take a
+	// few milliseconds, so they overlap. The child execs only after Release.
+	var sc *scope.Scope
+	if r.Scopes != nil {
+		sc, err = r.Scopes.Start(ctx, scope.Spec{
+			Tool:            s.Tool,
+			ID:              strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(r.seq.Add(1), 10),
+			PID:             child.Pid(),
+			MemoryMax:       s.Limits.MemoryMax,
+			TasksMax:        s.Limits.TasksMax,
+			CPUQuotaPercent: s.Limits.CPUQuotaPercent,
+			RuntimeMax:      s.Timeout,
+		})
+		if err != nil {
+			// A user manager that is there but refuses the scope is a failed
+			// layer, not a missing one: refuse the call.
+			child.Kill()
+			child.Wait()
+			return ex, fmt.Errorf("systemd scope for %s: %v: %w", s.Tool, err, catalog.ErrSandbox)
+		}
+		ex.Layers.Scope = sc.Name()
+	} else {
+		ex.Layers.ScopeNote = r.ScopeNote
+	}
+	stopScope := func() {
+		if sc != nil {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+			defer cancel()
+			if err := sc.Stop(sctx); err != nil {
+				r.Log.Warn("stop scope", "scope", sc.Name(), "err", err)
+			}
+		}
+	}
+
+	if err := child.Release(); err != nil {
+		child.Kill()
+		child.Wait()
+		stopScope()
+		return ex, fmt.Errorf("sandbox setup: %v: %w", err, catalog.ErrSandbox)
+	}
+
+	var copies sync.WaitGroup
+	copyOut := func(dst io.Writer, src *os.File) {
+		defer copies.Done()
+		io.Copy(dst, src)
+	}
+	copies.Add(1)
+	go copyOut(s.Output, outR)
+	if errR != nil {
+		copies.Add(1)
+		go copyOut(s.Stderr, errR)
+	}
+
+	type waited struct {
+		code int
+		err  error
+	}
+	done := make(chan waited, 1)
+	go func() {
+		code, _, err := child.Wait()
+		done <- waited{code, err}
+	}()
+	var timeout <-chan time.Time
+	if s.Timeout > 0 {
+		t := time.NewTimer(s.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var w waited
+	select {
+	case w = <-done:
+	case <-timeout:
+		ex.TimedOut = true
+	case <-ctx.Done():
+		ex.Canceled = true
+	}
+	if ex.TimedOut || ex.Canceled {
+		// Killing the namespace's init ends every process of its pid namespace;
+		// stopping the scope also catches anything that got out of it.
+		child.Kill()
+		stopScope()
+		w = <-done
+	}
+	deadline := time.Now().Add(drainGrace)
+	outR.SetReadDeadline(deadline)
+	if errR != nil {
+		errR.SetReadDeadline(deadline)
+	}
+	copies.Wait()
+
+	if w.err != nil && !ex.TimedOut && !ex.Canceled {
+		var se *ns.SetupError
+		if errors.As(w.err, &se) {
+			return ex, fmt.Errorf("sandbox setup: %v: %w", se, catalog.ErrSandbox)
+		}
+		return ex, fmt.Errorf("sandbox: %v: %w", w.err, catalog.ErrSandbox)
+	}
+	ex.Code = w.code
+	return ex, nil
+}
+
+func tasksMax(l runner.Limits) uint64 {
+	if l.TasksMax == 0 {
+		return scope.DefaultTasksMax
+	}
+	return l.TasksMax
+}
+
+// inputFile returns a file to read data from: a pipe filled by a goroutine, or
+// /dev/null when there is no data.
+func inputFile(data []byte) (*os.File, error) {
+	if len(data) == 0 {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %v: %w", os.DevNull, err, catalog.ErrSandbox)
+		}
+		return f, nil
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("pipe: %v: %w", err, catalog.ErrSandbox)
+	}
+	go func() {
+		// The reader may exit without reading it all; the write then fails
+		// with EPIPE, which is no concern of ours.
+		w.Write(data)
+		w.Close()
+	}()
+	return r, nil
+}

@@ -1,0 +1,306 @@
+package scope
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// These tests run against a real systemd user manager, as an unprivileged
+// user (root hides the permission problems real users hit):
+//
+//   - run as root (CI), TestMain boots a user manager for the test user
+//     ctxd-scope with e2e/usermgr.sh, copies the test binary where that
+//     user can run it, runs it as that user inside the manager's mount
+//     namespace and cgroup subtree with CONTEXTD_SCOPE_INNER=1 and the same
+//     -test.* flags, passes its output and exit status through, and stops
+//     the manager again (CONTEXTD_SCOPE_KEEP=1 keeps it for reruns);
+//   - run as a normal user (a workstation, or the inner run above), the
+//     tests use that user's manager and fail, not skip, when there is none.
+//
+// The test binary also doubles as a helper process (CONTEXTD_SCOPE_HELPER)
+// for what must run inside a scope: a fork loop and a memory hog.
+const (
+	innerEnv  = "CONTEXTD_SCOPE_INNER"
+	keepEnv   = "CONTEXTD_SCOPE_KEEP"
+	helperEnv = "CONTEXTD_SCOPE_HELPER"
+	testUser  = "ctxd-scope"
+)
+
+func TestMain(m *testing.M) {
+	if h := os.Getenv(helperEnv); h != "" {
+		os.Exit(helperMain(h))
+	}
+	if os.Geteuid() == 0 && os.Getenv(innerEnv) == "" {
+		os.Exit(runAsTestUser())
+	}
+	os.Exit(m.Run())
+}
+
+// runAsTestUser is TestMain for root: see the comment at the top.
+func runAsTestUser() int {
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, "scope tests: "+format+"\n", args...)
+		return 1
+	}
+	script, err := findUp("e2e/usermgr.sh")
+	if err != nil {
+		return fail("running as root needs e2e/usermgr.sh to boot a user manager for %s: %v", testUser, err)
+	}
+	up := exec.Command("bash", script, "up", testUser)
+	up.Stdout, up.Stderr = os.Stderr, os.Stderr
+	if err := up.Run(); err != nil {
+		return fail("`bash %s up %s` failed (%v): cannot test scopes without a user manager", script, testUser, err)
+	}
+	if os.Getenv(keepEnv) == "" {
+		defer func() {
+			down := exec.Command("bash", script, "down", testUser)
+			down.Stdout, down.Stderr = os.Stderr, os.Stderr
+			if err := down.Run(); err != nil {
+				fmt.Fprintf(os.Stderr, "scope tests: warning: `bash %s down %s`: %v\n", script, testUser, err)
+			}
+		}()
+	}
+
+	// go test keeps the binary in a 0700 directory of root's.
+	dir, err := os.MkdirTemp("", "contextd-scope-test-")
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return fail("%v", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fail("%v", err)
+	}
+	bin := filepath.Join(dir, "scope.test")
+	if err := copyFile(self, bin, 0o755); err != nil {
+		return fail("copying the test binary: %v", err)
+	}
+
+	args := []string{script, "run", testUser, "-C", dir, innerEnv + "=1"}
+	for _, v := range []string{"GORACE", "GOTRACEBACK"} {
+		if val, ok := os.LookupEnv(v); ok {
+			args = append(args, v+"="+val)
+		}
+	}
+	args = append(args, "--", bin)
+	args = append(args, innerFlags(os.Args[1:])...)
+	fmt.Fprintf(os.Stderr, "scope tests: running as user %s under its systemd --user (%s)\n", testUser, script)
+	cmd := exec.Command("bash", args...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		if ee.ExitCode() == 125 {
+			fmt.Fprintf(os.Stderr, "scope tests: usermgr.sh could not run the tests as %s (exit 125, see above)\n", testUser)
+		}
+		if ee.ExitCode() < 0 {
+			return 1
+		}
+		return ee.ExitCode()
+	default:
+		return fail("%v", err)
+	}
+}
+
+// innerFlags drops the flags that name files in root's go-build directory
+// (the test user could not write them) and keeps the rest (-test.v,
+// -test.run, -test.bench, -test.timeout, ...).
+func innerFlags(in []string) []string {
+	drop := []string{"testlogfile", "coverprofile", "outputdir", "cpuprofile", "memprofile",
+		"blockprofile", "mutexprofile", "trace", "gocoverdir"}
+	var out []string
+next:
+	for _, a := range in {
+		name := strings.TrimLeft(a, "-")
+		name, _, _ = strings.Cut(name, "=")
+		for _, d := range drop {
+			if name == "test."+d {
+				continue next
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func findUp(rel string) (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		p := filepath.Join(dir, rel)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("%s not found in any parent of the working directory", rel)
+		}
+		dir = parent
+	}
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// helperMain runs the helper processes. Each waits for one line on stdin
+// (it is "held" until the test has put it into a scope), then:
+//
+//	forkloop: starts 64 `sleep 30`, prints "started=N eagain=M other=K"
+//	alloc:    allocates and touches 200 MiB, prints "survived"
+func helperMain(mode string) int {
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		fmt.Println("no release line:", err)
+		return 2
+	}
+	switch mode {
+	case "forkloop":
+		// Raw fork+exec: no new OS thread is needed for it (the runtime
+		// must not try to create one near the task limit: it would die).
+		var started, eagain, other int
+		var lastErr error
+		for range 64 {
+			_, err := syscall.ForkExec("/bin/sleep", []string{"sleep", "30"}, &syscall.ProcAttr{})
+			switch {
+			case err == nil:
+				started++
+			case errors.Is(err, syscall.EAGAIN):
+				eagain++
+			default:
+				other++
+				lastErr = err
+			}
+		}
+		fmt.Printf("started=%d eagain=%d other=%d\n", started, eagain, other)
+		if lastErr != nil {
+			fmt.Println("last other error:", lastErr)
+		}
+		return 0
+	case "alloc":
+		b := make([]byte, 200<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		fmt.Println("survived", len(b))
+		return 0
+	}
+	fmt.Println("unknown helper mode", mode)
+	return 2
+}
+
+// held is a child process started held: it blocks reading one line from
+// stdin until Release, so that the test can put it into a scope first
+// (the daemon does the same with its sandbox child).
+type held struct {
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	out     *strings.Builder
+	done    chan struct{}
+	waitErr error
+}
+
+// startHeldShell runs SCRIPT with sh once released.
+func startHeldShell(t testing.TB, script string) *held {
+	t.Helper()
+	// Not `read x && SCRIPT`: a trailing `&` in SCRIPT would put the read
+	// into the background too, where stdin is /dev/null.
+	return startHeld(t, exec.Command("sh", "-c", "read x || exit 99\n"+script))
+}
+
+// startHelper runs this test binary in helper mode.
+func startHelper(t testing.TB, mode string) *held {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), helperEnv+"="+mode, "GOMAXPROCS=1", "GOGC=off")
+	return startHeld(t, cmd)
+}
+
+func startHeld(t testing.TB, cmd *exec.Cmd) *held {
+	t.Helper()
+	h := &held{cmd: cmd, out: &strings.Builder{}, done: make(chan struct{})}
+	var err error
+	if h.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	// One writer for both: exec then writes from one goroutine at a time.
+	cmd.Stdout, cmd.Stderr = h.out, h.out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		h.waitErr = cmd.Wait()
+		close(h.done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-h.done
+	})
+	return h
+}
+
+func (h *held) pid() int { return h.cmd.Process.Pid }
+
+func (h *held) release(t testing.TB) {
+	t.Helper()
+	if _, err := io.WriteString(h.stdin, "go\n"); err != nil {
+		t.Fatalf("releasing pid %d: %v", h.pid(), err)
+	}
+	h.stdin.Close()
+}
+
+// wait waits (bounded) for the process to end and returns its wait status.
+func (h *held) wait(t testing.TB, timeout time.Duration) syscall.WaitStatus {
+	t.Helper()
+	select {
+	case <-h.done:
+	case <-time.After(timeout):
+		t.Fatalf("pid %d (%v) still running after %v", h.pid(), h.cmd.Args, timeout)
+	}
+	return h.cmd.ProcessState.Sys().(syscall.WaitStatus)
+}
+
+func (h *held) exited() bool {
+	select {
+	case <-h.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// output is the process's stdout+stderr; call it only after wait.
+func (h *held) output() string { return h.out.String() }

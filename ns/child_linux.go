@@ -1,0 +1,333 @@
+package ns
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// initArgv0 is argv[0] of the re-executed binary when it must act as the
+// sandbox init. It is not a path, so it cannot be reached by accident from a
+// shell, and Init recognises it exactly.
+const initArgv0 = "contextd-sandbox-init"
+
+// Descriptor numbers in the sandbox init (ExtraFiles start at 3).
+const (
+	fdSpec = 3 // read end of the spec pipe
+	fdSync = 4 // the init's end of the sync socket
+	fdExe  = 5 // O_PATH descriptor of the contextd binary (tool mode only)
+)
+
+// goByte is what Release sends: the only message from the daemon to the init.
+const goByte = 'g'
+
+// initCaps are the capabilities (in the new user namespace only) the init
+// keeps across the re-exec of /proc/self/exe. A process that creates a user
+// namespace has every capability in it, but execve as a non-zero uid (the
+// caller's uid is mapped to itself, not to 0) clears them; raising them as
+// ambient capabilities keeps exactly these. All are dropped again before the
+// command is executed.
+var initCaps = []uintptr{
+	unix.CAP_SYS_ADMIN, // mount, pivot_root, sethostname
+	unix.CAP_NET_ADMIN, // bring lo up
+	unix.CAP_SETPCAP,   // empty the bounding set
+}
+
+// syncMsg is one message from the init to the daemon on the sync socket
+// (SOCK_SEQPACKET, so one Read is one message).
+type syncMsg struct {
+	Ready bool        `json:"ready,omitempty"`
+	Err   *SetupError `json:"error,omitempty"`
+}
+
+// Child is a sandbox init started by Start: first setting up its namespaces,
+// then held until Release, then the command itself (the init execs it, so
+// Pid stays the same).
+type Child struct {
+	cmd  *exec.Cmd
+	sync *os.File // daemon's end of the sync socket
+
+	readyOnce sync.Once
+	readyc    chan struct{} // closed at the first message or at EOF
+	donec     chan struct{} // closed at EOF: the init exec'd or exited
+
+	mu       sync.Mutex
+	err      *SetupError // reported by the init
+	ready    bool
+	released bool
+	killed   bool
+
+	waitOnce sync.Once
+	code     int
+	signaled bool
+	waitErr  error
+}
+
+// Start starts a sandbox for spec and returns as soon as the child process
+// exists: the init sets up its namespaces while the caller does its own work
+// for Child.Pid() (for example creating the systemd scope); the command runs
+// only after Release. stdin, stdout and stderr become the command's
+// descriptors 0, 1 and 2 (nil: /dev/null).
+//
+// A spec that is not valid is refused with a SetupError (step "validate")
+// before anything starts; failures in the sandbox come back from Ready,
+// Release or Wait as a SetupError naming the step. Every such error wraps
+// ErrSetup, and in every such case the command did not run.
+//
+// The child gets SIGKILL if the thread that called Start exits (Pdeathsig);
+// do not call Start from a goroutine that has locked its OS thread and may
+// exit without unlocking it.
+func Start(spec *Spec, stdin, stdout, stderr *os.File) (*Child, error) {
+	s, verr := spec.withDefaults()
+	if verr != nil {
+		return nil, verr
+	}
+	data, err := json.Marshal(s)
+	if err != nil {
+		return nil, &SetupError{Step: StepValidate, Msg: "encode spec: " + err.Error()}
+	}
+
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return nil, sysErr(StepStart, "pipe", "", err)
+	}
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		specR.Close()
+		specW.Close()
+		return nil, sysErr(StepStart, "socketpair", "", err)
+	}
+	// Non-blocking, so that reads go through the runtime's poller.
+	if err := unix.SetNonblock(pair[0], true); err != nil {
+		unix.Close(pair[0])
+		unix.Close(pair[1])
+		specR.Close()
+		specW.Close()
+		return nil, sysErr(StepStart, "fcntl", "", err)
+	}
+	parentSync := os.NewFile(uintptr(pair[0]), "ns-sync")
+	childSync := os.NewFile(uintptr(pair[1]), "ns-sync-init")
+
+	extra := []*os.File{specR, childSync}
+	if s.Mode == ModeTool {
+		// After pivot_root the binary is not reachable by any path, so the
+		// init gets it as a descriptor opened here. O_PATH: nothing can be
+		// read or written through it, only executed.
+		fd, err := unix.Open("/proc/self/exe", unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			parentSync.Close()
+			childSync.Close()
+			specR.Close()
+			specW.Close()
+			return nil, sysErr(StepStart, "open", "/proc/self/exe", err)
+		}
+		exe := os.NewFile(uintptr(fd), "contextd-exe")
+		defer exe.Close()
+		extra = append(extra, exe)
+	}
+
+	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
+		unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
+	if !s.Network {
+		flags |= unix.CLONE_NEWNET
+	}
+	// An unprivileged process may map exactly its effective ids.
+	uid, gid := os.Geteuid(), os.Getegid()
+	cmd := &exec.Cmd{
+		Path:       "/proc/self/exe", // the running binary, even if replaced on disk since
+		Args:       []string{initArgv0},
+		Env:        []string{}, // the init needs none; the command's comes in the spec
+		ExtraFiles: extra,
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags:                 flags,
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+			GidMappingsEnableSetgroups: false,
+			AmbientCaps:                initCaps,
+			Setsid:                     true, // no controlling terminal of the daemon
+			Pdeathsig:                  syscall.SIGKILL,
+		},
+	}
+	// An *os.File that is nil must not become a non-nil io.Reader/Writer.
+	if stdin != nil {
+		cmd.Stdin = stdin
+	}
+	if stdout != nil {
+		cmd.Stdout = stdout
+	}
+	if stderr != nil {
+		cmd.Stderr = stderr
+	}
+
+	// The spec is written while the child starts; the pipe holds 64 KiB, and
+	// the init reads it first thing, so this finishes at once. If the child
+	// never starts, closing specR below makes the write fail with EPIPE.
+	go func() {
+		writeAll(specW, data)
+		specW.Close()
+	}()
+
+	err = cmd.Start()
+	specR.Close()
+	childSync.Close()
+	if err != nil {
+		parentSync.Close()
+		return nil, sysErr(StepStart, "fork/exec", "/proc/self/exe", err)
+	}
+
+	c := &Child{
+		cmd:    cmd,
+		sync:   parentSync,
+		readyc: make(chan struct{}),
+		donec:  make(chan struct{}),
+	}
+	go c.readLoop()
+	return c, nil
+}
+
+func writeAll(f *os.File, b []byte) {
+	for len(b) > 0 {
+		n, err := f.Write(b)
+		if err != nil {
+			return
+		}
+		b = b[n:]
+	}
+}
+
+// readLoop collects the init's messages until the socket reaches EOF, which
+// happens when the init execs the command (the socket is close-on-exec) or
+// exits.
+func (c *Child) readLoop() {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := c.sync.Read(buf)
+		if err != nil || n == 0 {
+			break
+		}
+		var m syncMsg
+		if err := json.Unmarshal(buf[:n], &m); err != nil {
+			m.Err = &SetupError{Step: StepSync, Msg: "malformed message from the sandbox init"}
+		}
+		c.mu.Lock()
+		switch {
+		case m.Err != nil:
+			if c.err == nil {
+				c.err = m.Err
+			}
+		case m.Ready:
+			c.ready = true
+		}
+		c.mu.Unlock()
+		c.readyOnce.Do(func() { close(c.readyc) })
+	}
+	c.readyOnce.Do(func() { close(c.readyc) })
+	close(c.donec)
+}
+
+// Pid is the process ID of the sandbox (in the daemon's PID namespace). It
+// is the init until Release and the command after it: the init execs.
+func (c *Child) Pid() int { return c.cmd.Process.Pid }
+
+// Ready waits until the sandbox is set up and held before its last steps
+// (dropping privileges, seccomp, exec), and returns the setup error if it
+// failed instead. Calling it is optional: Release and Wait report the same.
+func (c *Child) Ready() error {
+	<-c.readyc
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
+	if c.ready {
+		return nil
+	}
+	return &SetupError{Step: StepSync, Msg: "the sandbox init exited before it was ready"}
+}
+
+// Release lets the sandbox go on: close descriptors, drop capabilities, set
+// no_new_privs, load seccomp and exec the command. It does not wait for
+// Ready; an init that already failed makes it return that failure.
+func (c *Child) Release() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
+	if c.released {
+		return nil
+	}
+	c.released = true
+	if _, err := c.sync.Write([]byte{goByte}); err != nil {
+		if c.err != nil {
+			return c.err
+		}
+		return sysErr(StepSync, "write", "", err)
+	}
+	return nil
+}
+
+// Kill kills the sandbox with SIGKILL. The sandbox process is the init of
+// its PID namespace, so the kernel then kills every process in it,
+// backgrounded and daemonized ones included.
+func (c *Child) Kill() error {
+	c.mu.Lock()
+	c.killed = true
+	c.mu.Unlock()
+	err := c.cmd.Process.Kill()
+	if errors.Is(err, os.ErrProcessDone) {
+		return nil
+	}
+	return err
+}
+
+// Wait waits for the sandbox to end and returns the command's exit code.
+// When the process was killed by a signal, signaled is true and exitCode is
+// 128 + the signal number (the shell's convention). err is a SetupError
+// (wrapping ErrSetup) when the sandbox failed before the command ran; then
+// exitCode is -1. A sandbox that is neither released nor killed waits for
+// that forever, and so does Wait. Wait may be called more than once.
+func (c *Child) Wait() (exitCode int, signaled bool, err error) {
+	c.waitOnce.Do(c.wait)
+	return c.code, c.signaled, c.waitErr
+}
+
+func (c *Child) wait() {
+	werr := c.cmd.Wait()
+	<-c.donec
+	c.sync.Close()
+
+	c.mu.Lock()
+	setupErr, released, killed := c.err, c.released, c.killed
+	c.mu.Unlock()
+
+	c.code = -1
+	if setupErr != nil {
+		c.waitErr = setupErr
+		return
+	}
+	st := c.cmd.ProcessState
+	if st == nil {
+		c.waitErr = sysErr(StepStart, "wait", "", werr)
+		return
+	}
+	ws, _ := st.Sys().(syscall.WaitStatus)
+	switch {
+	case ws.Signaled():
+		c.code, c.signaled = 128+int(ws.Signal()), true
+	default:
+		c.code = ws.ExitStatus()
+	}
+	if !released && !killed {
+		// The init ended without exec and without saying why (a crash, or
+		// the daemon closed the socket): still a setup failure.
+		c.waitErr = &SetupError{Step: StepSync, Msg: fmt.Sprintf("the sandbox init ended before release (%v)", st)}
+		c.code, c.signaled = -1, false
+	}
+}

@@ -1,0 +1,295 @@
+package ns
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// initExitCode is the init's exit status when setup fails (the reason went
+// to the daemon on the sync socket).
+const initExitCode = 125
+
+// Init runs the sandbox init if this process was started as one by Start,
+// and then never returns: it execs the command or exits. Otherwise it
+// returns at once. The binary's main must call it first thing, before
+// anything else starts goroutines or opens files:
+//
+//	func main() {
+//		ns.Init()
+//		...
+//	}
+//
+// Package initialisers of the binary still run before it, in every sandbox
+// start: keep them cheap.
+func Init() {
+	if len(os.Args) == 0 || os.Args[0] != initArgv0 {
+		return
+	}
+	// Capabilities, no_new_privs and the exec are per thread: everything
+	// from here on runs on this one.
+	runtime.LockOSThread()
+	os.Exit(runInit())
+}
+
+// Reexec is Init for test binaries, which are re-executed as the sandbox
+// init just like contextd: call it first in TestMain.
+//
+//	func TestMain(m *testing.M) {
+//		ns.Reexec()
+//		os.Exit(m.Run())
+//	}
+//
+// It never returns in a sandbox init and returns false otherwise.
+func Reexec() bool {
+	Init()
+	return false
+}
+
+// report sends a setup error to the daemon. Best effort: if the daemon is
+// gone there is nobody to tell.
+func report(e *SetupError) {
+	sendMsg(syncMsg{Err: e})
+}
+
+func sendMsg(m syncMsg) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	for {
+		_, err = unix.Write(fdSync, b)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// runInit is the sandbox init. It returns an exit status only on failure.
+func runInit() int {
+	spec, e := readSpec()
+	if e != nil {
+		report(e)
+		return initExitCode
+	}
+	sb := &sandbox{spec: spec}
+	if e := sb.setup(); e != nil {
+		report(e)
+		return initExitCode
+	}
+	if err := sendMsg(syncMsg{Ready: true}); err != nil {
+		return initExitCode // the daemon is gone
+	}
+	// Held here until the daemon has done its part (the systemd scope).
+	// EOF means the daemon closed the socket or died: do not run.
+	var b [1]byte
+	for {
+		n, err := unix.Read(fdSync, b[:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n != 1 || b[0] != goByte {
+			return initExitCode
+		}
+		break
+	}
+	e = sb.finish()
+	report(e)
+	return initExitCode
+}
+
+func readSpec() (*Spec, *SetupError) {
+	var data []byte
+	buf := make([]byte, 16<<10)
+	for {
+		n, err := unix.Read(fdSpec, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, sysErr(StepSpec, "read", "", err)
+		}
+		if n == 0 {
+			break
+		}
+		data = append(data, buf[:n]...)
+	}
+	unix.Close(fdSpec)
+	var s Spec
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, &SetupError{Step: StepSpec, Msg: "decode: " + err.Error()}
+	}
+	// The daemon validated it; check again what the init relies on.
+	c, verr := s.withDefaults()
+	if verr != nil {
+		return nil, verr
+	}
+	return c, nil
+}
+
+// sandbox is the init's state between the steps.
+type sandbox struct {
+	spec    *Spec
+	dir     string // Spec.Dir as it is seen inside the sandbox
+	path    string // the resolved executable (exec mode)
+	seccomp loadable
+}
+
+// setup runs every step that can run before the daemon releases the
+// sandbox, so that a failure there is reported before anything is executed
+// and the work overlaps with the daemon's.
+func (sb *sandbox) setup() *SetupError {
+	s := sb.spec
+	dir, e := sb.buildRoot()
+	if e != nil {
+		return e
+	}
+	sb.dir = dir
+	if err := unix.Chdir(sb.dir); err != nil {
+		return sysErr(StepChdir, "chdir", sb.dir, err)
+	}
+	if !s.Network {
+		if e := loopbackUp(); e != nil {
+			return e
+		}
+	}
+	if err := unix.Sethostname([]byte(s.Hostname)); err != nil {
+		return sysErr(StepHostname, "sethostname", s.Hostname, err)
+	}
+	if s.Mode == ModeExec {
+		p, e := lookPath(s.Argv[0], s.Env)
+		if e != nil {
+			return e
+		}
+		sb.path = p
+	}
+	f, err := parseSeccomp(s.Seccomp)
+	if err != nil {
+		return &SetupError{Step: StepSeccompParse, Msg: err.Error()}
+	}
+	sb.seccomp = f
+	return nil
+}
+
+// finish runs the last steps, after the release, in the order that keeps
+// each one possible: descriptors, limits, capabilities, no_new_privs,
+// seccomp, exec. It returns only on failure.
+func (sb *sandbox) finish() *SetupError {
+	s := sb.spec
+	if e := closeInheritedFds(); e != nil {
+		return e
+	}
+	// Limits go on this late so that they bind the command but not the
+	// init's own runtime (a small AS or DATA limit would break it).
+	if e := setRlimits(s.Rlimits); e != nil {
+		return e
+	}
+	if e := dropCapabilities(); e != nil {
+		return e
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return sysErr(StepNoNewPrivs, "prctl", "PR_SET_NO_NEW_PRIVS", err)
+	}
+	argv, env := s.Argv, s.Env
+	if s.Mode == ModeTool {
+		argv = append([]string{ToolArgv0}, s.Argv...)
+	}
+	argvp, err := syscall.SlicePtrFromStrings(argv)
+	if err != nil {
+		return &SetupError{Step: StepExec, Msg: "argv contains a NUL byte"}
+	}
+	envp, err := syscall.SlicePtrFromStrings(env)
+	if err != nil {
+		return &SetupError{Step: StepExec, Msg: "env contains a NUL byte"}
+	}
+	var pathp *byte
+	if s.Mode == ModeExec {
+		if pathp, err = unix.BytePtrFromString(sb.path); err != nil {
+			return &SetupError{Step: StepExec, Msg: "path contains a NUL byte"}
+		}
+	}
+	empty, _ := unix.BytePtrFromString("")
+
+	// seccomp is installed last, immediately before execve, on purpose:
+	// every system call made after the filter is loaded must be allowed by
+	// the profile. Loading it earlier would force every profile (including
+	// the tight allowlists of the file tools) to permit mount, pivot_root,
+	// sethostname, capset, prctl, setrlimit, close_range and whatever the
+	// Go runtime does meanwhile; loading it last leaves only execve or
+	// execveat (and, if that fails, write + exit_group for the report).
+	if err := sb.seccomp.Load(); err != nil {
+		return &SetupError{Step: StepSeccompLoad, Msg: err.Error()}
+	}
+	var errno syscall.Errno
+	if s.Mode == ModeTool {
+		// The descriptor is close-on-exec (closeInheritedFds): execveat of
+		// a close-on-exec descriptor works for an ELF binary and leaves
+		// nothing behind in the tool.
+		_, _, errno = unix.RawSyscall6(unix.SYS_EXECVEAT, uintptr(fdExe),
+			uintptr(unsafe.Pointer(empty)),
+			uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])),
+			unix.AT_EMPTY_PATH, 0)
+		return &SetupError{Step: StepExec, Syscall: "execveat", Path: ToolArgv0, Errno: errno}
+	}
+	_, _, errno = unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(pathp)),
+		uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])))
+	return &SetupError{Step: StepExec, Syscall: "execve", Path: sb.path, Errno: errno}
+}
+
+// lookPath finds file the way execvp does, in the PATH of the command's
+// environment (not the daemon's), inside the sandbox. A name with a slash is
+// used as it is (relative to the working directory).
+func lookPath(file string, env []string) (string, *SetupError) {
+	check := func(p string) error {
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err != nil {
+			return err
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			return unix.EACCES
+		}
+		return unix.Access(p, unix.X_OK)
+	}
+	if strings.Contains(file, "/") {
+		if err := check(file); err != nil {
+			return "", sysErr(StepResolve, "stat", file, err)
+		}
+		return file, nil
+	}
+	pathEnv, ok := "", false
+	for _, kv := range env {
+		if v, found := strings.CutPrefix(kv, "PATH="); found {
+			pathEnv, ok = v, true
+		}
+	}
+	if !ok {
+		pathEnv = "/usr/local/bin:/usr/bin:/bin"
+	}
+	var first error
+	for _, d := range filepath.SplitList(pathEnv) {
+		if d == "" {
+			d = "."
+		}
+		p := filepath.Join(d, file)
+		err := check(p)
+		if err == nil {
+			return p, nil
+		}
+		if first == nil && err != unix.ENOENT && err != unix.ENOTDIR {
+			first = err
+		}
+	}
+	e := &SetupError{Step: StepResolve, Syscall: "execve", Path: file, Errno: unix.ENOENT,
+		Msg: "command not found in PATH " + pathEnv}
+	if errno, ok := first.(syscall.Errno); ok {
+		e.Errno = errno
+		e.Msg = "command found in PATH but not executable"
+	}
+	return "", e
+}

@@ -1,0 +1,301 @@
+//go:build linux
+
+package ns_test
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/contextd/contextd/ns"
+)
+
+// testUser runs the tests when they are started as root (CI is root): the
+// sandbox is for an unprivileged daemon, and root would hide the permission
+// problems a real user hits.
+const testUser = "ctxd-ns"
+
+func TestMain(m *testing.M) {
+	// 1. The sandbox init re-executes this binary: become the init.
+	ns.Reexec()
+	// For the benchmark: how long this binary takes to start and exit.
+	if os.Getenv("CTXD_NS_NOOP") == "1" {
+		os.Exit(0)
+	}
+	// 2. Tool mode executes this binary as "contextd-tool": act as a probe.
+	if filepath.Base(os.Args[0]) == ns.ToolArgv0 {
+		os.Exit(toolMain(os.Args[1:]))
+	}
+	// 3. As root: run the same tests again as an unprivileged user.
+	if os.Geteuid() == 0 {
+		os.Exit(rerunUnprivileged())
+	}
+	os.Exit(m.Run())
+}
+
+func die(format string, args ...any) int {
+	fmt.Fprintf(os.Stderr, "ns tests: "+format+"\n", args...)
+	return 1
+}
+
+// rerunUnprivileged creates the test user if needed, gives it a
+// /run/user/UID with a stand-in daemon socket (so a test can check that it
+// is not reachable from the sandbox), copies the test binary where the user
+// can execute it, and runs it as that user with the same flags.
+func rerunUnprivileged() int {
+	u, err := user.Lookup(testUser)
+	if err != nil {
+		out, uerr := exec.Command("useradd", "-m", "-s", "/bin/sh", testUser).CombinedOutput()
+		// A concurrent run may have created it meanwhile: look again.
+		if u, err = user.Lookup(testUser); err != nil {
+			return die("useradd %s: %v: %s (lookup: %v)", testUser, uerr, out, err)
+		}
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if err := os.MkdirAll(u.HomeDir, 0o755); err != nil {
+		return die("home: %v", err)
+	}
+	os.Chown(u.HomeDir, uid, gid)
+
+	runDir := "/run/user/" + u.Uid
+	if _, err := os.Stat(runDir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(runDir, 0o700); err != nil {
+			return die("%s: %v", runDir, err)
+		}
+		os.Chown(runDir, uid, gid)
+		defer os.RemoveAll(runDir)
+	}
+	sockDir := filepath.Join(runDir, "contextd")
+	if err := os.MkdirAll(sockDir, 0o700); err != nil {
+		return die("%s: %v", sockDir, err)
+	}
+	os.Chown(sockDir, uid, gid)
+	sock := filepath.Join(sockDir, "contextd.sock")
+	if _, err := os.Stat(sock); errors.Is(err, os.ErrNotExist) {
+		l, err := net.Listen("unix", sock)
+		if err != nil {
+			return die("listen %s: %v", sock, err)
+		}
+		os.Chown(sock, uid, gid)
+		defer l.Close()
+	}
+
+	dir, err := os.MkdirTemp("", "ctxd-ns-test-")
+	if err != nil {
+		return die("tempdir: %v", err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return die("chmod: %v", err)
+	}
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return die("tempdir: %v", err)
+	}
+	os.Chown(tmp, uid, gid)
+	exe, err := os.Executable()
+	if err != nil {
+		return die("executable: %v", err)
+	}
+	bin := filepath.Join(dir, filepath.Base(exe))
+	if err := copyFile(exe, bin, 0o755); err != nil {
+		return die("copy test binary: %v", err)
+	}
+
+	// Output files the go command asks for are written where the user can,
+	// then copied to where the go command looks for them.
+	var args []string
+	type copyBack struct{ from, to string }
+	var copies []copyBack
+	for _, a := range os.Args[1:] {
+		name, val, ok := strings.Cut(a, "=")
+		switch strings.TrimLeft(name, "-") {
+		case "test.testlogfile", "test.coverprofile", "test.cpuprofile", "test.memprofile", "test.blockprofile", "test.mutexprofile", "test.trace":
+			if ok && filepath.IsAbs(val) {
+				tmpOut := filepath.Join(tmp, filepath.Base(val))
+				copies = append(copies, copyBack{tmpOut, val})
+				a = name + "=" + tmpOut
+			}
+		}
+		args = append(args, a)
+	}
+
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir // the source tree may not be readable by the test user
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	for _, kv := range os.Environ() {
+		switch k, _, _ := strings.Cut(kv, "="); k {
+		case "HOME", "USER", "LOGNAME", "TMPDIR", "XDG_RUNTIME_DIR":
+		default:
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "HOME="+u.HomeDir, "USER="+testUser, "LOGNAME="+testUser,
+		"TMPDIR="+tmp, "XDG_RUNTIME_DIR="+runDir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}},
+	}
+	err = cmd.Run()
+	for _, c := range copies {
+		if _, serr := os.Stat(c.from); serr == nil {
+			copyFile(c.from, c.to, 0o644)
+		}
+	}
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		return die("run as %s: %v", testUser, err)
+	}
+	return 0
+}
+
+func copyFile(from, to string, mode os.FileMode) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// toolMain is this binary acting as "contextd-tool" inside a sandbox: small
+// probes that print one line per check, the errno name or OK.
+func toolMain(args []string) int {
+	if len(args) == 0 {
+		fmt.Println("usage: probe ...")
+		return 2
+	}
+	switch args[0] {
+	case "argv":
+		fmt.Println(strings.Join(os.Args, " "))
+	case "stat":
+		for _, p := range args[1:] {
+			_, err := os.Lstat(p)
+			fmt.Printf("%s %s\n", p, errName(err))
+		}
+	case "touch":
+		for _, p := range args[1:] {
+			f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644)
+			if err == nil {
+				f.Close()
+			}
+			fmt.Printf("%s %s\n", p, errName(err))
+		}
+	case "mkdir":
+		for _, p := range args[1:] {
+			fmt.Printf("%s %s\n", p, errName(os.Mkdir(p, 0o755)))
+		}
+	case "readlink":
+		for _, p := range args[1:] {
+			t, err := os.Readlink(p)
+			if err != nil {
+				t = errName(err)
+			}
+			fmt.Printf("%s %s\n", p, t)
+		}
+	case "connect":
+		c, err := net.DialTimeout("tcp", args[1], 3*time.Second)
+		if err == nil {
+			c.Close()
+		}
+		fmt.Println(errName(err))
+	case "loopback":
+		// A server and a client inside the sandbox, over lo.
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			fmt.Println("listen", errName(err))
+			return 0
+		}
+		defer l.Close()
+		go func() {
+			if c, err := l.Accept(); err == nil {
+				c.Write([]byte("pong"))
+				c.Close()
+			}
+		}()
+		c, err := net.DialTimeout("tcp", l.Addr().String(), 3*time.Second)
+		if err != nil {
+			fmt.Println("dial", errName(err))
+			return 0
+		}
+		b, _ := io.ReadAll(c)
+		c.Close()
+		fmt.Println("OK", string(b))
+	case "ifaces":
+		ifs, err := net.Interfaces()
+		if err != nil {
+			fmt.Println(errName(err))
+			return 0
+		}
+		for _, i := range ifs {
+			fmt.Printf("%s up=%v\n", i.Name, i.Flags&net.FlagUp != 0)
+		}
+	case "fds":
+		// Read the links while the directory (one of the descriptors) is open.
+		d, err := os.Open("/proc/self/fd")
+		if err != nil {
+			fmt.Println(errName(err))
+			return 0
+		}
+		names, _ := d.Readdirnames(-1)
+		for _, n := range names {
+			t, err := os.Readlink("/proc/self/fd/" + n)
+			if err != nil {
+				t = errName(err)
+			}
+			fmt.Printf("%s %s\n", n, t)
+		}
+		d.Close()
+	case "ptmx":
+		f, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+		if err != nil {
+			fmt.Println(errName(err))
+			return 0
+		}
+		n, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPTN)
+		f.Close()
+		if err != nil {
+			fmt.Println(errName(err))
+			return 0
+		}
+		fmt.Println("OK", n)
+	default:
+		fmt.Println("unknown probe", args[0])
+		return 2
+	}
+	return 0
+}
+
+func errName(err error) string {
+	if err == nil {
+		return "OK"
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return unix.ErrnoName(errno)
+	}
+	return err.Error()
+}

@@ -1,0 +1,646 @@
+package ns
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// newRootAt is where the init mounts the tmpfs that becomes the sandbox's
+// root. The tmpfs exists only in the init's new mount namespace; covering
+// the host's /tmp there hides nothing from anyone else. Every host path the
+// sandbox needs is opened before it is mounted (a workspace may well live
+// under /tmp), and bind-mounted from that descriptor.
+const newRootAt = "/tmp"
+
+type kind int
+
+const (
+	kindProc    kind = iota // fresh procfs of the new PID namespace
+	kindDev                 // minimal /dev
+	kindTmp                 // fresh /tmp
+	kindHome                // empty tmpfs over $HOME
+	kindBindRO              // host path, read-only
+	kindBindRW              // host path, read-write
+	kindSymlink             // host symlink, recreated (e.g. /bin -> usr/bin)
+)
+
+// entry is one thing to put into the new root, at dest (an absolute path as
+// seen inside the sandbox, which is also the canonical host path for binds).
+type entry struct {
+	dest  string
+	kind  kind
+	what  string // for messages: "workspace", "read-only path", ...
+	srcFD int    // O_PATH descriptor of the source (binds)
+	isDir bool   // the source is a directory (binds)
+	link  string // the symlink's target (kindSymlink)
+}
+
+// rootBuilder builds the new root under newRootAt.
+type rootBuilder struct {
+	entries []*entry
+	rootFD  int
+	// own holds the device numbers of the tmpfs mounts the init made. Only
+	// there may it create directories, files and symlinks: a mount point
+	// that does not exist inside a bind-mounted host tree is never created,
+	// as that would write to the host's file system.
+	own map[uint64]bool
+}
+
+func procFD(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
+
+// buildRoot builds the sandbox's file system and pivots into it. It returns
+// Spec.Dir as seen inside.
+func (sb *sandbox) buildRoot() (string, *SetupError) {
+	s := sb.spec
+	// Nothing mounted from here on may propagate to the host, and nothing
+	// the host mounts later may appear in the sandbox.
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return "", sysErr(StepMounts, "mount", "/ (make private)", err)
+	}
+	b := &rootBuilder{rootFD: -1, own: map[uint64]bool{}}
+	defer b.close()
+	if e := b.plan(s); e != nil {
+		return "", e
+	}
+	// Spec.Dir as the sandbox will see it. If it does not exist, chdir fails
+	// inside, with the same error as for a host path that is not visible:
+	// the sandbox does not tell which host paths exist.
+	dir, err := canonical(s.Dir)
+	if err != nil {
+		dir = s.Dir
+	}
+
+	if err := unix.Mount("tmpfs", newRootAt, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m"); err != nil {
+		return "", sysErr(StepMounts, "mount", "new root (tmpfs on "+newRootAt+")", err)
+	}
+	fd, err := unix.Open(newRootAt, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", sysErr(StepMounts, "open", "new root", err)
+	}
+	b.rootFD = fd
+	if e := b.markOwn(fd, "new root"); e != nil {
+		return "", e
+	}
+
+	for _, e := range b.entries {
+		if se := b.mountEntry(e); se != nil {
+			return "", se
+		}
+	}
+	if e := b.readOnlySubmounts(); e != nil {
+		return "", e
+	}
+	// Nothing may be created at the top level of the sandbox.
+	if err := unix.Mount("", procFD(b.rootFD), "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+		return "", sysErr(StepMounts, "mount", "/ (remount read-only)", err)
+	}
+	if e := pivot(b.rootFD); e != nil {
+		return "", e
+	}
+	return dir, nil
+}
+
+func (b *rootBuilder) close() {
+	for _, e := range b.entries {
+		if e.srcFD > 2 {
+			unix.Close(e.srcFD)
+			e.srcFD = -1
+		}
+	}
+	if b.rootFD >= 0 {
+		unix.Close(b.rootFD)
+		b.rootFD = -1
+	}
+}
+
+// plan collects the entries, opening every host source while the host's
+// tree is intact, and orders them parents first.
+func (b *rootBuilder) plan(s *Spec) *SetupError {
+	b.entries = append(b.entries,
+		&entry{dest: "/proc", kind: kindProc, what: "/proc", srcFD: -1},
+		&entry{dest: "/dev", kind: kindDev, what: "/dev", srcFD: -1},
+		&entry{dest: "/tmp", kind: kindTmp, what: "/tmp", srcFD: -1},
+	)
+	for _, p := range s.ReadOnly {
+		e, se := hostEntry(p, kindBindRO, "read-only path", true)
+		if se != nil {
+			return se
+		}
+		if e != nil {
+			b.entries = append(b.entries, e)
+		}
+	}
+	for _, p := range s.ReadWrite {
+		e, se := hostEntry(p, kindBindRW, "read-write path", true)
+		if se != nil {
+			return se
+		}
+		if e != nil {
+			b.entries = append(b.entries, e)
+		}
+	}
+	ws, se := hostEntry(s.Workspace, kindBindRW, "workspace", false)
+	if se != nil {
+		return se
+	}
+	if !ws.isDir {
+		unix.Close(ws.srcFD)
+		return &SetupError{Step: StepMounts, Syscall: "open", Path: "workspace " + s.Workspace, Errno: unix.ENOTDIR}
+	}
+	if s.Home != "" {
+		home, err := canonical(s.Home)
+		if err != nil {
+			home = s.Home // nothing there to hide; still give HOME a tmpfs if it can be placed
+		}
+		if home == ws.dest {
+			unix.Close(ws.srcFD)
+			return &SetupError{Step: StepValidate, Path: home, Msg: "workspace is the home directory; use a project directory below it"}
+		}
+		b.entries = append(b.entries, &entry{dest: home, kind: kindHome, what: "home", srcFD: -1})
+	}
+	b.entries = append(b.entries, ws)
+	// Parents before children: a path sorts before every path it prefixes.
+	// Stable, so that for equal paths the later entry is mounted on top.
+	sort.SliceStable(b.entries, func(i, j int) bool { return b.entries[i].dest < b.entries[j].dest })
+	return nil
+}
+
+// hostEntry opens a host path for binding. optional: a missing path yields
+// no entry, and a symbolic link is recreated as a link rather than
+// followed (so /bin -> usr/bin stays a link on merged-/usr systems).
+func hostEntry(p string, k kind, what string, optional bool) (*entry, *SetupError) {
+	p = filepath.Clean(p)
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		if optional && (err == unix.ENOENT || err == unix.ENOTDIR) {
+			return nil, nil
+		}
+		return nil, sysErr(StepMounts, "lstat", what+" "+p, err)
+	}
+	if optional && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		target, err := os.Readlink(p)
+		if err != nil {
+			return nil, sysErr(StepMounts, "readlink", what+" "+p, err)
+		}
+		parent, err := canonical(filepath.Dir(p))
+		if err != nil {
+			parent = filepath.Dir(p)
+		}
+		return &entry{dest: filepath.Join(parent, filepath.Base(p)), kind: kindSymlink, what: what, srcFD: -1, link: target}, nil
+	}
+	fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if optional && err == unix.ENOENT {
+			return nil, nil
+		}
+		return nil, sysErr(StepMounts, "open", what+" "+p, err)
+	}
+	real, err := os.Readlink(procFD(fd))
+	if err == nil {
+		err = unix.Fstat(fd, &st)
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, sysErr(StepMounts, "readlink", what+" "+p, err)
+	}
+	if verr := checkExtraPath(real); verr != nil {
+		unix.Close(fd)
+		verr.Path = what + " " + p
+		return nil, verr
+	}
+	return &entry{dest: real, kind: k, what: what, srcFD: fd, isDir: st.Mode&unix.S_IFMT == unix.S_IFDIR}, nil
+}
+
+// canonical resolves p to the path the kernel has for it.
+func canonical(p string) (string, error) {
+	fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(fd)
+	return os.Readlink(procFD(fd))
+}
+
+// markOwn records the file system that fd is on as one the init created.
+func (b *rootBuilder) markOwn(fd int, what string) *SetupError {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return sysErr(StepMounts, "fstat", what, err)
+	}
+	b.own[st.Dev] = true
+	return nil
+}
+
+func (b *rootBuilder) isOwn(fd int) bool {
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && b.own[st.Dev]
+}
+
+// walk opens the directory rel (relative to the new root) without following
+// any symbolic link, creating missing directories where that is allowed
+// (see rootBuilder.own). It returns an O_PATH descriptor.
+func (b *rootBuilder) walk(rel string) (int, error) {
+	fd, err := unix.Openat(b.rootFD, ".", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	if rel == "." || rel == "" {
+		return fd, nil
+	}
+	for _, c := range strings.Split(rel, "/") {
+		next, err := unix.Openat(fd, c, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == unix.ENOENT && b.isOwn(fd) {
+			if err = unix.Mkdirat(fd, c, 0o755); err == nil || err == unix.EEXIST {
+				next, err = unix.Openat(fd, c, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			}
+		}
+		unix.Close(fd)
+		if err != nil {
+			return -1, err
+		}
+		fd = next
+	}
+	return fd, nil
+}
+
+// target opens (creating it where allowed) the mount point name in dirFD:
+// a directory when dir, else a file. A symbolic link there is refused.
+func (b *rootBuilder) target(dirFD int, name string, dir bool) (int, error) {
+	fd, err := unix.Openat(dirFD, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err == unix.ENOENT && b.isOwn(dirFD) {
+		if dir {
+			err = unix.Mkdirat(dirFD, name, 0o755)
+		} else {
+			var f int
+			f, err = unix.Openat(dirFD, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+			if err == nil {
+				unix.Close(f)
+			}
+		}
+		if err == nil {
+			fd, err = unix.Openat(dirFD, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		}
+	}
+	if err != nil {
+		return -1, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	switch t := st.Mode & unix.S_IFMT; {
+	case t == unix.S_IFLNK:
+		err = unix.ELOOP
+	case dir && t != unix.S_IFDIR:
+		err = unix.ENOTDIR
+	case !dir && t == unix.S_IFDIR:
+		err = unix.EISDIR
+	}
+	if err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// reopen opens what is now mounted at name in dirFD (the top of the stack).
+func reopen(dirFD int, name string) (int, error) {
+	return unix.Openat(dirFD, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+}
+
+func (b *rootBuilder) mountEntry(e *entry) *SetupError {
+	rel := strings.TrimPrefix(e.dest, "/")
+	parentRel, name := filepath.Dir(rel), filepath.Base(rel)
+	where := e.what
+	if where != e.dest {
+		where += " " + e.dest
+	}
+	parent, err := b.walk(parentRel)
+	if err != nil {
+		if err == unix.ENOENT && (e.kind == kindHome || e.kind == kindSymlink) {
+			return nil // its place is not visible in the sandbox: nothing to do
+		}
+		return sysErr(StepMounts, "openat", where, err)
+	}
+	defer unix.Close(parent)
+
+	if e.kind == kindSymlink {
+		var st unix.Stat_t
+		if unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil || !b.isOwn(parent) {
+			return nil // already visible through a bind, or cannot be placed
+		}
+		if err := unix.Symlinkat(e.link, parent, name); err != nil {
+			return sysErr(StepMounts, "symlinkat", where, err)
+		}
+		return nil
+	}
+
+	dir := e.isDir || e.kind != kindBindRO && e.kind != kindBindRW
+	t, err := b.target(parent, name, dir)
+	if err != nil {
+		if err == unix.ENOENT && e.kind == kindHome {
+			return nil
+		}
+		return sysErr(StepMounts, "openat", where, err)
+	}
+	defer unix.Close(t)
+
+	switch e.kind {
+	case kindBindRO, kindBindRW:
+		if err := unix.Mount(procFD(e.srcFD), procFD(t), "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return sysErr(StepMounts, "mount", where, err)
+		}
+		if e.kind == kindBindRO {
+			top, err := reopen(parent, name)
+			if err != nil {
+				return sysErr(StepMounts, "openat", where, err)
+			}
+			defer unix.Close(top)
+			if err := remountReadOnly(procFD(top)); err != nil {
+				return sysErr(StepMounts, "mount", where+" (remount read-only)", err)
+			}
+		}
+	case kindTmp, kindHome:
+		mode := "mode=1777"
+		if e.kind == kindHome {
+			mode = "mode=0700" // owned by the user: the mapped uid mounts it
+		}
+		if err := unix.Mount("tmpfs", procFD(t), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, mode); err != nil {
+			return sysErr(StepMounts, "mount", where, err)
+		}
+		top, err := reopen(parent, name)
+		if err != nil {
+			return sysErr(StepMounts, "openat", where, err)
+		}
+		defer unix.Close(top)
+		if se := b.markOwn(top, where); se != nil {
+			return se
+		}
+	case kindProc:
+		// A proc of the new PID namespace: it shows only the sandbox's
+		// processes. The kernel allows it only while a fully visible proc
+		// is mounted in this mount namespace (the host's, until the pivot)
+		// and only with at least that one's nosuid/nodev/noexec.
+		if err := unix.Mount("proc", procFD(t), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return sysErr(StepMounts, "mount", where, err)
+		}
+	case kindDev:
+		return b.setupDev(parent, name, t)
+	}
+	return nil
+}
+
+// devNodes are bind-mounted from the host: device nodes cannot be created
+// (mknod) in a user namespace, and a tmpfs mounted there is nodev anyway.
+var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// setupDev builds a minimal /dev: a small tmpfs with the host's harmless
+// character devices bound in, a private devpts instance, /dev/shm and the
+// usual symlinks; then makes the tmpfs itself read-only.
+func (b *rootBuilder) setupDev(parent int, name string, t int) *SetupError {
+	const devFlags = unix.MS_NOSUID | unix.MS_NOEXEC
+	if err := unix.Mount("tmpfs", procFD(t), "tmpfs", devFlags, "mode=0755,size=64k"); err != nil {
+		return sysErr(StepMounts, "mount", "/dev", err)
+	}
+	dev, err := reopen(parent, name)
+	if err != nil {
+		return sysErr(StepMounts, "openat", "/dev", err)
+	}
+	defer unix.Close(dev)
+	if se := b.markOwn(dev, "/dev"); se != nil {
+		return se
+	}
+	for _, n := range devNodes {
+		host := "/dev/" + n
+		var st unix.Stat_t
+		if unix.Stat(host, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR {
+			continue
+		}
+		nt, err := b.target(dev, n, false)
+		if err != nil {
+			return sysErr(StepMounts, "openat", host, err)
+		}
+		err = unix.Mount(host, procFD(nt), "", unix.MS_BIND, "")
+		unix.Close(nt)
+		if err != nil {
+			return sysErr(StepMounts, "mount", host, err)
+		}
+	}
+
+	pts, err := b.target(dev, "pts", true)
+	if err != nil {
+		return sysErr(StepMounts, "openat", "/dev/pts", err)
+	}
+	// newinstance: the sandbox's own pty namespace, not the host's ptys.
+	// No gid= option: the tty group is not mapped in the user namespace.
+	err = unix.Mount("devpts", procFD(pts), "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620")
+	unix.Close(pts)
+	if err != nil {
+		return sysErr(StepMounts, "mount", "/dev/pts", err)
+	}
+
+	shm, err := b.target(dev, "shm", true)
+	if err != nil {
+		return sysErr(StepMounts, "openat", "/dev/shm", err)
+	}
+	err = unix.Mount("tmpfs", procFD(shm), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777")
+	unix.Close(shm)
+	if err != nil {
+		return sysErr(StepMounts, "mount", "/dev/shm", err)
+	}
+
+	for _, l := range [][2]string{
+		{"ptmx", "pts/ptmx"},
+		{"fd", "/proc/self/fd"},
+		{"stdin", "/proc/self/fd/0"},
+		{"stdout", "/proc/self/fd/1"},
+		{"stderr", "/proc/self/fd/2"},
+	} {
+		if err := unix.Symlinkat(l[1], dev, l[0]); err != nil {
+			return sysErr(StepMounts, "symlinkat", "/dev/"+l[0], err)
+		}
+	}
+	if err := unix.Mount("", procFD(dev), "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|devFlags, ""); err != nil {
+		return sysErr(StepMounts, "mount", "/dev (remount read-only)", err)
+	}
+	return nil
+}
+
+// remountReadOnly makes the bind mount at target read-only. A mount that
+// came from the host into this user namespace has its flags locked: a
+// remount that would clear nosuid, nodev, noexec or change the atime mode
+// fails with EPERM. So the flags it already has (statfs) are passed along.
+func remountReadOnly(target string) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(target, &st); err != nil {
+		return err
+	}
+	flags := uintptr(unix.MS_REMOUNT | unix.MS_BIND | unix.MS_RDONLY)
+	for _, m := range []struct{ st, ms uintptr }{
+		{unix.ST_NOSUID, unix.MS_NOSUID},
+		{unix.ST_NODEV, unix.MS_NODEV},
+		{unix.ST_NOEXEC, unix.MS_NOEXEC},
+		{unix.ST_NOATIME, unix.MS_NOATIME},
+		{unix.ST_NODIRATIME, unix.MS_NODIRATIME},
+		{unix.ST_RELATIME, unix.MS_RELATIME},
+	} {
+		if uintptr(st.Flags)&m.st != 0 {
+			flags |= m.ms
+		}
+	}
+	// Neither noatime nor relatime: strictatime. Recent kernels keep the
+	// atime mode of a remount that names none, older ones switch it to
+	// relatime (EPERM when locked); naming the mode the mount has works on
+	// both.
+	if uintptr(st.Flags)&(unix.ST_NOATIME|unix.ST_RELATIME) == 0 {
+		flags |= unix.MS_STRICTATIME
+	}
+	return unix.Mount("", target, "", flags, "")
+}
+
+// readOnlySubmounts makes read-only every mount that a recursive read-only
+// bind brought along (a host mount below /usr or /etc, say): remounting the
+// bind itself changes only its top mount.
+func (b *rootBuilder) readOnlySubmounts() *SetupError {
+	var stx unix.Statx_t
+	if err := unix.Statx(b.rootFD, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &stx); err != nil {
+		return sysErr(StepMounts, "statx", "new root", err)
+	}
+	if stx.Mask&unix.STATX_MNT_ID == 0 {
+		return &SetupError{Step: StepMounts, Syscall: "statx", Path: "new root", Msg: "kernel gives no mount id (needs Linux 5.8)"}
+	}
+	mounts, err := readMountinfo()
+	if err != nil {
+		return sysErr(StepMounts, "read", "/proc/self/mountinfo", err)
+	}
+	// The new root's own mount point as mountinfo spells it (newRootAt
+	// with any symlink in it resolved).
+	rootPoint := ""
+	children := map[uint64][]mountInfo{}
+	for _, m := range mounts {
+		children[m.parent] = append(children[m.parent], m)
+		if m.id == stx.Mnt_id {
+			rootPoint = m.point
+		}
+	}
+	if rootPoint == "" {
+		return &SetupError{Step: StepMounts, Path: "new root", Msg: "not found in /proc/self/mountinfo"}
+	}
+	queue := children[stx.Mnt_id]
+	for len(queue) > 0 {
+		m := queue[0]
+		queue = queue[1:]
+		queue = append(queue, children[m.id]...)
+		rel, ok := strings.CutPrefix(m.point, rootPoint)
+		if !ok || !strings.HasPrefix(rel, "/") {
+			return &SetupError{Step: StepMounts, Path: m.point, Msg: "mount outside the new root in its tree"}
+		}
+		g := b.governing(rel)
+		if g == nil || g.kind != kindBindRO || g.dest == rel {
+			continue
+		}
+		if err := remountReadOnly(m.point); err != nil {
+			return sysErr(StepMounts, "mount", g.what+" "+rel+" (remount read-only)", err)
+		}
+	}
+	return nil
+}
+
+// governing is the entry with the longest dest that is rel or a parent of it.
+func (b *rootBuilder) governing(rel string) *entry {
+	var best *entry
+	for _, e := range b.entries {
+		if e.dest == rel || strings.HasPrefix(rel, e.dest+"/") {
+			if best == nil || len(e.dest) >= len(best.dest) {
+				best = e
+			}
+		}
+	}
+	return best
+}
+
+type mountInfo struct {
+	id, parent uint64
+	point      string
+}
+
+func readMountinfo() ([]mountInfo, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []mountInfo
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		id, err1 := strconv.ParseUint(fields[0], 10, 64)
+		parent, err2 := strconv.ParseUint(fields[1], 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		out = append(out, mountInfo{id: id, parent: parent, point: unescapeOctal(fields[4])})
+	}
+	return out, sc.Err()
+}
+
+// unescapeOctal undoes mountinfo's \NNN escapes (space, tab, newline, \).
+func unescapeOctal(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// pivot makes the new root the root and detaches the old one entirely.
+// pivot_root(".", ".") stacks the old root on top of the new one at "/";
+// unmounting "." then removes it (the approach LXC and runc use), with no
+// put_old directory needed in the read-only new root.
+func pivot(rootFD int) *SetupError {
+	old, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return sysErr(StepPivotRoot, "open", "/", err)
+	}
+	defer unix.Close(old)
+	if err := unix.Fchdir(rootFD); err != nil {
+		return sysErr(StepPivotRoot, "fchdir", "new root", err)
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return sysErr(StepPivotRoot, "pivot_root", "", err)
+	}
+	if err := unix.Fchdir(old); err != nil {
+		return sysErr(StepPivotRoot, "fchdir", "old root", err)
+	}
+	if err := unix.Mount("", ".", "", unix.MS_PRIVATE|unix.MS_REC, ""); err != nil {
+		return sysErr(StepPivotRoot, "mount", "old root (make private)", err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return sysErr(StepPivotRoot, "umount2", "old root", err)
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return sysErr(StepPivotRoot, "chdir", "/", err)
+	}
+	return nil
+}

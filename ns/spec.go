@@ -1,0 +1,247 @@
+package ns
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// Mode says what the sandbox finally executes.
+const (
+	// ModeExec executes Spec.Argv[0] (looked up in the PATH of Spec.Env when it
+	// has no slash) with Spec.Argv and Spec.Env.
+	ModeExec = "exec"
+	// ModeTool executes the contextd binary itself, through a descriptor
+	// opened before the sandbox hid it, with argv[0] = ToolArgv0 followed by
+	// Spec.Argv (for example ["contextd-tool", "safe_read", ...]).
+	ModeTool = "tool"
+)
+
+// ToolArgv0 is argv[0] of the contextd binary when the sandbox executes it in
+// tool mode; the binary's main dispatches on it.
+const ToolArgv0 = "contextd-tool"
+
+// DefaultHostname is the sandbox's hostname when Spec.Hostname is empty.
+const DefaultHostname = "contextd"
+
+// DefaultReadOnly lists the host paths visible read-only when Spec.ReadOnly is
+// nil. Each is used only if it exists; one that is a symbolic link (as /bin,
+// /lib, /sbin, /lib64 on merged-/usr systems) is recreated as the same link.
+var DefaultReadOnly = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}
+
+// Spec describes one sandboxed process. It travels to the sandbox init as
+// JSON on an inherited pipe, never in argv or the environment (both are
+// visible to every process of the user).
+type Spec struct {
+	// Argv is the command (ModeExec) or the tool's arguments after argv[0]
+	// (ModeTool). Required.
+	Argv []string `json:"argv"`
+	// Env is the complete environment of the command; nothing else is
+	// inherited. The caller filters it (allowlist, no credentials).
+	Env []string `json:"env"`
+	// Dir is the working directory; absolute, and it must be visible inside
+	// the sandbox (the workspace or below, or a read-only path). Default:
+	// Workspace.
+	Dir string `json:"dir,omitempty"`
+	// Workspace is bind-mounted read-write at its own path. Required,
+	// absolute, an existing directory, not "/" and not Home itself.
+	Workspace string `json:"workspace"`
+	// Home is the user's home directory. It is covered by an empty tmpfs
+	// (mode 0700, owned by the user), so nothing of the real home is visible
+	// except the workspace or other paths listed here that lie below it.
+	// Optional.
+	Home string `json:"home,omitempty"`
+	// ReadOnly are host paths bind-mounted read-only at their own path.
+	// nil means DefaultReadOnly; an empty, non-nil slice means none.
+	// Missing paths are skipped.
+	ReadOnly []string `json:"readOnly"`
+	// ReadWrite are extra host paths bind-mounted read-write (from config).
+	// Missing paths are skipped.
+	ReadWrite []string `json:"readWrite,omitempty"`
+	// Hostname of the sandbox's UTS namespace. Default DefaultHostname.
+	Hostname string `json:"hostname,omitempty"`
+	// Network false (the default) gives the sandbox a new network namespace
+	// with only the loopback interface, up. True keeps the host's network
+	// namespace: an opt-in the caller must record (audit).
+	Network bool `json:"network,omitempty"`
+	// Seccomp is the seccomp profile (JSON, see package seccomp). Required:
+	// a sandbox is never started without one.
+	Seccomp []byte `json:"seccomp"`
+	// Rlimits are applied on top of DefaultRlimits (an entry here replaces
+	// the default of the same resource).
+	Rlimits []Rlimit `json:"rlimits,omitempty"`
+	// Mode is ModeExec (default) or ModeTool.
+	Mode string `json:"mode,omitempty"`
+}
+
+// Rlimit is one resource limit. Resource is the name without the RLIMIT_
+// prefix: AS, CORE, CPU, DATA, FSIZE, MEMLOCK, NOFILE, NPROC, STACK, ...
+// Values above the hard limit the daemon itself has are lowered to it (an
+// unprivileged process cannot raise a hard limit).
+type Rlimit struct {
+	Resource string `json:"resource"`
+	Soft     uint64 `json:"soft"`
+	Hard     uint64 `json:"hard"`
+}
+
+// RlimInfinity is RLIM_INFINITY, for Rlimit.Soft/Hard.
+const RlimInfinity = ^uint64(0)
+
+// DefaultRlimits are applied to every sandbox unless Spec.Rlimits names the
+// same resource:
+//   - CORE 0: no core dumps (a core of a process that read secrets would land
+//     in the workspace);
+//   - NOFILE 4096/4096: enough for compilers and test runners, and a fixed
+//     value rather than whatever the Go runtime raised the daemon's soft limit
+//     to.
+//
+// Process count, memory and CPU are left to the systemd scope (TasksMax,
+// MemoryMax, CPUQuota, RuntimeMaxSec), which counts the whole call, not one
+// process; NPROC can still be set per tool.
+var DefaultRlimits = []Rlimit{
+	{Resource: "CORE", Soft: 0, Hard: 0},
+	{Resource: "NOFILE", Soft: 4096, Hard: 4096},
+}
+
+// withDefaults returns a copy of s with defaults filled in, or the first
+// problem found. It only checks the form of the spec; whether paths exist is
+// found out by the sandbox init, which reports it as a SetupError.
+func (s *Spec) withDefaults() (*Spec, *SetupError) {
+	if s == nil {
+		return nil, invalid("no spec")
+	}
+	c := *s
+	if len(c.Argv) == 0 || c.Argv[0] == "" {
+		return nil, invalid("argv is empty")
+	}
+	switch c.Mode {
+	case "":
+		c.Mode = ModeExec
+	case ModeExec, ModeTool:
+	default:
+		return nil, invalid(fmt.Sprintf("unknown mode %q", c.Mode))
+	}
+	if len(c.Seccomp) == 0 {
+		// Fail closed: never run without a filter.
+		return nil, invalid("no seccomp profile")
+	}
+	if !filepath.IsAbs(c.Workspace) {
+		return nil, invalid(fmt.Sprintf("workspace %q is not an absolute path", c.Workspace))
+	}
+	c.Workspace = filepath.Clean(c.Workspace)
+	if c.Workspace == "/" {
+		return nil, invalid("workspace is /")
+	}
+	if c.Home != "" {
+		if !filepath.IsAbs(c.Home) {
+			return nil, invalid(fmt.Sprintf("home %q is not an absolute path", c.Home))
+		}
+		c.Home = filepath.Clean(c.Home)
+		if c.Home == c.Workspace {
+			// The workspace would make the whole home (~/.ssh, ~/.aws, ...)
+			// visible and writable: refuse rather than silently narrow it.
+			return nil, invalid("workspace is the home directory; use a project directory below it")
+		}
+		if c.Home == "/" {
+			return nil, invalid("home is /")
+		}
+	}
+	if c.Dir == "" {
+		c.Dir = c.Workspace
+	}
+	if !filepath.IsAbs(c.Dir) {
+		return nil, invalid(fmt.Sprintf("dir %q is not an absolute path", c.Dir))
+	}
+	c.Dir = filepath.Clean(c.Dir)
+	if c.ReadOnly == nil {
+		c.ReadOnly = DefaultReadOnly
+	}
+	for _, list := range [][]string{c.ReadOnly, c.ReadWrite} {
+		for _, p := range list {
+			if err := checkExtraPath(p); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := checkExtraPath(c.Workspace); err != nil {
+		return nil, err
+	}
+	if c.Hostname == "" {
+		c.Hostname = DefaultHostname
+	}
+	if len(c.Hostname) > 64 {
+		return nil, invalid("hostname longer than 64 bytes")
+	}
+	rl, err := mergeRlimits(c.Rlimits)
+	if err != nil {
+		return nil, err
+	}
+	c.Rlimits = rl
+	return &c, nil
+}
+
+// checkExtraPath refuses paths that would collide with what the sandbox
+// mounts itself (/, /proc, /dev).
+func checkExtraPath(p string) *SetupError {
+	if !filepath.IsAbs(p) {
+		return invalid(fmt.Sprintf("path %q is not absolute", p))
+	}
+	p = filepath.Clean(p)
+	if p == "/" {
+		return invalid("path / cannot be mounted into the sandbox")
+	}
+	for _, reserved := range []string{"/proc", "/dev"} {
+		if p == reserved || strings.HasPrefix(p, reserved+"/") {
+			return invalid(fmt.Sprintf("path %q is under %s, which the sandbox provides itself", p, reserved))
+		}
+	}
+	return nil
+}
+
+// mergeRlimits lays the caller's limits over DefaultRlimits.
+func mergeRlimits(extra []Rlimit) ([]Rlimit, *SetupError) {
+	out := append([]Rlimit(nil), DefaultRlimits...)
+	for _, r := range extra {
+		name := strings.TrimPrefix(strings.ToUpper(r.Resource), "RLIMIT_")
+		if _, ok := rlimitResources[name]; !ok {
+			return nil, invalid(fmt.Sprintf("unknown rlimit %q", r.Resource))
+		}
+		if r.Soft > r.Hard {
+			return nil, invalid(fmt.Sprintf("rlimit %s: soft %d above hard %d", name, r.Soft, r.Hard))
+		}
+		r.Resource = name
+		replaced := false
+		for i := range out {
+			if out[i].Resource == name {
+				out[i] = r
+				replaced = true
+			}
+		}
+		if !replaced {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// rlimitResources maps names to RLIMIT_* numbers (Linux, all architectures
+// Go supports use the generic numbering except for a few on mips/sparc,
+// which contextd does not target).
+var rlimitResources = map[string]int{
+	"CPU":        0,
+	"FSIZE":      1,
+	"DATA":       2,
+	"STACK":      3,
+	"CORE":       4,
+	"RSS":        5,
+	"NPROC":      6,
+	"NOFILE":     7,
+	"MEMLOCK":    8,
+	"AS":         9,
+	"LOCKS":      10,
+	"SIGPENDING": 11,
+	"MSGQUEUE":   12,
+	"NICE":       13,
+	"RTPRIO":     14,
+	"RTTIME":     15,
+}
