@@ -144,7 +144,9 @@ func request(tool string, inv *cli.Invocation) (*wire.CallRequest, error) {
 	env := map[string]string{}
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
-		if envallow.Allowed(k) {
+		// The daemon picks what a command gets (its allowlist and config);
+		// what looks like a credential never leaves this process.
+		if !envallow.LooksLikeCredential(k, v) {
 			env[k] = v
 		}
 	}

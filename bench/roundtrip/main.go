@@ -1,7 +1,8 @@
 // Command roundtrip measures the latency of a tool call through contextd against
-// its baseline, side by side in one run: it alternates `bash -c true` and
-// `safe_bash true` (through the installed symlink) so both see the same machine
-// state, and reports medians, p90s and their ratio.
+// its baselines, side by side in one run: it cycles through `bash -c true`, the
+// nearest hand-assembled sandbox (`systemd-run --user --scope bwrap ... bash -c
+// true`) and `safe_bash true` through the installed symlink, rotating the order so
+// all see the same machine state, and reports medians, p90s and ratios.
 package main
 
 import (
@@ -15,66 +16,79 @@ import (
 )
 
 type stats struct {
-	MedianNS int64 `json:"median_ns"`
-	P90NS    int64 `json:"p90_ns"`
-	MinNS    int64 `json:"min_ns"`
+	Name     string  `json:"name"`
+	MedianNS int64   `json:"median_ns"`
+	P90NS    int64   `json:"p90_ns"`
+	MinNS    int64   `json:"min_ns"`
+	Ratio    float64 `json:"safe_bash_over_this"` // median of safe_bash / median of this
 }
 
 type report struct {
 	N        int     `json:"n"`
-	Baseline stats   `json:"bash_c_true"`
 	Contextd stats   `json:"safe_bash_true"`
-	Ratio    float64 `json:"ratio_median"`
+	Baseline []stats `json:"baselines"`
 }
 
 func main() {
 	n := flag.Int("n", 200, "runs of each command")
 	warm := flag.Int("warmup", 10, "untimed runs of each first (the first call starts the daemon)")
 	tool := flag.String("safe-bash", ".claude/tools/safe_bash/safe_bash", "path of the safe_bash symlink")
+	withBwrap := flag.Bool("bwrap", true, "also measure systemd-run --user --scope bwrap (needs bubblewrap and a user manager)")
 	asJSON := flag.Bool("json", false, "print the report as JSON")
 	flag.Parse()
 
-	base := []string{"bash", "-c", "true"}
-	ours := []string{*tool, "true"}
+	cmds := []struct {
+		name string
+		argv []string
+	}{
+		{"safe_bash true", []string{*tool, "true"}},
+		{"bash -c true", []string{"bash", "-c", "true"}},
+	}
+	if *withBwrap {
+		cmds = append(cmds, struct {
+			name string
+			argv []string
+		}{"systemd-run --user --scope bwrap --unshare-all ... bash -c true", []string{
+			"systemd-run", "--user", "--scope", "--quiet", "--collect",
+			"bwrap", "--unshare-all", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "bash", "-c", "true"}})
+	}
 	for i := 0; i < *warm; i++ {
-		if _, err := timed(base); err != nil {
-			fail(err)
-		}
-		if _, err := timed(ours); err != nil {
-			fail(err)
+		for _, c := range cmds {
+			if _, err := timed(c.argv); err != nil {
+				fail(err)
+			}
 		}
 	}
-	var b, c []time.Duration
+	times := make([][]time.Duration, len(cmds))
 	for i := 0; i < *n; i++ {
-		// Alternate the order so neither side always runs right after the other.
-		first, second := base, ours
-		if i%2 == 1 {
-			first, second = ours, base
+		for j := range cmds {
+			k := (i + j) % len(cmds) // rotate who goes first
+			d, err := timed(cmds[k].argv)
+			if err != nil {
+				fail(err)
+			}
+			times[k] = append(times[k], d)
 		}
-		d1, err := timed(first)
-		if err != nil {
-			fail(err)
-		}
-		d2, err := timed(second)
-		if err != nil {
-			fail(err)
-		}
-		if i%2 == 1 {
-			d1, d2 = d2, d1
-		}
-		b, c = append(b, d1), append(c, d2)
 	}
-	r := report{N: *n, Baseline: summarize(b), Contextd: summarize(c)}
-	r.Ratio = float64(r.Contextd.MedianNS) / float64(r.Baseline.MedianNS)
+	r := report{N: *n, Contextd: summarize(cmds[0].name, times[0])}
+	for k := 1; k < len(cmds); k++ {
+		s := summarize(cmds[k].name, times[k])
+		s.Ratio = float64(r.Contextd.MedianNS) / float64(s.MedianNS)
+		r.Baseline = append(r.Baseline, s)
+	}
 	if *asJSON {
 		json.NewEncoder(os.Stdout).Encode(r)
 		return
 	}
 	ms := func(ns int64) string { return fmt.Sprintf("%.2f ms", float64(ns)/1e6) }
-	fmt.Printf("runs each:        %d (interleaved)\n", r.N)
-	fmt.Printf("bash -c true:     median %s  p90 %s  min %s\n", ms(r.Baseline.MedianNS), ms(r.Baseline.P90NS), ms(r.Baseline.MinNS))
-	fmt.Printf("safe_bash true:   median %s  p90 %s  min %s\n", ms(r.Contextd.MedianNS), ms(r.Contextd.P90NS), ms(r.Contextd.MinNS))
-	fmt.Printf("ratio (median):   %.2fx\n", r.Ratio)
+	fmt.Printf("runs each: %d (rotated)\n", r.N)
+	for _, s := range append([]stats{r.Contextd}, r.Baseline...) {
+		fmt.Printf("%-70s median %s  p90 %s  min %s", s.Name, ms(s.MedianNS), ms(s.P90NS), ms(s.MinNS))
+		if s.Ratio != 0 {
+			fmt.Printf("  safe_bash/this %.2fx", s.Ratio)
+		}
+		fmt.Println()
+	}
 }
 
 func timed(argv []string) (time.Duration, error) {
@@ -88,10 +102,10 @@ func timed(argv []string) (time.Duration, error) {
 	return d, nil
 }
 
-func summarize(ds []time.Duration) stats {
+func summarize(name string, ds []time.Duration) stats {
 	s := slices.Clone(ds)
 	slices.Sort(s)
-	return stats{MedianNS: int64(s[len(s)/2]), P90NS: int64(s[len(s)*9/10]), MinNS: int64(s[0])}
+	return stats{Name: name, MedianNS: int64(s[len(s)/2]), P90NS: int64(s[len(s)*9/10]), MinNS: int64(s[0])}
 }
 
 func fail(err error) {

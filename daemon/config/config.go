@@ -138,7 +138,7 @@ type Sandbox struct {
 }
 
 func defaultSandbox() Sandbox {
-	return Sandbox{MemoryMax: 1 << 30, TasksMax: 512}
+	return Sandbox{MemoryMax: 1 << 30, TasksMax: 512, ReadOnly: []string{}, ReadWrite: []string{}}
 }
 
 // SafeBash configures safe_bash.
@@ -148,6 +148,10 @@ type SafeBash struct {
 	// --network), for package installs and the like. Off: every command sees
 	// only its own loopback.
 	AllowNetwork bool `toml:"allow_network"`
+	// Env names more of the caller's variables a command may see, besides
+	// PATH, LANG, LC_*, TERM, TZ, COLORTERM, NO_COLOR. A variable whose name or
+	// value looks like a credential is never passed, listed or not.
+	Env []string `toml:"env"`
 	// Shell runs the command as `Shell -c COMMAND`.
 	Shell string `toml:"shell"`
 	// DefaultTimeout applies when a call gives none.
@@ -161,18 +165,20 @@ func Default() *Config {
 	return &Config{
 		IdleTimeout:      Duration{10 * time.Minute},
 		DrainTimeout:     Duration{30 * time.Second},
+		AllowedUIDs:      []uint32{},
 		LogLevel:         "info",
 		MaxRequestBytes:  64 << 20,
 		WorkspaceMarkers: []string{".git"},
 		Tools: Tools{
 			SafeBash: SafeBash{
 				Sandbox:        defaultSandbox(),
+				Env:            []string{},
 				Shell:          "/bin/bash",
 				DefaultTimeout: Duration{120 * time.Second},
 				MaxTimeout:     Duration{10 * time.Minute},
 			},
-			SafeRead:    Sandbox{MemoryMax: 256 << 20, TasksMax: 64},
-			SafeWrite:   Sandbox{MemoryMax: 512 << 20, TasksMax: 64},
+			SafeRead:    Sandbox{MemoryMax: 256 << 20, TasksMax: 64, ReadOnly: []string{}, ReadWrite: []string{}},
+			SafeWrite:   Sandbox{MemoryMax: 512 << 20, TasksMax: 64, ReadOnly: []string{}, ReadWrite: []string{}},
 			FileTimeout: Duration{60 * time.Second},
 		},
 	}

@@ -270,3 +270,31 @@ func TestLoadErrors(t *testing.T) {
 		t.Errorf("XDG_CONFIG_HOME is a file: %v", err)
 	}
 }
+
+// The commented example shipped in packaging/ documents every key at its default:
+// it must parse and give exactly the defaults.
+func TestExampleConfigIsTheDefaults(t *testing.T) {
+	c, err := config.LoadFile("../../packaging/config.example.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Source = ""
+	if !reflect.DeepEqual(c, config.Default()) {
+		t.Fatalf("packaging/config.example.toml differs from Default():\n got %+v\nwant %+v", c, config.Default())
+	}
+}
+
+func TestSize(t *testing.T) {
+	for in, want := range map[string]config.Size{"1GiB": 1 << 30, "512MiB": 512 << 20, "64M": 64 << 20, "4096": 4096, "2 GB": 2 << 30} {
+		var s config.Size
+		if err := s.UnmarshalText([]byte(in)); err != nil || s != want {
+			t.Errorf("%q: %d, %v; want %d", in, s, err, want)
+		}
+	}
+	for _, in := range []string{"", "GiB", "1PiB", "-1", "1.5GiB", "99999999999999999999"} {
+		var s config.Size
+		if err := s.UnmarshalText([]byte(in)); err == nil {
+			t.Errorf("%q accepted as %d", in, s)
+		}
+	}
+}

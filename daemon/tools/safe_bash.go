@@ -113,12 +113,13 @@ func confinedDir(env *Env, p string) (string, error) {
 	return root.DirPath(rel)
 }
 
-// Environ builds a command's environment: the allowlisted part of the caller's
-// environment, and the identity variables from the daemon's own user.
+// Environ builds a command's environment: the caller's variables that are on the
+// allowlist (envallow, plus tools.safe_bash.env) and do not look like credentials,
+// and the identity variables from the daemon's own user.
 func Environ(env *Env) []string {
 	out := []string{}
 	for k, v := range env.CallerEnv {
-		if envallow.Allowed(k) && !strings.ContainsAny(k, "=\x00") && !strings.ContainsRune(v, 0) {
+		if envallow.Pass(k, v, env.Config.Tools.SafeBash.Env) && !strings.ContainsAny(k, "=\x00") && !strings.ContainsRune(v, 0) {
 			out = append(out, k+"="+v)
 		}
 	}

@@ -1,0 +1,42 @@
+package app
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/sandbox"
+)
+
+func doctorCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "doctor",
+		Short: "Check each sandbox layer on this machine and say how to fix what is missing",
+		Long: `Check each layer a tool call runs under by using it: user namespaces, openat2, the
+seccomp profiles (with any overrides), the systemd user manager and its cgroup controllers,
+and finally a complete sandbox running ` + "`true`" + `. A required layer that fails means every
+call is refused (exit 70); a missing user manager only removes the per-call limits.`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			failed := 0
+			for _, ch := range sandbox.Diagnose(c.Context()) {
+				mark := "ok  "
+				switch {
+				case !ch.OK && ch.Required:
+					mark, failed = "FAIL", failed+1
+				case !ch.OK:
+					mark = "warn"
+				}
+				fmt.Fprintf(c.OutOrStdout(), "%s  %-50s %s\n", mark, ch.Layer, ch.Detail)
+				if !ch.OK {
+					fmt.Fprintf(c.OutOrStdout(), "      fix: %s\n", ch.Fix)
+				}
+			}
+			if failed > 0 {
+				return fmt.Errorf("%d required layer(s) failed: %w", failed, catalog.ErrSandbox)
+			}
+			return nil
+		},
+	}
+}
