@@ -89,7 +89,7 @@ var (
 	ErrSymlinkLoop = define("CTXD-E024", "too many levels of symbolic links", ExitDataErr, codes.InvalidArgument,
 		"the path goes through a symlink loop; fix or avoid the link")
 	ErrFilePermission = define("CTXD-E025", "permission denied on a file", ExitNoPerm, codes.PermissionDenied,
-		"the file's own permissions forbid this; contextd runs with your rights, no more")
+		"the file's permissions, a read-only mount, or a path contextd keeps read-only in the sandbox (.claude, .git/config, .git/hooks) forbid this; contextd runs with your rights, no more")
 
 	ErrTimeout = define("CTXD-E030", "command timed out", ExitTimeout, codes.DeadlineExceeded,
 		"the command was killed with its whole process group; raise --timeout (up to the configured maximum) or split the work")

@@ -63,13 +63,22 @@ func Bind(path string) (*Listener, error) {
 	return &Listener{Listener: ln, Path: path, release: func() { lock.Close() }}, nil
 }
 
-// secureDir makes dir (0700) or checks an existing one: it must be a directory of
-// ours, and if others can enter it we tighten it rather than serve from it.
+// secureDir makes dir (0700) when it is missing. An existing directory is never
+// changed (it may be /tmp, or anyone's): it must be ours, or, if not, sticky (like
+// /tmp: nobody else can remove or replace our socket there). The socket itself is
+// always 0600, so a directory others can list exposes nothing.
 func secureDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create socket directory %s: %w", dir, err)
-	}
 	fi, err := os.Lstat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("create socket directory %s: %w", dir, err)
+		}
+		// MkdirAll applies the umask; make the mode exact.
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("chmod 0700 %s: %w", dir, err)
+		}
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("stat %s: %w", dir, err)
 	}
@@ -77,13 +86,8 @@ func secureDir(dir string) error {
 		return fmt.Errorf("socket directory %s is not a directory: %w", dir, catalog.ErrConfig)
 	}
 	st := fi.Sys().(*syscall.Stat_t)
-	if int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("socket directory %s belongs to uid %d, not to us (uid %d): %w", dir, st.Uid, os.Getuid(), catalog.ErrSocketPermission)
-	}
-	if fi.Mode().Perm() != 0o700 {
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return fmt.Errorf("chmod 0700 %s: %w", dir, err)
-		}
+	if int(st.Uid) != os.Getuid() && fi.Mode()&os.ModeSticky == 0 {
+		return fmt.Errorf("socket directory %s belongs to uid %d, not to us (uid %d), and is not sticky: %w", dir, st.Uid, os.Getuid(), catalog.ErrSocketPermission)
 	}
 	return nil
 }

@@ -42,9 +42,13 @@ func TestBindMakesPrivateDirAndSocket(t *testing.T) {
 	}
 }
 
-func TestBindTightensOpenDir(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "contextd")
+// An existing directory is used as it is, never re-moded: it may be /tmp.
+func TestBindLeavesExistingDirAlone(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "shared")
 	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, os.ModeSticky|0o777); err != nil {
 		t.Fatal(err)
 	}
 	l, err := Bind(filepath.Join(dir, "s.sock"))
@@ -53,8 +57,12 @@ func TestBindTightensOpenDir(t *testing.T) {
 	}
 	defer l.Close()
 	fi, _ := os.Stat(dir)
-	if fi.Mode().Perm() != 0o700 {
-		t.Fatalf("dir left at %o", fi.Mode().Perm())
+	if fi.Mode().Perm() != 0o777 || fi.Mode()&os.ModeSticky == 0 {
+		t.Fatalf("an existing directory was changed to %v", fi.Mode())
+	}
+	sfi, _ := os.Stat(filepath.Join(dir, "s.sock"))
+	if sfi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket mode %o, want 600", sfi.Mode().Perm())
 	}
 }
 

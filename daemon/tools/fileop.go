@@ -47,6 +47,7 @@ func runFileOp(ctx context.Context, env *Env, op fileOp) Outcome {
 		Env:       []string{"PATH=/usr/bin:/bin"},
 		Workspace: env.Place.Root,
 		Home:      homeDir(),
+		ReadOnly:  protected(env.Place.Root),
 		Output:    env.Out,
 		Stderr:    &limitedBuffer{buf: &stderr, max: 64 << 10},
 		Timeout:   env.Config.Tools.FileTimeout.Duration,

@@ -78,7 +78,7 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 		Env:       Environ(env),
 		Workspace: env.Place.Root,
 		Home:      homeDir(),
-		ReadOnly:  cfg.ReadOnly,
+		ReadOnly:  append(protected(env.Place.Root), cfg.ReadOnly...),
 		ReadWrite: cfg.ReadWrite,
 		Network:   c.in.Network,
 		Output:    env.Out,

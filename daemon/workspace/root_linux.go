@@ -274,7 +274,8 @@ func errnoErr(syscall string, err error) error {
 		c = catalog.ErrSymlinkLoop
 	case errors.Is(err, unix.ENOENT):
 		c = catalog.ErrNotFound
-	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM), errors.Is(err, unix.EROFS):
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM), errors.Is(err, unix.EROFS),
+		errors.Is(err, unix.EBUSY): // EBUSY: renaming over a mount point (a protected file)
 		c = catalog.ErrFilePermission
 	case errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.EISDIR), errors.Is(err, unix.ENXIO):
 		// ENXIO: open(2) of a Unix socket (or a device without a driver).
