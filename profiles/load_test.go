@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/contextd/contextd/seccomp"
 )
@@ -130,5 +131,45 @@ func TestLoadToolNames(t *testing.T) {
 	f := write(t, user, "mcp-server.json", profileWith("mine"))
 	if p, src, err := Load("mcp-server"); err != nil || src != f || p.Comment != "mine" {
 		t.Errorf("user profile for a new tool: %v %q %v", p, src, err)
+	}
+}
+
+// The cache follows the override files: one that appears, changes or goes away
+// takes effect on the next call.
+func TestCacheFollowsOverrides(t *testing.T) {
+	cfg := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", cfg)
+	var c Cache
+	_, src, err := c.JSON("safe_bash")
+	if err != nil || src != "embedded:safe_bash.json" {
+		t.Fatalf("first: %q %v", src, err)
+	}
+	dir := filepath.Join(cfg, "contextd", "profiles")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "safe_bash.json")
+	write := func(s string, mtime time.Time) {
+		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(path, mtime, mtime)
+	}
+	write(`{"comment":"a","defaultAction":"SCMP_ACT_ALLOW","syscalls":[]}`, time.Unix(1000, 0))
+	data, src, err := c.JSON("safe_bash")
+	if err != nil || src != path || !strings.Contains(string(data), `"a"`) {
+		t.Fatalf("override: %q %s %v", src, data, err)
+	}
+	write(`{"comment":"b","defaultAction":"SCMP_ACT_ALLOW","syscalls":[]}`, time.Unix(2000, 0))
+	if data, _, _ = c.JSON("safe_bash"); !strings.Contains(string(data), `"b"`) {
+		t.Fatalf("changed override not picked up: %s", data)
+	}
+	write(`{broken`, time.Unix(3000, 0))
+	if _, _, err := c.JSON("safe_bash"); err == nil {
+		t.Fatal("a broken override was not an error (fail closed)")
+	}
+	os.Remove(path)
+	if _, src, err := c.JSON("safe_bash"); err != nil || src != "embedded:safe_bash.json" {
+		t.Fatalf("after removal: %q %v", src, err)
 	}
 }

@@ -18,6 +18,7 @@ package profiles
 
 import (
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -25,6 +26,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/contextd/contextd/seccomp"
 )
@@ -146,4 +148,69 @@ func checkTool(tool string) error {
 		return fmt.Errorf("%w: %q is not a tool name", ErrNoProfile, tool)
 	}
 	return nil
+}
+
+// Cache keeps each tool's profile, encoded for the sandbox, between calls: parsing
+// and encoding cost more than a millisecond a call. Before every use it checks,
+// with a stat per search directory, that the same file (or still none) would be
+// loaded; an override that appears, changes or disappears takes effect on the
+// next call. Safe for concurrent use.
+type Cache struct {
+	mu      sync.Mutex
+	entries map[string]cacheEntry
+}
+
+type cacheEntry struct {
+	key    string // which file, with its size and mtime; "" for embedded
+	source string
+	json   []byte
+}
+
+// JSON returns the encoded profile in force for tool and where it came from.
+func (c *Cache) JSON(tool string) ([]byte, string, error) {
+	key, err := locate(tool)
+	if err != nil {
+		return nil, "", err
+	}
+	c.mu.Lock()
+	e, ok := c.entries[tool]
+	c.mu.Unlock()
+	if ok && e.key == key {
+		return e.json, e.source, nil
+	}
+	p, source, err := Load(tool)
+	if err != nil {
+		return nil, source, err
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return nil, source, fmt.Errorf("seccomp profile %s: encode: %w", source, err)
+	}
+	c.mu.Lock()
+	if c.entries == nil {
+		c.entries = map[string]cacheEntry{}
+	}
+	c.entries[tool] = cacheEntry{key: key, source: source, json: data}
+	c.mu.Unlock()
+	return data, source, nil
+}
+
+// locate names the file Load would read for tool, with its size and mtime, or
+// "" when it would use the embedded profile.
+func locate(tool string) (string, error) {
+	if err := checkTool(tool); err != nil {
+		return "", err
+	}
+	for _, dir := range Dirs() {
+		path := filepath.Join(dir, tool+".json")
+		fi, err := os.Stat(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("seccomp profile %s: %w", path, err)
+		}
+		return fmt.Sprintf("%s\x00%d\x00%d", path, fi.Size(), fi.ModTime().UnixNano()), nil
+	}
+	return "", nil
 }

@@ -7,7 +7,6 @@ package sandbox
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -35,7 +34,8 @@ type Runner struct {
 	ScopeNote string
 	Log       *slog.Logger
 
-	seq atomic.Uint64
+	seq      atomic.Uint64
+	profiles profiles.Cache
 }
 
 // stopTimeout bounds stopping a scope; the call's own context may already be
@@ -48,14 +48,16 @@ const drainGrace = 2 * time.Second
 // Run implements runner.Runner.
 func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 	var ex runner.Exit
-	prof, source, err := profiles.Load(s.Tool)
+	t0 := time.Now()
+	var tStarted, tScoped, tReleased time.Duration
+	defer func() {
+		r.Log.Debug("sandbox stages", "tool", s.Tool, "start_ms", ms(tStarted), "scope_ms", ms(tScoped),
+			"released_ms", ms(tReleased), "total_ms", ms(time.Since(t0)))
+	}()
+	profJSON, source, err := r.profiles.JSON(s.Tool)
 	if err != nil {
 		// Fail closed: no profile, no call.
 		return ex, fmt.Errorf("seccomp profile for %s: %v: %w", s.Tool, err, catalog.ErrSandbox)
-	}
-	profJSON, err := json.Marshal(prof)
-	if err != nil {
-		return ex, fmt.Errorf("encode seccomp profile for %s: %v: %w", s.Tool, err, catalog.ErrSandbox)
 	}
 	spec := &ns.Spec{
 		Env:       s.Env,
@@ -111,6 +113,7 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 		return ex, fmt.Errorf("start sandbox: %v: %w", err, catalog.ErrSandbox)
 	}
 	ex.Layers = runner.Layers{Namespaces: true, Seccomp: source, Network: s.Network}
+	tStarted = time.Since(t0)
 
 	// The scope is created while the child builds its namespaces: both take a
 	// few milliseconds, so they overlap. The child execs only after Release.
@@ -146,6 +149,13 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 		}
 	}
 
+	tScoped = time.Since(t0)
+	if err := child.Ready(); err != nil {
+		child.Kill()
+		child.Wait()
+		stopScope()
+		return ex, fmt.Errorf("sandbox setup: %v: %w", err, catalog.ErrSandbox)
+	}
 	if err := child.Release(); err != nil {
 		child.Kill()
 		child.Wait()
@@ -153,6 +163,7 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 		return ex, fmt.Errorf("sandbox setup: %v: %w", err, catalog.ErrSandbox)
 	}
 
+	tReleased = time.Since(t0)
 	var copies sync.WaitGroup
 	copyOut := func(dst io.Writer, src *os.File) {
 		defer copies.Done()
@@ -212,6 +223,8 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 	ex.Code = w.code
 	return ex, nil
 }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func tasksMax(l runner.Limits) uint64 {
 	if l.TasksMax == 0 {
