@@ -8,6 +8,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // base are the variables always passed (if they pass the credential check);
@@ -37,19 +38,24 @@ func Pass(name, value string, extra []string) bool {
 	return Allowed(name, extra) && !LooksLikeCredential(name, value)
 }
 
-// credentialName matches names that say they hold a secret. The words are matched
+// credentialName matches names (compiled on first use: the proxy starts on
+// every call, and most calls never need it) that say they hold a secret. The words are matched
 // as parts of the name (GITHUB_TOKEN, DB_PASSWORD, AWS_SECRET_ACCESS_KEY), not as
 // substrings of other words (KEYBOARD, MONKEY).
-var credentialName = regexp.MustCompile(`(?i)(^|_)(TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD|KEY|APIKEY|AUTH|CREDENTIALS?|PRIVATE|COOKIE|SESSION|SIGNATURE|DSN)(_|$)`)
+var credentialName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(^|_)(TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD|KEY|APIKEY|AUTH|CREDENTIALS?|PRIVATE|COOKIE|SESSION|SIGNATURE|DSN)(_|$)`)
+})
 
 // credentialValue matches well-known token shapes (prefixes of GitHub, GitLab,
 // Slack, OpenAI/Anthropic-style, AWS, Google, Stripe keys; PEM blocks; URLs with a
 // password; bearer/basic auth headers).
-var credentialValue = regexp.MustCompile(`(?i)` +
-	`^(gh[pousr]_|github_pat_|glpat-|xox[abposr]-|sk-|sk_live_|rk_live_|AKIA|ASIA|AIza|ya29\.|eyJ[A-Za-z0-9_-]{10,}\.)` +
-	`|-----BEGIN [A-Z ]*PRIVATE KEY-----` +
-	`|[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@` +
-	`|^(bearer|basic) [A-Za-z0-9._~+/=-]{8,}$`)
+var credentialValue = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)` +
+		`^(gh[pousr]_|github_pat_|glpat-|xox[abposr]-|sk-|sk_live_|rk_live_|AKIA|ASIA|AIza|ya29\.|eyJ[A-Za-z0-9_-]{10,}\.)` +
+		`|-----BEGIN [A-Z ]*PRIVATE KEY-----` +
+		`|[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@` +
+		`|^(bearer|basic) [A-Za-z0-9._~+/=-]{8,}$`)
+})
 
 // LooksLikeCredential reports whether a variable is probably a secret: its name
 // says so (the one exception is PWD, the working directory), its value has a known
@@ -59,7 +65,7 @@ func LooksLikeCredential(name, value string) bool {
 	if name == "PWD" || name == "OLDPWD" {
 		return false
 	}
-	if credentialName.MatchString(name) || credentialValue.MatchString(value) {
+	if credentialName().MatchString(name) || credentialValue().MatchString(value) {
 		return true
 	}
 	return len(value) >= 24 && !strings.ContainsAny(value, " /:") && entropy(value) >= 4.0
