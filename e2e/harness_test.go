@@ -66,10 +66,17 @@ func setup(m *testing.M) (int, error) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return 0, err
 	}
-	build := exec.Command("go", "build", "-o", env.bin+"/", "./cmd/contextd", "./cmd/contextd-proxy", "./bench/roundtrip")
-	build.Dir = env.repo
-	if out, err := build.CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("go build: %v\n%s", err, out)
+	// Built as `make build` builds them: the proxy static, without cgo.
+	for _, b := range []struct {
+		cgo  string
+		pkgs []string
+	}{{"1", []string{"./cmd/contextd"}}, {"0", []string{"./cmd/contextd-proxy", "./bench/roundtrip"}}} {
+		build := exec.Command("go", append([]string{"build", "-o", env.bin + "/"}, b.pkgs...)...)
+		build.Dir = env.repo
+		build.Env = append(os.Environ(), "CGO_ENABLED="+b.cgo)
+		if out, err := build.CombinedOutput(); err != nil {
+			return 0, fmt.Errorf("go build %v: %v\n%s", b.pkgs, err, out)
+		}
 	}
 
 	if out, err := exec.Command("bash", env.usermgr, "up", testUser).CombinedOutput(); err != nil {
