@@ -22,6 +22,7 @@ import (
 	"github.com/contextd/contextd/daemon/sandbox"
 	"github.com/contextd/contextd/daemon/scope"
 	"github.com/contextd/contextd/daemon/tools"
+	"github.com/contextd/contextd/ns"
 	"github.com/contextd/contextd/wire"
 )
 
@@ -82,7 +83,8 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 	cfg := o.Config
 
 	if o.Runner == nil {
-		sr := &sandbox.Runner{Log: log}
+		sr := &sandbox.Runner{Log: log, Pool: ns.NewPool(ns.DefaultPoolSize)}
+		defer sr.Pool.Close()
 		if m, err := scope.Connect(ctx); err != nil {
 			sr.ScopeNote = err.Error()
 			log.Warn("no systemd user manager: calls run in namespaces under seccomp, without a scope (no memory/task limits per call)", "err", err)

@@ -21,11 +21,21 @@ const initArgv0 = "contextd-sandbox-init"
 const (
 	fdSpec = 3 // read end of the spec pipe
 	fdSync = 4 // the init's end of the sync socket
-	fdExe  = 5 // O_PATH descriptor of the contextd binary (tool mode only)
+	fdExe  = 5 // O_PATH descriptor of the contextd binary (tool mode, and every pooled init)
 )
 
-// goByte is what Release sends: the only message from the daemon to the init.
+// goByte is what Release sends.
 const goByte = 'g'
+
+// claimByte starts the message with which a Pool hands one of its inits a
+// call: claimByte, then for each descriptor attached (SCM_RIGHTS) the
+// number (0, 1 or 2) it is to become in the init. These two are the only
+// messages from the daemon to the init.
+const claimByte = 'c'
+
+// pooledArg is argv[1] of an init started by a Pool: it waits for the claim
+// message before it reads its spec.
+const pooledArg = "pooled"
 
 // initCaps are the capabilities (in the new user namespace only) the init
 // keeps across the re-exec of /proc/self/exe. A process that creates a user
@@ -42,20 +52,30 @@ var initCaps = []uintptr{
 // syncMsg is one message from the init to the daemon on the sync socket
 // (SOCK_SEQPACKET, so one Read is one message).
 type syncMsg struct {
-	Ready bool        `json:"ready,omitempty"`
-	Err   *SetupError `json:"error,omitempty"`
+	Ready  bool        `json:"ready,omitempty"`
+	Parked bool        `json:"parked,omitempty"` // a pool's init waits for its claim
+	Err    *SetupError `json:"error,omitempty"`
 }
 
-// Child is a sandbox init started by Start: first setting up its namespaces,
-// then held until Release, then the command itself (the init execs it, so
-// Pid stays the same).
+// Child is a sandbox init started by Start or Pool.Start: first setting up
+// its namespaces, then held until Release, then the command itself (the init
+// execs it, so Pid stays the same).
 type Child struct {
 	cmd  *exec.Cmd
 	sync *os.File // daemon's end of the sync socket
 
 	readyOnce sync.Once
-	readyc    chan struct{} // closed at the first message or at EOF
+	readyc    chan struct{} // closed at the first message (but "parked") or at EOF
 	donec     chan struct{} // closed at EOF: the init exec'd or exited
+
+	// Pool's inits only: parkedc is closed when the init reports that it
+	// is up and waiting to be claimed; pooled says the Child came from a
+	// Pool rather than from a fresh start.
+	parkOnce sync.Once
+	parkedc  chan struct{}
+	pooled   bool
+	// onExit, if set (by Pool.Start), is called once the process is reaped.
+	onExit func()
 
 	mu       sync.Mutex
 	err      *SetupError // reported by the init
@@ -82,26 +102,86 @@ type Child struct {
 //
 // The child gets SIGKILL if the thread that called Start exits (Pdeathsig);
 // do not call Start from a goroutine that has locked its OS thread and may
-// exit without unlocking it.
+// exit without unlocking it. (Pool.Start has no such restriction for the
+// inits it hands out: they were started on a thread that never exits.)
 func Start(spec *Spec, stdin, stdout, stderr *os.File) (*Child, error) {
+	s, data, err := prepare(spec)
+	if err != nil {
+		return nil, err
+	}
+	return start(s, data, stdin, stdout, stderr)
+}
+
+// wireSpec is what travels on the spec pipe: the Spec and, when the daemon
+// could compile the profile, its BPF program (host byte order, as libseccomp
+// exports it). With BPF the profile itself is left out: the init loads the
+// program as it is and needs neither the profile nor libseccomp.
+type wireSpec struct {
+	Spec
+	BPF []byte `json:"bpf,omitempty"`
+}
+
+// prepare validates spec, fills in the defaults and encodes it for the init.
+func prepare(spec *Spec) (*Spec, []byte, error) {
 	s, verr := spec.withDefaults()
 	if verr != nil {
-		return nil, verr
+		return nil, nil, verr
 	}
-	data, err := json.Marshal(s)
+	w := wireSpec{Spec: *s}
+	if bpf := precompile(s.Seccomp); bpf != nil {
+		w.BPF, w.Seccomp = bpf, nil
+	}
+	// Otherwise the init parses and compiles the profile itself, and
+	// reports a bad one as a SetupError (step seccomp_parse) as before.
+	data, err := json.Marshal(&w)
 	if err != nil {
-		return nil, &SetupError{Step: StepValidate, Msg: "encode spec: " + err.Error()}
+		return nil, nil, &SetupError{Step: StepValidate, Msg: "encode spec: " + err.Error()}
 	}
+	return s, data, nil
+}
 
+// start is Start after prepare.
+func start(s *Spec, data []byte, stdin, stdout, stderr *os.File) (*Child, error) {
+	c, specW, err := launch(launchOpts{
+		network: s.Network,
+		exe:     s.Mode == ModeTool,
+		stdin:   stdin, stdout: stdout, stderr: stderr,
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The spec is written while the child starts; the pipe holds 64 KiB, and
+	// the init reads it first thing, so this finishes at once. If the init
+	// dies first, its end of the pipe closes and the write fails with EPIPE.
+	go func() {
+		writeAll(specW, data)
+		specW.Close()
+	}()
+	return c, nil
+}
+
+// launchOpts says how to start an init.
+type launchOpts struct {
+	network bool // keep the host's network namespace (no CLONE_NEWNET)
+	exe     bool // pass an O_PATH descriptor of the binary as fdExe
+	pooled  bool // a pool's init: it waits for a claim before it reads the spec
+	stdin   *os.File
+	stdout  *os.File
+	stderr  *os.File
+}
+
+// launch starts an init and returns it with the write end of its spec pipe,
+// which the caller writes the spec to and closes.
+func launch(o launchOpts) (*Child, *os.File, error) {
 	specR, specW, err := os.Pipe()
 	if err != nil {
-		return nil, sysErr(StepStart, "pipe", "", err)
+		return nil, nil, sysErr(StepStart, "pipe", "", err)
 	}
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		specR.Close()
 		specW.Close()
-		return nil, sysErr(StepStart, "socketpair", "", err)
+		return nil, nil, sysErr(StepStart, "socketpair", "", err)
 	}
 	// Non-blocking, so that reads go through the runtime's poller.
 	if err := unix.SetNonblock(pair[0], true); err != nil {
@@ -109,13 +189,13 @@ func Start(spec *Spec, stdin, stdout, stderr *os.File) (*Child, error) {
 		unix.Close(pair[1])
 		specR.Close()
 		specW.Close()
-		return nil, sysErr(StepStart, "fcntl", "", err)
+		return nil, nil, sysErr(StepStart, "fcntl", "", err)
 	}
 	parentSync := os.NewFile(uintptr(pair[0]), "ns-sync")
 	childSync := os.NewFile(uintptr(pair[1]), "ns-sync-init")
 
 	extra := []*os.File{specR, childSync}
-	if s.Mode == ModeTool {
+	if o.exe {
 		// After pivot_root the binary is not reachable by any path, so the
 		// init gets it as a descriptor opened here. O_PATH: nothing can be
 		// read or written through it, only executed.
@@ -125,7 +205,7 @@ func Start(spec *Spec, stdin, stdout, stderr *os.File) (*Child, error) {
 			childSync.Close()
 			specR.Close()
 			specW.Close()
-			return nil, sysErr(StepStart, "open", "/proc/self/exe", err)
+			return nil, nil, sysErr(StepStart, "open", "/proc/self/exe", err)
 		}
 		exe := os.NewFile(uintptr(fd), "contextd-exe")
 		defer exe.Close()
@@ -134,14 +214,18 @@ func Start(spec *Spec, stdin, stdout, stderr *os.File) (*Child, error) {
 
 	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
 		unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
-	if !s.Network {
+	if !o.network {
 		flags |= unix.CLONE_NEWNET
+	}
+	args := []string{initArgv0}
+	if o.pooled {
+		args = append(args, pooledArg)
 	}
 	// An unprivileged process may map exactly its effective ids.
 	uid, gid := os.Geteuid(), os.Getegid()
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe", // the running binary, even if replaced on disk since
-		Args:       []string{initArgv0},
+		Args:       args,
 		Env:        []string{}, // the init needs none; the command's comes in the spec
 		ExtraFiles: extra,
 		SysProcAttr: &syscall.SysProcAttr{
@@ -155,30 +239,23 @@ func Start(spec *Spec, stdin, stdout, stderr *os.File) (*Child, error) {
 		},
 	}
 	// An *os.File that is nil must not become a non-nil io.Reader/Writer.
-	if stdin != nil {
-		cmd.Stdin = stdin
+	if o.stdin != nil {
+		cmd.Stdin = o.stdin
 	}
-	if stdout != nil {
-		cmd.Stdout = stdout
+	if o.stdout != nil {
+		cmd.Stdout = o.stdout
 	}
-	if stderr != nil {
-		cmd.Stderr = stderr
+	if o.stderr != nil {
+		cmd.Stderr = o.stderr
 	}
-
-	// The spec is written while the child starts; the pipe holds 64 KiB, and
-	// the init reads it first thing, so this finishes at once. If the child
-	// never starts, closing specR below makes the write fail with EPIPE.
-	go func() {
-		writeAll(specW, data)
-		specW.Close()
-	}()
 
 	err = cmd.Start()
 	specR.Close()
 	childSync.Close()
 	if err != nil {
 		parentSync.Close()
-		return nil, sysErr(StepStart, "fork/exec", "/proc/self/exe", err)
+		specW.Close()
+		return nil, nil, sysErr(StepStart, "fork/exec", "/proc/self/exe", err)
 	}
 
 	c := &Child{
@@ -187,8 +264,11 @@ func Start(spec *Spec, stdin, stdout, stderr *os.File) (*Child, error) {
 		readyc: make(chan struct{}),
 		donec:  make(chan struct{}),
 	}
+	if o.pooled {
+		c.parkedc = make(chan struct{})
+	}
 	go c.readLoop()
-	return c, nil
+	return c, specW, nil
 }
 
 func writeAll(f *os.File, b []byte) {
@@ -208,12 +288,24 @@ func (c *Child) readLoop() {
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := c.sync.Read(buf)
+		if errors.Is(err, syscall.ECONNRESET) {
+			// The init exited with a message of ours unread (a Release
+			// that came before its setup error). The kernel reports that
+			// once, before the messages still queued here: read on.
+			continue
+		}
 		if err != nil || n == 0 {
 			break
 		}
 		var m syncMsg
 		if err := json.Unmarshal(buf[:n], &m); err != nil {
 			m.Err = &SetupError{Step: StepSync, Msg: "malformed message from the sandbox init"}
+		}
+		if m.Parked && m.Err == nil && !m.Ready && c.parkedc != nil {
+			// A pool's init is up and waits to be claimed; not a step of
+			// the setup.
+			c.parkOnce.Do(func() { close(c.parkedc) })
+			continue
 		}
 		c.mu.Lock()
 		switch {
@@ -302,6 +394,9 @@ func (c *Child) wait() {
 	werr := c.cmd.Wait()
 	<-c.donec
 	c.sync.Close()
+	if c.onExit != nil {
+		c.onExit()
+	}
 
 	c.mu.Lock()
 	setupErr, released, killed := c.err, c.released, c.killed

@@ -19,6 +19,10 @@ import (
 // filter is still installed (Seccomp: 2 in /proc/self/status).
 var allowAll = []byte(`{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[]}`)
 
+// startSandbox starts every sandbox of the tests: ns.Start, or a Pool's
+// Start while TestPooled re-runs them (usePool).
+var startSandbox = ns.Start
+
 func homeDir(t testing.TB) string {
 	t.Helper()
 	h, err := os.UserHomeDir()
@@ -94,7 +98,7 @@ func runWith(t testing.TB, s *ns.Spec, before func(*ns.Child)) result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := ns.Start(s, nil, outW, errW)
+	c, err := startSandbox(s, nil, outW, errW)
 	outW.Close()
 	errW.Close()
 	if err != nil {

@@ -35,7 +35,7 @@ func Init() {
 	// Capabilities, no_new_privs and the exec are per thread: everything
 	// from here on runs on this one.
 	runtime.LockOSThread()
-	os.Exit(runInit())
+	os.Exit(runInit(len(os.Args) == 2 && os.Args[1] == pooledArg))
 }
 
 // Reexec is Init for test binaries, which are re-executed as the sandbox
@@ -72,13 +72,29 @@ func sendMsg(m syncMsg) error {
 }
 
 // runInit is the sandbox init. It returns an exit status only on failure.
-func runInit() int {
-	spec, e := readSpec()
+func runInit(pooled bool) int {
+	if pooled {
+		// Started by a Pool before there was a call: nothing so far
+		// depended on one (the runtime and package initialisers ran with
+		// /dev/null as stdio and an empty environment). Say so, and wait.
+		if err := sendMsg(syncMsg{Parked: true}); err != nil {
+			return initExitCode // the daemon is gone
+		}
+		claimed, e := awaitClaim()
+		if e != nil {
+			report(e)
+			return initExitCode
+		}
+		if !claimed {
+			return initExitCode // the pool closed or the daemon died
+		}
+	}
+	spec, bpf, e := readSpec()
 	if e != nil {
 		report(e)
 		return initExitCode
 	}
-	sb := &sandbox{spec: spec}
+	sb := &sandbox{spec: spec, bpf: bpf}
 	if e := sb.setup(); e != nil {
 		report(e)
 		return initExitCode
@@ -104,7 +120,69 @@ func runInit() int {
 	return initExitCode
 }
 
-func readSpec() (*Spec, *SetupError) {
+// awaitClaim blocks until the daemon hands this pooled init a call: one
+// message on the sync socket, claimByte followed by the target number of
+// each attached descriptor. It puts those descriptors in place as 0, 1 and
+// 2 (not close-on-exec), before anything reads or writes them; the ones not
+// sent stay /dev/null, as with Start. false, nil: the socket reached EOF.
+func awaitClaim() (bool, *SetupError) {
+	buf := make([]byte, 8)
+	oob := make([]byte, unix.CmsgSpace(3*4))
+	var n, oobn, flags int
+	var err error
+	for {
+		n, oobn, flags, _, err = unix.Recvmsg(fdSync, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return false, sysErr(StepSync, "recvmsg", "claim", err)
+	}
+	var fds []int
+	if oobn > 0 {
+		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+		if err != nil {
+			return false, sysErr(StepSync, "recvmsg", "claim", err)
+		}
+		for i := range msgs {
+			got, err := unix.ParseUnixRights(&msgs[i])
+			if err != nil {
+				continue
+			}
+			fds = append(fds, got...)
+		}
+	}
+	closeAll := func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}
+	if n == 0 && oobn == 0 {
+		return false, nil
+	}
+	if flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 || n < 1 || buf[0] != claimByte || len(fds) != n-1 {
+		closeAll()
+		return false, &SetupError{Step: StepSync, Msg: "malformed claim message"}
+	}
+	for i, fd := range fds {
+		target := int(buf[1+i])
+		// 0-2 are open (/dev/null), so received descriptors are above 2.
+		if target > 2 || fd <= 2 {
+			closeAll()
+			return false, &SetupError{Step: StepSync, Msg: "malformed claim message"}
+		}
+		if err := unix.Dup3(fd, target, 0); err != nil {
+			closeAll()
+			return false, sysErr(StepSync, "dup3", "stdio", err)
+		}
+	}
+	closeAll()
+	return true, nil
+}
+
+// readSpec reads the spec, and the compiled filter if the daemon sent one.
+func readSpec() (*Spec, []byte, *SetupError) {
 	var data []byte
 	buf := make([]byte, 16<<10)
 	for {
@@ -113,7 +191,7 @@ func readSpec() (*Spec, *SetupError) {
 			continue
 		}
 		if err != nil {
-			return nil, sysErr(StepSpec, "read", "", err)
+			return nil, nil, sysErr(StepSpec, "read", "", err)
 		}
 		if n == 0 {
 			break
@@ -121,21 +199,22 @@ func readSpec() (*Spec, *SetupError) {
 		data = append(data, buf[:n]...)
 	}
 	unix.Close(fdSpec)
-	var s Spec
-	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, &SetupError{Step: StepSpec, Msg: "decode: " + err.Error()}
+	var w wireSpec
+	if err := json.Unmarshal(data, &w); err != nil {
+		return nil, nil, &SetupError{Step: StepSpec, Msg: "decode: " + err.Error()}
 	}
 	// The daemon validated it; check again what the init relies on.
-	c, verr := s.withDefaults()
+	c, verr := w.Spec.normalize(len(w.BPF) > 0)
 	if verr != nil {
-		return nil, verr
+		return nil, nil, verr
 	}
-	return c, nil
+	return c, w.BPF, nil
 }
 
 // sandbox is the init's state between the steps.
 type sandbox struct {
 	spec    *Spec
+	bpf     []byte // the filter, compiled by the daemon (nil: compile spec.Seccomp)
 	dir     string // Spec.Dir as it is seen inside the sandbox
 	path    string // the resolved executable (exec mode)
 	seccomp loadable
@@ -168,6 +247,14 @@ func (sb *sandbox) setup() *SetupError {
 			return e
 		}
 		sb.path = p
+	}
+	if sb.bpf != nil {
+		f, err := decodeBPF(sb.bpf)
+		if err != nil {
+			return &SetupError{Step: StepSeccompParse, Msg: "compiled filter: " + err.Error()}
+		}
+		sb.seccomp = f
+		return nil
 	}
 	f, err := parseSeccomp(s.Seccomp)
 	if err != nil {

@@ -34,6 +34,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv("CTXD_NS_NOOP") == "1" {
 		os.Exit(0)
 	}
+	// A stand-in daemon for TestPoolDiesWithTheDaemon.
+	if os.Getenv("CTXD_NS_POOL_HELPER") == "1" {
+		os.Exit(poolHelper())
+	}
 	// 2. Tool mode executes this binary as "contextd-tool": act as a probe.
 	if filepath.Base(os.Args[0]) == ns.ToolArgv0 {
 		os.Exit(toolMain(os.Args[1:]))

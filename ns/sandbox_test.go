@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -87,7 +88,7 @@ func TestHomeHiddenExceptWorkspace(t *testing.T) {
 
 func TestWorkspaceIsHomeRefused(t *testing.T) {
 	s := spec(t, homeDir(t), "true")
-	_, err := ns.Start(s, nil, nil, nil)
+	_, err := startSandbox(s, nil, nil, nil)
 	var se *ns.SetupError
 	if !errors.As(err, &se) || se.Step != ns.StepValidate || !errors.Is(err, ns.ErrSetup) {
 		t.Fatalf("workspace == home: %v, want a validate SetupError", err)
@@ -373,7 +374,7 @@ func TestSetupErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := spec(t, ws, cmd...)
 			tc.edit(s)
-			c, err := ns.Start(s, nil, nil, nil)
+			c, err := startSandbox(s, nil, nil, nil)
 			if !tc.atInit {
 				if c != nil || err == nil {
 					t.Fatalf("Start accepted the spec")
@@ -430,7 +431,7 @@ func TestReleaseRequired(t *testing.T) {
 	}
 
 	// Killed while held: the command never runs.
-	c, err := ns.Start(spec(t, ws, "touch", marker+"2"), nil, nil, nil)
+	c, err := startSandbox(spec(t, ws, "touch", marker+"2"), nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,7 +486,7 @@ func TestKillTearsDownEverything(t *testing.T) {
 	// A background child, and a daemonized grandchild in its own session.
 	script := `sleep 1000 & (setsid sleep 1001 &) ; echo started; wait`
 	outR, outW, _ := os.Pipe()
-	c, err := ns.Start(spec(t, ws, "sh", "-c", script), nil, outW, nil)
+	c, err := startSandbox(spec(t, ws, "sh", "-c", script), nil, outW, nil)
 	outW.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -518,7 +519,7 @@ func TestKillTearsDownEverything(t *testing.T) {
 func TestNothingOutlivesTheCommand(t *testing.T) {
 	ws := workspace(t)
 	start := time.Now()
-	c, err := ns.Start(spec(t, ws, "sh", "-c", "(setsid sleep 1000 &); sleep 1001 & echo bye"), nil, nil, nil)
+	c, err := startSandbox(spec(t, ws, "sh", "-c", "(setsid sleep 1000 &); sleep 1001 & echo bye"), nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -725,6 +726,42 @@ func TestConcurrent(t *testing.T) {
 	for i := range n {
 		if b, err := os.ReadFile(filepath.Join(ws, fmt.Sprintf("f%d", i))); err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(i) {
 			t.Errorf("f%d: %q %v", i, b, err)
+		}
+	}
+}
+
+// A setup failure is reported even when Release came first (the release
+// byte is then unread when the init exits, and the socket reports
+// ECONNRESET before the queued error message).
+func TestSetupErrorAfterEarlyRelease(t *testing.T) {
+	ws := workspace(t)
+	// Keep the daemon's goroutines busy, so that its reader is late (the
+	// race is lost when the init exits before the error is read).
+	stop := make(chan struct{})
+	defer close(stop)
+	for range runtime.GOMAXPROCS(0) {
+		go func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for i := 0; i < 1e5; i++ {
+				}
+			}
+		}()
+	}
+	for i := range 15 {
+		c, err := startSandbox(spec(t, ws+"/missing", "true"), nil, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Release()
+		code, _, err := c.Wait()
+		var se *ns.SetupError
+		if code != -1 || !errors.As(err, &se) || se.Step != ns.StepMounts {
+			t.Fatalf("run %d: code %d err %v, want the mounts setup error", i, code, err)
 		}
 	}
 }

@@ -107,6 +107,12 @@ var DefaultRlimits = []Rlimit{
 // problem found. It only checks the form of the spec; whether paths exist is
 // found out by the sandbox init, which reports it as a SetupError.
 func (s *Spec) withDefaults() (*Spec, *SetupError) {
+	return s.normalize(false)
+}
+
+// normalize is withDefaults; precompiled says the seccomp filter came
+// compiled (wireSpec.BPF), so Seccomp may be empty.
+func (s *Spec) normalize(precompiled bool) (*Spec, *SetupError) {
 	if s == nil {
 		return nil, invalid("no spec")
 	}
@@ -121,7 +127,7 @@ func (s *Spec) withDefaults() (*Spec, *SetupError) {
 	default:
 		return nil, invalid(fmt.Sprintf("unknown mode %q", c.Mode))
 	}
-	if len(c.Seccomp) == 0 {
+	if len(c.Seccomp) == 0 && !precompiled {
 		// Fail closed: never run without a filter.
 		return nil, invalid("no seccomp profile")
 	}

@@ -32,7 +32,10 @@ type Runner struct {
 	Scopes *scope.Manager
 	// ScopeNote says why Scopes is nil.
 	ScopeNote string
-	Log       *slog.Logger
+	// Pool holds sandbox inits started ahead of calls, so a call does not wait
+	// for contextd to re-execute itself. Nil: every call starts its own.
+	Pool *ns.Pool
+	Log  *slog.Logger
 
 	seq      atomic.Uint64
 	profiles profiles.Cache
@@ -104,7 +107,7 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 		defer errR.Close()
 	}
 
-	child, err := ns.Start(spec, stdin, outW, errW)
+	child, err := r.Pool.Start(spec, stdin, outW, errW) // a nil Pool starts a fresh init
 	outW.Close()
 	if errW != outW {
 		errW.Close()
