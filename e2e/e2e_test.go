@@ -226,28 +226,14 @@ func TestSecondUserRefused(t *testing.T) {
 // A daemon stopped in the middle of a call (systemctl stop: SIGTERM, drain, cancel)
 // reports the call cleanly, kills its command, and the next call works.
 func TestStopMidCall(t *testing.T) {
-	link := filepath.Join(env.project, ".claude/tools/safe_bash/safe_bash")
-	cmd := exec.Command("bash", env.usermgr, "run", testUser, "-C", env.project, "--", link, "echo started; sleep 30; echo finished")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(stdout)
-	if !lines.Scan() || lines.Text() != "started" {
-		t.Fatalf("call did not start: %q %s", lines.Text(), stderr.String())
-	}
+	cmd, lines, stderr := startedCall(t, "echo started; sleep 30; echo finished")
 	stopStart := time.Now()
 	mustCode(t, systemctl(t, "stop", "contextd.service"), 0)
 	var rest strings.Builder
 	for lines.Scan() {
 		rest.WriteString(lines.Text() + "\n")
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	code := cmd.ProcessState.ExitCode()
 	if code != 75 {
 		t.Fatalf("proxy exit %d (%v), want 75; stderr:\n%s", code, err, stderr.String())
@@ -270,21 +256,7 @@ func TestStopMidCall(t *testing.T) {
 // A daemon killed outright mid-call (no drain) is reported as a lost connection,
 // and its command dies with it.
 func TestKilledMidCall(t *testing.T) {
-	link := filepath.Join(env.project, ".claude/tools/safe_bash/safe_bash")
-	cmd := exec.Command("bash", env.usermgr, "run", testUser, "-C", env.project, "--", link, "echo started; sleep 31; echo finished")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(stdout)
-	if !lines.Scan() || lines.Text() != "started" {
-		t.Fatalf("call did not start: %q %s", lines.Text(), stderr.String())
-	}
+	cmd, lines, stderr := startedCall(t, "echo started; sleep 31; echo finished")
 	mustCode(t, systemctl(t, "kill", "--kill-whom=main", "--signal=SIGKILL", "contextd.service"), 0)
 	for lines.Scan() {
 	}
@@ -328,4 +300,26 @@ func TestSecondDaemonAndRootRefused(t *testing.T) {
 	root := execute(t, "", env.bin+"/contextd", "serve", "--socket", filepath.Join(t.TempDir(), "s.sock"))
 	mustCode(t, root, 77)
 	mustContain(t, "stderr", root.stderr, "CTXD-E052")
+}
+
+// startedCall runs safe_bash script through the symlink in the background and
+// returns once the script printed its first line, "started".
+func startedCall(t *testing.T, script string) (*exec.Cmd, *bufio.Scanner, *strings.Builder) {
+	t.Helper()
+	link := filepath.Join(env.project, ".claude/tools/safe_bash/safe_bash")
+	cmd := exec.Command("bash", env.usermgr, "run", testUser, "-C", env.project, "--", link, script)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() || lines.Text() != "started" {
+		t.Fatalf("call did not start: %q %s", lines.Text(), stderr.String())
+	}
+	return cmd, lines, stderr
 }
