@@ -114,9 +114,6 @@ func TestStatusRoundTrip(t *testing.T) {
 			if catalog.ExitCode(back) != c.Exit {
 				t.Errorf("ExitCode %d, want %d", catalog.ExitCode(back), c.Exit)
 			}
-			if catalog.IsTransport(st) {
-				t.Error("a daemon error was taken for a transport failure")
-			}
 		})
 	}
 }
@@ -129,12 +126,6 @@ func TestFromStatusWithoutDetail(t *testing.T) {
 	}
 	if back != plain {
 		t.Errorf("FromStatus changed a transport error: %v", back)
-	}
-	if !catalog.IsTransport(plain) {
-		t.Error("Unavailable without detail is a transport failure")
-	}
-	if catalog.IsTransport(status.Error(codes.Internal, "x")) {
-		t.Error("Internal without detail is not a transport failure")
 	}
 	notStatus := errors.New("plain")
 	if back, ok := catalog.FromStatus(notStatus); ok || back != notStatus {

@@ -1,9 +1,6 @@
 package catalog
 
 import (
-	"errors"
-
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/contextd/contextd/wire"
@@ -68,17 +65,4 @@ func FromStatus(err error) (error, bool) {
 		}
 	}
 	return err, false
-}
-
-// IsTransport reports whether a gRPC error came from the connection rather than from
-// a handler (Unavailable without a catalog detail).
-func IsTransport(err error) bool {
-	if _, fromDaemon := FromStatus(err); fromDaemon {
-		return false
-	}
-	var st interface{ GRPCStatus() *status.Status }
-	if errors.As(err, &st) {
-		return st.GRPCStatus().Code() == codes.Unavailable
-	}
-	return false
 }

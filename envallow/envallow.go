@@ -6,9 +6,7 @@ package envallow
 
 import (
 	"math"
-	"regexp"
 	"strings"
-	"sync"
 )
 
 // base are the variables always passed (if they pass the credential check);
@@ -38,24 +36,74 @@ func Pass(name, value string, extra []string) bool {
 	return Allowed(name, extra) && !LooksLikeCredential(name, value)
 }
 
-// credentialName matches names (compiled on first use: the proxy starts on
-// every call, and most calls never need it) that say they hold a secret. The words are matched
-// as parts of the name (GITHUB_TOKEN, DB_PASSWORD, AWS_SECRET_ACCESS_KEY), not as
-// substrings of other words (KEYBOARD, MONKEY).
-var credentialName = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(?i)(^|_)(TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD|KEY|APIKEY|AUTH|CREDENTIALS?|PRIVATE|COOKIE|SESSION|SIGNATURE|DSN)(_|$)`)
-})
+// credentialWords are the parts of a variable name (split at '_') that say it
+// holds a secret: GITHUB_TOKEN, DB_PASSWORD, AWS_SECRET_ACCESS_KEY, but not
+// KEYBOARD or MONKEY. Plain string checks, not regular expressions: the proxy runs
+// them on every variable at every start.
+var credentialWords = map[string]bool{
+	"TOKEN": true, "SECRET": true, "PASSWORD": true, "PASSWD": true, "PASS": true, "PWD": true,
+	"KEY": true, "APIKEY": true, "AUTH": true, "CREDENTIAL": true, "CREDENTIALS": true,
+	"PRIVATE": true, "COOKIE": true, "SESSION": true, "SIGNATURE": true, "DSN": true,
+}
 
-// credentialValue matches well-known token shapes (prefixes of GitHub, GitLab,
-// Slack, OpenAI/Anthropic-style, AWS, Google, Stripe keys; PEM blocks; URLs with a
-// password; bearer/basic auth headers).
-var credentialValue = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(?i)` +
-		`^(gh[pousr]_|github_pat_|glpat-|xox[abposr]-|sk-|sk_live_|rk_live_|AKIA|ASIA|AIza|ya29\.|eyJ[A-Za-z0-9_-]{10,}\.)` +
-		`|-----BEGIN [A-Z ]*PRIVATE KEY-----` +
-		`|[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@` +
-		`|^(bearer|basic) [A-Za-z0-9._~+/=-]{8,}$`)
-})
+// tokenPrefixes are the starts of well-known token shapes (GitHub, GitLab, Slack,
+// OpenAI/Anthropic-style, Stripe, AWS, Google), compared case-insensitively.
+var tokenPrefixes = []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-",
+	"xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "sk-", "sk_live_", "rk_live_",
+	"akia", "asia", "aiza", "ya29."}
+
+func credentialName(name string) bool {
+	for _, w := range strings.Split(strings.ToUpper(name), "_") {
+		if credentialWords[w] {
+			return true
+		}
+	}
+	return false
+}
+
+func credentialValue(v string) bool {
+	lower := strings.ToLower(v)
+	for _, p := range tokenPrefixes {
+		if strings.HasPrefix(lower, p) {
+			return true
+		}
+	}
+	switch {
+	case strings.HasPrefix(lower, "eyj") && strings.Count(v, ".") >= 2: // a JWT
+		return true
+	case strings.Contains(v, "-----BEGIN ") && strings.Contains(v, "PRIVATE KEY-----"):
+		return true
+	case urlWithPassword(v):
+		return true
+	}
+	for _, scheme := range []string{"bearer ", "basic "} {
+		if rest, ok := strings.CutPrefix(lower, scheme); ok && len(rest) >= 8 && !strings.ContainsAny(rest, " \t") {
+			return true
+		}
+	}
+	return false
+}
+
+// urlWithPassword reports whether v holds scheme://user:password@host.
+func urlWithPassword(v string) bool {
+	for {
+		i := strings.Index(v, "://")
+		if i < 0 {
+			return false
+		}
+		v = v[i+3:]
+		end := strings.IndexAny(v, "/ \t")
+		if end < 0 {
+			end = len(v)
+		}
+		authority := v[:end]
+		if at := strings.LastIndexByte(authority, '@'); at > 0 {
+			if colon := strings.IndexByte(authority[:at], ':'); colon > 0 && colon < at-1 {
+				return true
+			}
+		}
+	}
+}
 
 // LooksLikeCredential reports whether a variable is probably a secret: its name
 // says so (the one exception is PWD, the working directory), its value has a known
@@ -65,7 +113,7 @@ func LooksLikeCredential(name, value string) bool {
 	if name == "PWD" || name == "OLDPWD" {
 		return false
 	}
-	if credentialName().MatchString(name) || credentialValue().MatchString(value) {
+	if credentialName(name) || credentialValue(value) {
 		return true
 	}
 	return len(value) >= 24 && !strings.ContainsAny(value, " /:") && entropy(value) >= 4.0

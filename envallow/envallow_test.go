@@ -26,7 +26,13 @@ func TestPass(t *testing.T) {
 		{"MY_SETTING", "AKIAIOSFODNN7EXAMPLE", []string{"MY_SETTING"}, false},
 		{"DATABASE_URL", "postgres://app:s3cr3t@db:5432/app", []string{"DATABASE_URL"}, false},
 		{"MY_SETTING", "Zx8Kq2Lm9Pw4Rt7Yv1Nb6Hc3Jd5Fg0Sa", []string{"MY_SETTING"}, false}, // high entropy
+		{"MY_SETTING", "Bearer abcdefghijklmnop", []string{"MY_SETTING"}, false},
+		{"MY_SETTING", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig", []string{"MY_SETTING"}, false},
+		{"MY_SETTING", "-----BEGIN OPENSSH PRIVATE KEY-----\nabc", []string{"MY_SETTING"}, false},
+		{"PROXY_LIST", "http://a.example/ https://u:p@b.example/", []string{"PROXY_LIST"}, false},
 		// Ordinary values stay.
+		{"GIT_URL", "https://git@github.com/x/y", []string{"GIT_URL"}, true},
+		{"MY_SETTING", "skip-tests", []string{"MY_SETTING"}, true},
 		{"KEYBOARD_LAYOUT", "us", []string{"KEYBOARD_LAYOUT"}, true},
 		{"GOPATH", "/home/u/go", []string{"GOPATH"}, true},
 		{"EDITOR_THEME", "solarized-dark", []string{"EDITOR_THEME"}, true},

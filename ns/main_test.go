@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contextd/contextd/internal/testbin"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/contextd/contextd/ns"
@@ -97,47 +99,14 @@ func rerunUnprivileged() int {
 		defer l.Close()
 	}
 
-	dir, err := os.MkdirTemp("", "ctxd-ns-test-")
+	staged, err := testbin.Stage("ctxd-ns-test-", os.Args[1:], uid, gid)
 	if err != nil {
-		return die("tempdir: %v", err)
+		return die("stage the test binary: %v", err)
 	}
-	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return die("chmod: %v", err)
-	}
-	tmp := filepath.Join(dir, "tmp")
-	if err := os.Mkdir(tmp, 0o700); err != nil {
-		return die("tempdir: %v", err)
-	}
-	os.Chown(tmp, uid, gid)
-	exe, err := os.Executable()
-	if err != nil {
-		return die("executable: %v", err)
-	}
-	bin := filepath.Join(dir, filepath.Base(exe))
-	if err := copyFile(exe, bin, 0o755); err != nil {
-		return die("copy test binary: %v", err)
-	}
+	defer staged.Finish()
+	dir, tmp := staged.Dir, staged.Out
 
-	// Output files the go command asks for are written where the user can,
-	// then copied to where the go command looks for them.
-	var args []string
-	type copyBack struct{ from, to string }
-	var copies []copyBack
-	for _, a := range os.Args[1:] {
-		name, val, ok := strings.Cut(a, "=")
-		switch strings.TrimLeft(name, "-") {
-		case "test.testlogfile", "test.coverprofile", "test.cpuprofile", "test.memprofile", "test.blockprofile", "test.mutexprofile", "test.trace":
-			if ok && filepath.IsAbs(val) {
-				tmpOut := filepath.Join(tmp, filepath.Base(val))
-				copies = append(copies, copyBack{tmpOut, val})
-				a = name + "=" + tmpOut
-			}
-		}
-		args = append(args, a)
-	}
-
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(staged.Bin, staged.Args...)
 	cmd.Dir = dir // the source tree may not be readable by the test user
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	for _, kv := range os.Environ() {
@@ -153,11 +122,6 @@ func rerunUnprivileged() int {
 		Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}},
 	}
 	err = cmd.Run()
-	for _, c := range copies {
-		if _, serr := os.Stat(c.from); serr == nil {
-			copyFile(c.from, c.to, 0o644)
-		}
-	}
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
@@ -166,23 +130,6 @@ func rerunUnprivileged() int {
 		return die("run as %s: %v", testUser, err)
 	}
 	return 0
-}
-
-func copyFile(from, to string, mode os.FileMode) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // toolMain is this binary acting as "contextd-tool" inside a sandbox: small

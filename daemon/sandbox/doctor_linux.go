@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/scope"
 	"github.com/contextd/contextd/ns"
 	"github.com/contextd/contextd/profiles"
@@ -142,7 +144,7 @@ func checkSandbox(ctx context.Context, scopes *scope.Manager) Check {
 	if err != nil {
 		c.Detail = err.Error()
 		var se *ns.SetupError
-		if errorsAs(err, &se) {
+		if errors.As(err, &se) {
 			c.Detail = fmt.Sprintf("setup step %q failed: %v", se.Step, se)
 		}
 		c.Fix = "the layer named above failed; every call is refused until it works (fail closed)"
@@ -161,4 +163,13 @@ func checkSandbox(ctx context.Context, scopes *scope.Manager) Check {
 func readTrim(p string) string {
 	b, _ := os.ReadFile(p)
 	return strings.TrimSpace(string(b))
+}
+
+// runnerSpec is the doctor's probe: `true` in a throwaway workspace.
+func runnerSpec(ws, home string, out *bytes.Buffer) runner.Spec {
+	return runner.Spec{
+		Tool: "safe_bash", Mode: runner.Exec, Path: "/bin/true", Args: []string{"true"},
+		Dir: ws, Workspace: ws, Home: home, Env: []string{"PATH=/usr/bin:/bin"},
+		Output: out, Timeout: 20 * time.Second,
+	}
 }

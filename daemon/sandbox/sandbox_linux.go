@@ -5,7 +5,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -258,14 +257,3 @@ func inputFile(data []byte) (*os.File, error) {
 	}()
 	return r, nil
 }
-
-// runnerSpec is the doctor's probe: `true` in a throwaway workspace.
-func runnerSpec(ws, home string, out *bytes.Buffer) runner.Spec {
-	return runner.Spec{
-		Tool: "safe_bash", Mode: runner.Exec, Path: "/bin/true", Args: []string{"true"},
-		Dir: ws, Workspace: ws, Home: home, Env: []string{"PATH=/usr/bin:/bin"},
-		Output: out, Timeout: 20 * time.Second,
-	}
-}
-
-func errorsAs(err error, target any) bool { return errors.As(err, target) }

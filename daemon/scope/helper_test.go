@@ -7,11 +7,15 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/contextd/contextd/internal/testbin"
 )
 
 // These tests run against a real systemd user manager, as an unprivileged
@@ -70,32 +74,26 @@ func runAsTestUser() int {
 		}()
 	}
 
-	// go test keeps the binary in a 0700 directory of root's.
-	dir, err := os.MkdirTemp("", "contextd-scope-test-")
+	u, err := user.Lookup(testUser)
 	if err != nil {
 		return fail("%v", err)
 	}
-	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return fail("%v", err)
-	}
-	self, err := os.Executable()
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	staged, err := testbin.Stage("contextd-scope-test-", os.Args[1:], uid, gid)
 	if err != nil {
-		return fail("%v", err)
+		return fail("stage the test binary: %v", err)
 	}
-	bin := filepath.Join(dir, "scope.test")
-	if err := copyFile(self, bin, 0o755); err != nil {
-		return fail("copying the test binary: %v", err)
-	}
+	defer staged.Finish()
 
-	args := []string{script, "run", testUser, "-C", dir, innerEnv + "=1"}
+	args := []string{script, "run", testUser, "-C", staged.Dir, innerEnv + "=1"}
 	for _, v := range []string{"GORACE", "GOTRACEBACK"} {
 		if val, ok := os.LookupEnv(v); ok {
 			args = append(args, v+"="+val)
 		}
 	}
-	args = append(args, "--", bin)
-	args = append(args, innerFlags(os.Args[1:])...)
+	args = append(args, "--", staged.Bin)
+	args = append(args, staged.Args...)
 	fmt.Fprintf(os.Stderr, "scope tests: running as user %s under its systemd --user (%s)\n", testUser, script)
 	cmd := exec.Command("bash", args...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
@@ -117,27 +115,6 @@ func runAsTestUser() int {
 	}
 }
 
-// innerFlags drops the flags that name files in root's go-build directory
-// (the test user could not write them) and keeps the rest (-test.v,
-// -test.run, -test.bench, -test.timeout, ...).
-func innerFlags(in []string) []string {
-	drop := []string{"testlogfile", "coverprofile", "outputdir", "cpuprofile", "memprofile",
-		"blockprofile", "mutexprofile", "trace", "gocoverdir"}
-	var out []string
-next:
-	for _, a := range in {
-		name := strings.TrimLeft(a, "-")
-		name, _, _ = strings.Cut(name, "=")
-		for _, d := range drop {
-			if name == "test."+d {
-				continue next
-			}
-		}
-		out = append(out, a)
-	}
-	return out
-}
-
 func findUp(rel string) (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
@@ -154,23 +131,6 @@ func findUp(rel string) (string, error) {
 		}
 		dir = parent
 	}
-}
-
-func copyFile(src, dst string, mode os.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // helperMain runs the helper processes. Each waits for one line on stdin
@@ -291,15 +251,6 @@ func (h *held) wait(t testing.TB, timeout time.Duration) syscall.WaitStatus {
 		t.Fatalf("pid %d (%v) still running after %v", h.pid(), h.cmd.Args, timeout)
 	}
 	return h.cmd.ProcessState.Sys().(syscall.WaitStatus)
-}
-
-func (h *held) exited() bool {
-	select {
-	case <-h.done:
-		return true
-	default:
-		return false
-	}
 }
 
 // output is the process's stdout+stderr; call it only after wait.

@@ -823,12 +823,3 @@ func TestUnescapeMountinfo(t *testing.T) {
 		}
 	}
 }
-
-func TestInnerFlags(t *testing.T) {
-	in := []string{"-test.v=true", "-test.testlogfile=/tmp/go-build1/b001/testlog.txt", "-test.run=^TestX$",
-		"-test.coverprofile=/root/c.out", "-test.timeout=10m0s", "-test.paniconexit0"}
-	want := []string{"-test.v=true", "-test.run=^TestX$", "-test.timeout=10m0s", "-test.paniconexit0"}
-	if got := innerFlags(in); !slices.Equal(got, want) {
-		t.Errorf("innerFlags = %q, want %q", got, want)
-	}
-}

@@ -310,8 +310,8 @@ func TestDeriveWalk(t *testing.T) {
 	if derive(160) == agent || derive(170) == agent {
 		t.Error("a proxy without that agent got its id")
 	}
-	if derive(160) != derive(160) {
-		t.Error("unstable id")
+	if first, again := derive(160), derive(160); first != again {
+		t.Errorf("unstable id: %q then %q", first, again)
 	}
 	// The agent restarts with the same pid: a new start time, a new session.
 	writeStat(t, fake, 100, statLine(100, "claude", 50, 999999))

@@ -305,8 +305,6 @@ func (e *sysErr) Error() string {
 // Unwrap exposes both the class (for the catalog) and the errno (for errors.Is).
 func (e *sysErr) Unwrap() []error { return []error{e.class, e.errno} }
 
-func catalogErr(err error) error { return errnoErr("stat", err) }
-
 // DirPath opens rel as a directory through the confined lookup and returns its
 // resolved absolute path, for use as a process's working directory.
 func (r *Root) DirPath(rel string) (string, error) {

@@ -5,7 +5,6 @@
 package workspace
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,11 +30,11 @@ func Find(cwd string, markers []string) (Place, error) {
 	cwd = filepath.Clean(cwd)
 	realCwd, err := filepath.EvalSymlinks(cwd)
 	if err != nil {
-		return Place{}, fmt.Errorf("working directory %q: %w", cwd, classify(err))
+		return Place{}, fmt.Errorf("working directory %q: %w", cwd, errnoErr("stat", err))
 	}
 	fi, err := os.Stat(realCwd)
 	if err != nil {
-		return Place{}, fmt.Errorf("working directory %q: %w", cwd, classify(err))
+		return Place{}, fmt.Errorf("working directory %q: %w", cwd, errnoErr("stat", err))
 	}
 	if !fi.IsDir() {
 		return Place{}, fmt.Errorf("working directory %q is not a directory: %w", cwd, catalog.ErrBadInput)
@@ -121,15 +120,4 @@ func under(root, p string) (string, bool) {
 		return p[len(root)+1:], true
 	}
 	return "", false
-}
-
-// classify maps a syscall error to the catalog.
-func classify(err error) error {
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return catalog.ErrNotFound
-	case errors.Is(err, os.ErrPermission):
-		return catalog.ErrFilePermission
-	}
-	return catalogErr(err)
 }
