@@ -1,5 +1,6 @@
 // Package catalog is contextd's error catalog: the stable error codes, their exit
-// statuses and gRPC codes, and the one place errors are translated between them.
+// statuses and gRPC codes, and the one place errors are translated between them
+// (the protobuf form lives in package wire, which builds on this one).
 package catalog
 
 import (
@@ -7,8 +8,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
-	"google.golang.org/grpc/codes"
 )
 
 // Exit statuses from sysexits.h, used for contextd's own failures. A tool's own
@@ -29,13 +28,32 @@ const (
 	ExitInterrupted = 130 // as a shell reports SIGINT
 )
 
+// Status is a gRPC status code. The catalog keeps its own copy of the few it uses
+// (their numbers are fixed by the gRPC specification) so that it does not link
+// gRPC: the proxy, which starts on every tool call, uses the catalog and not gRPC.
+type Status uint32
+
+// The gRPC status codes the catalog maps to (numbers from the gRPC specification).
+const (
+	StatusOK                 Status = 0
+	StatusCanceled           Status = 1
+	StatusInvalidArgument    Status = 3
+	StatusDeadlineExceeded   Status = 4
+	StatusNotFound           Status = 5
+	StatusAlreadyExists      Status = 6
+	StatusPermissionDenied   Status = 7
+	StatusFailedPrecondition Status = 9
+	StatusInternal           Status = 13
+	StatusUnavailable        Status = 14
+)
+
 // Class is one entry of the catalog. A *Class is itself an error, so it is used as a
 // sentinel: wrap it with %w and test with errors.Is.
 type Class struct {
 	Code string     // stable identifier, "CTXD-Exxx"; never reused or renumbered
 	Name string     // short lower-case description, used as the error text
 	Exit int        // exit status of the proxy and of contextd's own commands
-	GRPC codes.Code // status code when the error is a protocol failure
+	GRPC Status  // gRPC status code when the error is a protocol failure
 	Hint string     // what the user or agent should do about it
 }
 
@@ -43,7 +61,7 @@ func (c *Class) Error() string { return c.Name }
 
 var registry = map[string]*Class{}
 
-func define(code, name string, exit int, grpc codes.Code, hint string) *Class {
+func define(code, name string, exit int, grpc Status, hint string) *Class {
 	if _, dup := registry[code]; dup {
 		panic("catalog: duplicate code " + code)
 	}
@@ -56,63 +74,63 @@ func define(code, name string, exit int, grpc codes.Code, hint string) *Class {
 // the daemon, 02x files and the workspace, 03x running commands, 04x continuation,
 // 05x contextd itself, 06x configuration.
 var (
-	ErrUsage = define("CTXD-E001", "usage error", ExitUsage, codes.InvalidArgument,
+	ErrUsage = define("CTXD-E001", "usage error", ExitUsage, StatusInvalidArgument,
 		"run the tool with --help to see its arguments")
-	ErrBadInput = define("CTXD-E002", "invalid input", ExitDataErr, codes.InvalidArgument,
+	ErrBadInput = define("CTXD-E002", "invalid input", ExitDataErr, StatusInvalidArgument,
 		"fix the input so it matches the tool's schema.json")
-	ErrUnknownTool = define("CTXD-E003", "unknown tool", ExitUsage, codes.NotFound,
+	ErrUnknownTool = define("CTXD-E003", "unknown tool", ExitUsage, StatusNotFound,
 		"run `contextd-proxy install` again; the proxy and the daemon may be different versions")
 
-	ErrDaemonUnavailable = define("CTXD-E010", "contextd is not reachable", ExitUnavailable, codes.Unavailable,
+	ErrDaemonUnavailable = define("CTXD-E010", "contextd is not reachable", ExitUnavailable, StatusUnavailable,
 		"start it with `systemctl --user start contextd.socket` (or run `contextd serve`)")
-	ErrSocketPermission = define("CTXD-E011", "permission denied on the contextd socket", ExitUnavailable, codes.PermissionDenied,
+	ErrSocketPermission = define("CTXD-E011", "permission denied on the contextd socket", ExitUnavailable, StatusPermissionDenied,
 		"the socket belongs to another user; each user runs their own contextd (check CONTEXTD_SOCKET and XDG_RUNTIME_DIR)")
-	ErrPeerRefused = define("CTXD-E012", "connection refused by the daemon's peer check", ExitNoPerm, codes.PermissionDenied,
+	ErrPeerRefused = define("CTXD-E012", "connection refused by the daemon's peer check", ExitNoPerm, StatusPermissionDenied,
 		"contextd serves only the user it runs as; run your own with `systemctl --user start contextd.socket`, or add your uid to allowed_uids in its config")
-	ErrConnectionLost = define("CTXD-E013", "connection to contextd lost during the call", ExitTempFail, codes.Unavailable,
+	ErrConnectionLost = define("CTXD-E013", "connection to contextd lost during the call", ExitTempFail, StatusUnavailable,
 		"the daemon stopped or crashed mid-call; the command may have run in part: check its effects, then retry")
-	ErrShuttingDown = define("CTXD-E014", "contextd is shutting down", ExitTempFail, codes.Unavailable,
+	ErrShuttingDown = define("CTXD-E014", "contextd is shutting down", ExitTempFail, StatusUnavailable,
 		"the call was stopped because the daemon is exiting; retry it (socket activation starts a new daemon)")
-	ErrInterrupted = define("CTXD-E016", "interrupted", ExitInterrupted, codes.Canceled,
+	ErrInterrupted = define("CTXD-E016", "interrupted", ExitInterrupted, StatusCanceled,
 		"the call was canceled on your request (SIGINT/SIGTERM); a running command was killed")
-	ErrDaemonIdentity = define("CTXD-E015", "the socket is served by another user", ExitNoPerm, codes.PermissionDenied,
+	ErrDaemonIdentity = define("CTXD-E015", "the socket is served by another user", ExitNoPerm, StatusPermissionDenied,
 		"the process behind the socket does not run as you; do not send it your calls (check CONTEXTD_SOCKET)")
 
-	ErrOutsideWorkspace = define("CTXD-E020", "path is outside the workspace", ExitNoPerm, codes.PermissionDenied,
+	ErrOutsideWorkspace = define("CTXD-E020", "path is outside the workspace", ExitNoPerm, StatusPermissionDenied,
 		"use a path inside the project (its git top level or the working directory); `..` and symlinks may not leave it")
-	ErrNotFound = define("CTXD-E021", "no such file or directory", ExitNoInput, codes.NotFound,
+	ErrNotFound = define("CTXD-E021", "no such file or directory", ExitNoInput, StatusNotFound,
 		"check the path; paths are relative to the working directory and stay inside the workspace")
-	ErrNotRegular = define("CTXD-E022", "not a regular text file", ExitDataErr, codes.InvalidArgument,
+	ErrNotRegular = define("CTXD-E022", "not a regular text file", ExitDataErr, StatusInvalidArgument,
 		"safe_read reads regular text files; use safe_bash (ls, file, xxd) for directories, devices and binaries")
-	ErrIO = define("CTXD-E023", "input/output error", ExitIOErr, codes.Internal,
+	ErrIO = define("CTXD-E023", "input/output error", ExitIOErr, StatusInternal,
 		"check the file system (space, permissions); nothing was changed if a write failed")
-	ErrSymlinkLoop = define("CTXD-E024", "too many levels of symbolic links", ExitDataErr, codes.InvalidArgument,
+	ErrSymlinkLoop = define("CTXD-E024", "too many levels of symbolic links", ExitDataErr, StatusInvalidArgument,
 		"the path goes through a symlink loop; fix or avoid the link")
-	ErrFilePermission = define("CTXD-E025", "permission denied on a file", ExitNoPerm, codes.PermissionDenied,
+	ErrFilePermission = define("CTXD-E025", "permission denied on a file", ExitNoPerm, StatusPermissionDenied,
 		"the file's permissions, a read-only mount, or a path contextd keeps read-only in the sandbox (.claude, .git/config, .git/hooks) forbid this; contextd runs with your rights, no more")
 
-	ErrTimeout = define("CTXD-E030", "command timed out", ExitTimeout, codes.DeadlineExceeded,
+	ErrTimeout = define("CTXD-E030", "command timed out", ExitTimeout, StatusDeadlineExceeded,
 		"the command was killed with its whole process group; raise --timeout (up to the configured maximum) or split the work")
-	ErrSandbox = define("CTXD-E032", "the sandbox could not be set up", ExitSoftware, codes.FailedPrecondition,
+	ErrSandbox = define("CTXD-E032", "the sandbox could not be set up", ExitSoftware, StatusFailedPrecondition,
 		"the call did not run: a protection layer failed and contextd fails closed; `contextd doctor` checks each layer and says how to fix it")
-	ErrLaunch = define("CTXD-E031", "command could not be started", ExitSoftware, codes.Internal,
+	ErrLaunch = define("CTXD-E031", "command could not be started", ExitSoftware, StatusInternal,
 		"check that the shell and the working directory exist")
 
-	ErrUnknownContinuation = define("CTXD-E040", "unknown or expired continuation reference", ExitDataErr, codes.NotFound,
+	ErrUnknownContinuation = define("CTXD-E040", "unknown or expired continuation reference", ExitDataErr, StatusNotFound,
 		"run the original call again to get a fresh reference")
 
-	ErrInternal = define("CTXD-E050", "internal error", ExitSoftware, codes.Internal,
+	ErrInternal = define("CTXD-E050", "internal error", ExitSoftware, StatusInternal,
 		"this is a bug in contextd; the daemon log has details")
-	ErrPolicy = define("CTXD-E051", "refused by policy", ExitNoPerm, codes.PermissionDenied,
+	ErrPolicy = define("CTXD-E051", "refused by policy", ExitNoPerm, StatusPermissionDenied,
 		"the daemon's configuration forbids this call")
-	ErrRoot = define("CTXD-E052", "refusing to run as root", ExitNoPerm, codes.PermissionDenied,
+	ErrRoot = define("CTXD-E052", "refusing to run as root", ExitNoPerm, StatusPermissionDenied,
 		"run contextd as your own user (systemctl --user); pass --allow-root only if you really mean it")
-	ErrAlreadyRunning = define("CTXD-E053", "another contextd is already listening on the socket", ExitTempFail, codes.AlreadyExists,
+	ErrAlreadyRunning = define("CTXD-E053", "another contextd is already listening on the socket", ExitTempFail, StatusAlreadyExists,
 		"stop it first (`systemctl --user stop contextd.socket contextd.service`) or use another --socket")
-	ErrConflict = define("CTXD-E054", "refusing to overwrite a file contextd did not create", ExitCantCreat, codes.AlreadyExists,
+	ErrConflict = define("CTXD-E054", "refusing to overwrite a file contextd did not create", ExitCantCreat, StatusAlreadyExists,
 		"move the file away, or leave it; nothing was changed")
 
-	ErrConfig = define("CTXD-E060", "invalid configuration", ExitConfig, codes.FailedPrecondition,
+	ErrConfig = define("CTXD-E060", "invalid configuration", ExitConfig, StatusFailedPrecondition,
 		"fix the named key in the configuration file; docs/config.md lists every key")
 )
 

@@ -8,11 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/wire"
 )
 
 var codeRE = regexp.MustCompile(`^CTXD-E\d{3}$`)
@@ -45,7 +41,7 @@ func TestCodesUniqueAndWellFormed(t *testing.T) {
 		if c.Exit <= 0 || c.Exit > 255 {
 			t.Errorf("%s: exit status %d out of range", c.Code, c.Exit)
 		}
-		if c.GRPC == codes.OK {
+		if c.GRPC == catalog.StatusOK {
 			t.Errorf("%s: gRPC code OK for an error", c.Code)
 		}
 		if i > 0 && all[i-1].Code >= c.Code {
@@ -84,59 +80,7 @@ func TestSentinelsRegistered(t *testing.T) {
 	}
 }
 
-func TestStatusRoundTrip(t *testing.T) {
-	for _, c := range catalog.All() {
-		t.Run(c.Code, func(t *testing.T) {
-			orig := fmt.Errorf("doing something with /some/path: %w", c)
-			st := catalog.ToStatus(orig)
-			s, ok := status.FromError(st)
-			if !ok {
-				t.Fatalf("ToStatus returned a non-status error %T", st)
-			}
-			if s.Code() != c.GRPC {
-				t.Errorf("status code %v, want %v", s.Code(), c.GRPC)
-			}
-			back, fromDaemon := catalog.FromStatus(st)
-			if !fromDaemon {
-				t.Fatal("FromStatus did not find the catalog detail")
-			}
-			if !errors.Is(back, c) {
-				t.Errorf("round trip lost the class: got %v (class %s)", back, catalog.ClassOf(back).Code)
-			}
-			for _, other := range catalog.All() {
-				if other != c && errors.Is(back, other) {
-					t.Errorf("round trip also matches %s", other.Code)
-				}
-			}
-			if back.Error() != orig.Error() {
-				t.Errorf("message changed: %q -> %q", orig.Error(), back.Error())
-			}
-			if catalog.ExitCode(back) != c.Exit {
-				t.Errorf("ExitCode %d, want %d", catalog.ExitCode(back), c.Exit)
-			}
-		})
-	}
-}
-
-func TestFromStatusWithoutDetail(t *testing.T) {
-	plain := status.Error(codes.Unavailable, "connection refused")
-	back, fromDaemon := catalog.FromStatus(plain)
-	if fromDaemon {
-		t.Error("a status without detail was taken as the daemon's")
-	}
-	if back != plain {
-		t.Errorf("FromStatus changed a transport error: %v", back)
-	}
-	notStatus := errors.New("plain")
-	if back, ok := catalog.FromStatus(notStatus); ok || back != notStatus {
-		t.Errorf("FromStatus(plain error) = %v, %v", back, ok)
-	}
-	if catalog.ToStatus(nil) != nil || catalog.ToWire(nil) != nil || catalog.FromWire(nil) != nil {
-		t.Error("nil must map to nil")
-	}
-}
-
-func TestFromWire(t *testing.T) {
+func TestFromDetail(t *testing.T) {
 	tests := []struct {
 		code string
 		want *catalog.Class
@@ -148,13 +92,26 @@ func TestFromWire(t *testing.T) {
 		{"garbage", catalog.ErrInternal},
 	}
 	for _, tt := range tests {
-		err := catalog.FromWire(&wire.Error{Code: tt.code, Message: "msg from daemon " + tt.code})
+		err := catalog.FromDetail(&catalog.Detail{Code: tt.code, Message: "msg from daemon " + tt.code})
 		if !errors.Is(err, tt.want) {
-			t.Errorf("FromWire(%q) is %s, want %s", tt.code, catalog.ClassOf(err).Code, tt.want.Code)
+			t.Errorf("FromDetail(%q) is %s, want %s", tt.code, catalog.ClassOf(err).Code, tt.want.Code)
 		}
 		if err.Error() != "msg from daemon "+tt.code {
-			t.Errorf("FromWire(%q) lost the message: %q", tt.code, err.Error())
+			t.Errorf("FromDetail(%q) lost the message: %q", tt.code, err.Error())
 		}
+	}
+}
+
+func TestDetailRoundTrip(t *testing.T) {
+	for _, c := range catalog.All() {
+		orig := fmt.Errorf("doing something with /some/path: %w", c)
+		back := catalog.FromDetail(catalog.ToDetail(orig))
+		if !errors.Is(back, c) || back.Error() != orig.Error() || catalog.ExitCode(back) != c.Exit {
+			t.Errorf("%s: round trip gave %v (class %s)", c.Code, back, catalog.ClassOf(back).Code)
+		}
+	}
+	if catalog.ToDetail(nil) != nil || catalog.FromDetail(nil) != nil {
+		t.Error("nil must map to nil")
 	}
 }
 

@@ -107,9 +107,13 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 	)
 	wire.RegisterToolsServer(srv, svc)
 
+	// Both protocols share the socket: the mux serves the proxy's light
+	// protocol itself and hands gRPC connections to srv.
 	pl := peer.NewListener(ln, cfg.AllowedUIDs, log)
+	mx := newMux(svc, pl, cfg.MaxRequestBytes)
+	go mx.serve(pl)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(pl) }()
+	go func() { served <- srv.Serve(mx.grpcLn) }()
 
 	if err := o.Notify(fmt.Sprintf("READY=1\nSTATUS=serving on %s", ln.Addr())); err != nil {
 		log.Warn("sd_notify READY failed", "err", err)
@@ -133,7 +137,7 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 	o.Notify("STOPPING=1\nSTATUS=draining")
 	log.Info("contextd stopping", "reason", reason, "calls_in_flight", svc.inFlight())
 	stopped := make(chan struct{})
-	go func() { srv.GracefulStop(); close(stopped) }()
+	go func() { srv.GracefulStop(); mx.wait(); close(stopped) }()
 	select {
 	case <-stopped:
 	case <-time.After(cfg.DrainTimeout.Duration):
@@ -143,6 +147,7 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 		case <-stopped:
 		case <-time.After(finalGrace):
 			srv.Stop()
+			mx.closeAll()
 			<-stopped
 		}
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/tools"
-	"github.com/contextd/contextd/proxy/client"
+	"github.com/contextd/contextd/wire/grpcclient"
 	"github.com/contextd/contextd/wire"
 )
 
@@ -59,7 +59,7 @@ func TestIdleExit(t *testing.T) {
 	cfg := config.Default()
 	cfg.IdleTimeout.Duration = 300 * time.Millisecond
 	path, done, n := start(t, cfg, context.Background())
-	c, err := client.Dial(path)
+	c, err := grpcclient.Dial(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestDrainCancelsCallsInFlight(t *testing.T) {
 	cfg.DrainTimeout.Duration = 300 * time.Millisecond
 	ctx, stop := context.WithCancel(context.Background())
 	path, done, _ := start(t, cfg, ctx)
-	c, err := client.Dial(path)
+	c, err := grpcclient.Dial(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestDrainCancelsCallsInFlight(t *testing.T) {
 			res = r
 		}
 	}
-	if res == nil || !errors.Is(catalog.FromWire(res.Error), catalog.ErrShuttingDown) {
+	if res == nil || !errors.Is(wire.ErrorFrom(res.Error), catalog.ErrShuttingDown) {
 		t.Fatalf("result %v, want CTXD-E014", res)
 	}
 	select {
@@ -144,7 +144,7 @@ func TestDrainCancelsCallsInFlight(t *testing.T) {
 // Bad input is a protocol error with its code; a tool's own failure is a result.
 func TestErrorsTravelWithTheirCodes(t *testing.T) {
 	path, _, _ := start(t, config.Default(), context.Background())
-	c, err := client.Dial(path)
+	c, err := grpcclient.Dial(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestErrorsTravelWithTheirCodes(t *testing.T) {
 		t.Errorf("bad input: %v", err)
 	}
 	r, err := call("safe_read", `{"path":"missing"}`)
-	if err != nil || !errors.Is(catalog.FromWire(r.Error), catalog.ErrNotFound) {
+	if err != nil || !errors.Is(wire.ErrorFrom(r.Error), catalog.ErrNotFound) {
 		t.Errorf("missing file: %v %v", r, err)
 	}
 }

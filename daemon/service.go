@@ -26,8 +26,12 @@ type service struct {
 // Status implements wire.ToolsServer.
 func (s *service) Status(ctx context.Context, _ *wire.StatusRequest) (*wire.StatusReply, error) {
 	if _, ok := peer.FromContext(ctx); !ok {
-		return nil, catalog.ToStatus(fmt.Errorf("no peer credentials: %w", catalog.ErrPeerRefused))
+		return nil, wire.ToStatus(fmt.Errorf("no peer credentials: %w", catalog.ErrPeerRefused))
 	}
+	return s.status(), nil
+}
+
+func (s *service) status() *wire.StatusReply {
 	return &wire.StatusReply{
 		Version:         s.opts.Version,
 		Pid:             int32(os.Getpid()),
@@ -35,40 +39,46 @@ func (s *service) Status(ctx context.Context, _ *wire.StatusRequest) (*wire.Stat
 		CallsInFlight:   int32(s.inFlight()),
 		SocketActivated: s.opts.Activated,
 		Tools:           s.opts.Tools.Names(),
-	}, nil
+	}
 }
 
-// Call implements wire.ToolsServer. Errors before the tool runs are the caller's
-// (or contextd's) and go back as gRPC statuses; everything after, including the
-// tool's own failure, goes back in the Result.
+// Call implements wire.ToolsServer.
 func (s *service) Call(req *wire.CallRequest, stream wire.Tools_CallServer) error {
+	cred, ok := peer.FromContext(stream.Context())
+	if !ok {
+		return wire.ToStatus(fmt.Errorf("no peer credentials: %w", catalog.ErrPeerRefused))
+	}
+	return wire.ToStatus(s.call(stream.Context(), req, cred, stream.Send))
+}
+
+// call runs one call for either protocol; send delivers its events in order.
+// Errors before the tool runs are the caller's (or contextd's) and are returned,
+// for the protocol to report; everything after, including the tool's own
+// failure, goes back in the Result.
+func (s *service) call(parent context.Context, req *wire.CallRequest, cred peer.Cred, send func(*wire.CallEvent) error) error {
 	s.begin()
 	defer s.end()
 	start := time.Now()
-	cred, ok := peer.FromContext(stream.Context())
-	if !ok {
-		return catalog.ToStatus(fmt.Errorf("no peer credentials: %w", catalog.ErrPeerRefused))
-	}
 	log := s.opts.Logger.With("tool", req.GetTool(), "peer_pid", cred.PID, "peer_uid", cred.UID)
 
 	env, call, err := s.prepare(req, cred)
 	if err != nil {
 		log.Info("call refused", "code", catalog.ClassOf(err).Code, "err", err)
-		return catalog.ToStatus(err)
+		return err
 	}
 	log = log.With("session", env.Session)
 
 	// The call ends when the caller goes away or when the daemon stops draining.
-	ctx, cancel := context.WithCancelCause(stream.Context())
+	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
 	stopAfter := context.AfterFunc(s.callsCtx, func() { cancel(context.Cause(s.callsCtx)) })
 	defer stopAfter()
 
-	env.Out = &streamWriter{stream: stream}
+	env.Out = &streamWriter{send: send}
 	out := call.Run(ctx, env)
 	res := &wire.Result{
 		ExitCode:  int32(out.ExitCode),
-		Error:     catalog.ToWire(out.Err),
+		Error:     wire.ErrorOf(out.Err),
 		Session:   env.Session,
 		Workspace: env.Place.Root,
 	}
@@ -84,7 +94,7 @@ func (s *service) Call(req *wire.CallRequest, stream wire.Tools_CallServer) erro
 		attrs = append(attrs, "code", catalog.ClassOf(out.Err).Code, "err", out.Err)
 	}
 	log.Info("call", attrs...)
-	if err := stream.Send(&wire.CallEvent{Event: &wire.CallEvent_Result{Result: res}}); err != nil {
+	if err := send(&wire.CallEvent{Event: &wire.CallEvent_Result{Result: res}}); err != nil {
 		log.Info("result not delivered: caller gone", "err", err)
 	}
 	return nil
@@ -128,7 +138,9 @@ func (s *service) prepare(req *wire.CallRequest, cred peer.Cred) (*tools.Env, to
 
 // streamWriter sends everything written to it as Output events. Writes are not
 // concurrent: tools write from one goroutine at a time.
-type streamWriter struct{ stream wire.Tools_CallServer }
+type streamWriter struct {
+	send func(*wire.CallEvent) error
+}
 
 // maxChunk keeps each message well under gRPC's default 4 MiB receive limit.
 const maxChunk = 256 << 10
@@ -138,7 +150,7 @@ func (w *streamWriter) Write(p []byte) (int, error) {
 	for len(p) > 0 {
 		c := p[:min(len(p), maxChunk)]
 		// Send does not keep c after it returns, so the caller's buffer is safe.
-		if err := w.stream.Send(&wire.CallEvent{Event: &wire.CallEvent_Output{Output: &wire.Output{Data: c}}}); err != nil {
+		if err := w.send(&wire.CallEvent{Event: &wire.CallEvent_Output{Output: &wire.Output{Data: c}}}); err != nil {
 			return n, fmt.Errorf("send output: %v: %w", err, catalog.ErrConnectionLost)
 		}
 		n += len(c)

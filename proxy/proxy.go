@@ -21,7 +21,7 @@ import (
 	"github.com/contextd/contextd/proxy/client"
 	"github.com/contextd/contextd/proxy/install"
 	"github.com/contextd/contextd/toolspec"
-	"github.com/contextd/contextd/wire"
+	"github.com/contextd/contextd/wire/lite"
 )
 
 // Version is set at build time (-ldflags -X).
@@ -135,8 +135,8 @@ func runInstall(args []string, sio IO) error {
 	return err
 }
 
-// request builds the wire request for a parsed invocation.
-func request(tool string, inv *cli.Invocation) (*wire.CallRequest, error) {
+// request builds the call for a parsed invocation.
+func request(tool string, inv *cli.Invocation) (*lite.Call, error) {
 	cwd, err := os.Getwd()
 	if err != nil {
 		return nil, fmt.Errorf("working directory: %v: %w", err, catalog.ErrBadInput)
@@ -150,13 +150,13 @@ func request(tool string, inv *cli.Invocation) (*wire.CallRequest, error) {
 			env[k] = v
 		}
 	}
-	return &wire.CallRequest{
-		Tool:        tool,
-		InputJson:   inv.Input,
-		Session:     os.Getenv("CONTEXTD_SESSION"),
-		Cwd:         cwd,
-		ContinueRef: inv.Continue,
-		Env:         env,
+	return &lite.Call{
+		Tool:     tool,
+		Input:    inv.Input,
+		Session:  os.Getenv("CONTEXTD_SESSION"),
+		Cwd:      cwd,
+		Continue: inv.Continue,
+		Env:      env,
 	}, nil
 }
 
@@ -185,7 +185,7 @@ func runTool(ctx context.Context, tool string, args []string, sio IO) (int, erro
 	if inv.Format == cli.JSON {
 		out = &jsonSink{w: sio.Stdout}
 	}
-	res, err := call(ctx, conn, req, out)
+	res, err := conn.Call(ctx, req, out.data)
 	if err != nil {
 		out.fail(err)
 		return 0, err
@@ -194,10 +194,10 @@ func runTool(ctx context.Context, tool string, args []string, sio IO) (int, erro
 	if sb := res.Sandbox; sb != nil && sb.Scope == "" && sb.ScopeNote != "" && inv.Format == cli.Text {
 		fmt.Fprintf(sio.Stderr, "contextd: note: ran without a systemd scope (no per-call memory/task limits): %s\n", sb.ScopeNote)
 	}
-	var toolErr error
-	if res.Error != nil {
-		toolErr = catalog.FromWire(res.Error)
+	for _, w := range res.Warnings {
+		fmt.Fprintf(sio.Stderr, "contextd: warning: %s\n", w)
 	}
+	toolErr := catalog.FromDetail(res.Error)
 	switch {
 	case toolErr != nil && tool == "safe_bash" && errors.Is(toolErr, catalog.ErrTimeout):
 		fmt.Fprintln(sio.Stderr, catalog.Format(toolErr))
@@ -210,38 +210,10 @@ func runTool(ctx context.Context, tool string, args []string, sio IO) (int, erro
 	return 0, nil
 }
 
-// call runs one RPC, feeding output to out as it streams.
-func call(ctx context.Context, conn *client.Conn, req *wire.CallRequest, out resultSink) (*wire.Result, error) {
-	stream, err := conn.Call(ctx, req)
-	if err != nil {
-		return nil, conn.Classify(err, false)
-	}
-	started := false
-	for {
-		ev, err := stream.Recv()
-		if err == io.EOF {
-			return nil, fmt.Errorf("stream ended without a result: %w", catalog.ErrConnectionLost)
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("%s: %w", req.Tool, catalog.ErrInterrupted)
-			}
-			return nil, conn.Classify(err, started)
-		}
-		started = true
-		switch e := ev.Event.(type) {
-		case *wire.CallEvent_Output:
-			out.data(e.Output.Data)
-		case *wire.CallEvent_Result:
-			return e.Result, nil
-		}
-	}
-}
-
 // resultSink prints a result in one of the two formats.
 type resultSink interface {
 	data([]byte)
-	done(*wire.Result)
+	done(*lite.Result)
 	fail(error)
 }
 
@@ -262,7 +234,7 @@ func (t *textSink) data(b []byte) {
 	t.lastNL = b[len(b)-1] == '\n'
 }
 
-func (t *textSink) done(r *wire.Result) {
+func (t *textSink) done(r *lite.Result) {
 	if r.HasMore && r.Continue != "" {
 		if t.written && !t.lastNL {
 			fmt.Fprintln(t.w)
@@ -285,32 +257,33 @@ type jsonSink struct {
 
 // Envelope is the --format json output.
 type Envelope struct {
-	Data       string        `json:"data"`
-	Refs       []string      `json:"refs"`
-	TokensUsed int64         `json:"tokens_used"`
-	HasMore    bool          `json:"has_more"`
-	Truncated  bool          `json:"truncated"`
-	Continue   string        `json:"continue,omitempty"`
-	ExitCode   *int32        `json:"exit_code,omitempty"`
-	Sandbox    *wire.Sandbox `json:"sandbox,omitempty"`
-	Error      *wire.Error   `json:"error,omitempty"`
-	Session    string        `json:"session,omitempty"`
-	Workspace  string        `json:"workspace,omitempty"`
+	Data       string          `json:"data"`
+	Refs       []string        `json:"refs"`
+	TokensUsed int64           `json:"tokens_used"`
+	HasMore    bool            `json:"has_more"`
+	Truncated  bool            `json:"truncated"`
+	Continue   string          `json:"continue,omitempty"`
+	ExitCode   *int            `json:"exit_code,omitempty"`
+	Sandbox    *lite.Sandbox   `json:"sandbox,omitempty"`
+	Error      *catalog.Detail `json:"error,omitempty"`
+	Warnings   []string        `json:"warnings,omitempty"`
+	Session    string          `json:"session,omitempty"`
+	Workspace  string          `json:"workspace,omitempty"`
 }
 
 func (j *jsonSink) data(b []byte) { j.buf = append(j.buf, b...) }
 
-func (j *jsonSink) done(r *wire.Result) {
+func (j *jsonSink) done(r *lite.Result) {
 	code := r.ExitCode
 	j.print(&Envelope{
 		Data: string(j.buf), Refs: nonNil(r.Refs), TokensUsed: r.TokensUsed, HasMore: r.HasMore,
 		Truncated: r.Truncated, Continue: r.Continue, ExitCode: &code, Error: r.Error, Sandbox: r.Sandbox,
-		Session: r.Session, Workspace: r.Workspace,
+		Session: r.Session, Workspace: r.Workspace, Warnings: r.Warnings,
 	})
 }
 
 func (j *jsonSink) fail(err error) {
-	j.print(&Envelope{Data: string(j.buf), Refs: []string{}, Error: catalog.ToWire(err)})
+	j.print(&Envelope{Data: string(j.buf), Refs: []string{}, Error: catalog.ToDetail(err)})
 }
 
 func (j *jsonSink) print(e *Envelope) {

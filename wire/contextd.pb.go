@@ -40,7 +40,10 @@ type CallRequest struct {
 	ContinueRef string `protobuf:"bytes,5,opt,name=continue_ref,json=continueRef,proto3" json:"continue_ref,omitempty"`
 	// The caller's environment, reduced by the proxy to the variables a command may
 	// see (PATH, LANG, LC_*, TERM, TZ, ...); the daemon filters it again.
-	Env           map[string]string `protobuf:"bytes,6,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Env map[string]string `protobuf:"bytes,6,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// A smaller token budget than the tool's configured one; 0 means the
+	// configured one. More than the configured ceiling is refused.
+	MaxTokens     int32 `protobuf:"varint,7,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -115,6 +118,13 @@ func (x *CallRequest) GetEnv() map[string]string {
 		return x.Env
 	}
 	return nil
+}
+
+func (x *CallRequest) GetMaxTokens() int32 {
+	if x != nil {
+		return x.MaxTokens
+	}
+	return 0
 }
 
 type CallEvent struct {
@@ -260,7 +270,10 @@ type Result struct {
 	// The workspace the call was confined to.
 	Workspace string `protobuf:"bytes,9,opt,name=workspace,proto3" json:"workspace,omitempty"`
 	// The protection layers the call ran under.
-	Sandbox       *Sandbox `protobuf:"bytes,10,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
+	Sandbox *Sandbox `protobuf:"bytes,10,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
+	// Things the caller should know that are not failures (e.g. placeholders
+	// that safe_write could not put back).
+	Warnings      []string `protobuf:"bytes,11,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -361,6 +374,13 @@ func (x *Result) GetWorkspace() string {
 func (x *Result) GetSandbox() *Sandbox {
 	if x != nil {
 		return x.Sandbox
+	}
+	return nil
+}
+
+func (x *Result) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
 	}
 	return nil
 }
@@ -633,7 +653,7 @@ var File_contextd_proto protoreflect.FileDescriptor
 
 const file_contextd_proto_rawDesc = "" +
 	"\n" +
-	"\x0econtextd.proto\x12\vcontextd.v1\"\xfc\x01\n" +
+	"\x0econtextd.proto\x12\vcontextd.v1\"\x9b\x02\n" +
 	"\vCallRequest\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12\x1d\n" +
 	"\n" +
@@ -641,7 +661,9 @@ const file_contextd_proto_rawDesc = "" +
 	"\asession\x18\x03 \x01(\tR\asession\x12\x10\n" +
 	"\x03cwd\x18\x04 \x01(\tR\x03cwd\x12!\n" +
 	"\fcontinue_ref\x18\x05 \x01(\tR\vcontinueRef\x123\n" +
-	"\x03env\x18\x06 \x03(\v2!.contextd.v1.CallRequest.EnvEntryR\x03env\x1a6\n" +
+	"\x03env\x18\x06 \x03(\v2!.contextd.v1.CallRequest.EnvEntryR\x03env\x12\x1d\n" +
+	"\n" +
+	"max_tokens\x18\a \x01(\x05R\tmaxTokens\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"r\n" +
@@ -650,7 +672,7 @@ const file_contextd_proto_rawDesc = "" +
 	"\x06result\x18\x02 \x01(\v2\x13.contextd.v1.ResultH\x00R\x06resultB\a\n" +
 	"\x05event\"\x1c\n" +
 	"\x06Output\x12\x12\n" +
-	"\x04data\x18\x01 \x01(\fR\x04data\"\xc1\x02\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\"\xdd\x02\n" +
 	"\x06Result\x12\x1b\n" +
 	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x1c\n" +
 	"\ttruncated\x18\x02 \x01(\bR\ttruncated\x12\x19\n" +
@@ -663,7 +685,8 @@ const file_contextd_proto_rawDesc = "" +
 	"\asession\x18\b \x01(\tR\asession\x12\x1c\n" +
 	"\tworkspace\x18\t \x01(\tR\tworkspace\x12.\n" +
 	"\asandbox\x18\n" +
-	" \x01(\v2\x14.contextd.v1.SandboxR\asandbox\"\x92\x01\n" +
+	" \x01(\v2\x14.contextd.v1.SandboxR\asandbox\x12\x1a\n" +
+	"\bwarnings\x18\v \x03(\tR\bwarnings\"\x92\x01\n" +
 	"\aSandbox\x12\x1e\n" +
 	"\n" +
 	"namespaces\x18\x01 \x01(\bR\n" +

@@ -1,19 +1,7 @@
 package wire
 
-import (
-	"fmt"
-	"os"
-	"path/filepath"
-)
+import "github.com/contextd/contextd/wire/lite"
 
-// DefaultSocketPath is where the daemon listens and the proxy connects:
-// $XDG_RUNTIME_DIR/contextd/contextd.sock, the path contextd.socket uses
-// (%t/contextd/contextd.sock). Without XDG_RUNTIME_DIR it falls back to
-// /run/user/<uid>, what pam_systemd sets.
-func DefaultSocketPath() string {
-	dir := os.Getenv("XDG_RUNTIME_DIR")
-	if dir == "" {
-		dir = fmt.Sprintf("/run/user/%d", os.Getuid())
-	}
-	return filepath.Join(dir, "contextd", "contextd.sock")
-}
+// DefaultSocketPath is where the daemon listens and clients connect (see
+// lite.DefaultSocketPath, which both protocols share).
+func DefaultSocketPath() string { return lite.DefaultSocketPath() }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/proxy/client"
+	"github.com/contextd/contextd/wire/grpcclient"
 	"github.com/contextd/contextd/wire"
 )
 
@@ -18,7 +19,7 @@ func main() {
 	cwd, _ := os.Getwd()
 	for i := 0; i < 5; i++ {
 		t0 := time.Now()
-		c, err := client.Dial(client.SocketPath())
+		c, err := grpcclient.Dial(client.SocketPath())
 		if err != nil {
 			fmt.Println(err)
 			os.Exit(1)

@@ -5,30 +5,35 @@ package peer
 
 import (
 	"context"
-	"fmt"
 
 	"google.golang.org/grpc/credentials"
 	grpcpeer "google.golang.org/grpc/peer"
+
+	"github.com/contextd/contextd/daemon/peer/cred"
 )
 
 // Cred is who is at the other end of a Unix socket, as the kernel saw it at
 // connect time. It is the gRPC AuthInfo of every connection the daemon accepts.
-type Cred struct {
-	PID int32
-	UID uint32
-	GID uint32
-}
-
-// AuthType implements credentials.AuthInfo.
-func (Cred) AuthType() string { return "unix-peercred" }
-
-func (c Cred) String() string { return fmt.Sprintf("pid=%d uid=%d gid=%d", c.PID, c.UID, c.GID) }
+type Cred = cred.Cred
 
 var _ credentials.AuthInfo = Cred{}
 
-// FromContext returns the caller of a gRPC handler. It fails when the connection
-// did not come through Listener, which a handler must treat as a refusal.
+// credKey is the context key of a caller's credentials on the light protocol.
+type credKey struct{}
+
+// NewContext returns ctx carrying the caller's credentials (the light protocol's
+// counterpart of gRPC's AuthInfo).
+func NewContext(ctx context.Context, c Cred) context.Context {
+	return context.WithValue(ctx, credKey{}, c)
+}
+
+// FromContext returns the caller of a handler, from either protocol. It fails
+// when the connection did not come through Listener, which a handler must treat
+// as a refusal.
 func FromContext(ctx context.Context) (Cred, bool) {
+	if c, ok := ctx.Value(credKey{}).(Cred); ok {
+		return c, true
+	}
 	p, ok := grpcpeer.FromContext(ctx)
 	if !ok {
 		return Cred{}, false

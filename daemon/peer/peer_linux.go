@@ -1,42 +1,21 @@
 package peer
 
 import (
+	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"os"
 
-	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/credentials"
+
+	"github.com/contextd/contextd/daemon/peer/cred"
 )
 
 // Read returns the credentials of the process at the other end of conn, which must
 // be a Unix stream socket.
-func Read(conn net.Conn) (Cred, error) {
-	uc, ok := conn.(*net.UnixConn)
-	if !ok {
-		return Cred{}, fmt.Errorf("peer: %T is not a Unix socket connection", conn)
-	}
-	raw, err := uc.SyscallConn()
-	if err != nil {
-		return Cred{}, fmt.Errorf("peer: SyscallConn: %w", err)
-	}
-	var (
-		ucred *unix.Ucred
-		serr  error
-	)
-	if err := raw.Control(func(fd uintptr) {
-		ucred, serr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return Cred{}, fmt.Errorf("peer: control: %w", err)
-	}
-	if serr != nil {
-		return Cred{}, fmt.Errorf("peer: getsockopt(SO_PEERCRED): %w", serr)
-	}
-	return Cred{PID: ucred.Pid, UID: ucred.Uid, GID: ucred.Gid}, nil
-}
+func Read(conn net.Conn) (Cred, error) { return cred.Read(conn) }
 
 // Listener accepts only connections whose peer passes the check. Connections that
 // fail are closed at once, before a byte is read, and logged with the peer's pid and
@@ -93,10 +72,42 @@ func (l *Listener) Accept() (net.Conn, error) {
 	}
 }
 
-// credConn carries the credentials read at accept time to the handshake.
+// credConn carries the credentials read at accept time to the handshake, and
+// the bytes Peek read ahead.
 type credConn struct {
 	net.Conn
 	cred Cred
+	br   *bufio.Reader // set by Peek; reads go through it from then on
+}
+
+func (c *credConn) Read(p []byte) (int, error) {
+	if c.br != nil {
+		return c.br.Read(p)
+	}
+	return c.Conn.Read(p)
+}
+
+// Peek returns the first n bytes the peer sent on a connection from Listener,
+// without consuming them: later reads see them again. The daemon uses it to tell
+// its two protocols apart (gRPC begins with the HTTP/2 preface).
+func Peek(conn net.Conn, n int) ([]byte, error) {
+	cc, ok := conn.(*credConn)
+	if !ok {
+		return nil, errors.New("peer: connection was not accepted through the peer-checked listener")
+	}
+	if cc.br == nil {
+		cc.br = bufio.NewReaderSize(cc.Conn, 4096)
+	}
+	return cc.br.Peek(n)
+}
+
+// CredOf returns the credentials read when conn was accepted through Listener.
+func CredOf(conn net.Conn) (Cred, bool) {
+	cc, ok := conn.(*credConn)
+	if !ok {
+		return Cred{}, false
+	}
+	return cc.cred, true
 }
 
 // ServerCredentials makes gRPC take each connection's AuthInfo from Listener. A
@@ -129,11 +140,7 @@ func ClientCredentials(wantUID uint32) credentials.TransportCredentials {
 
 // ErrServerIdentity is returned by the client handshake when the daemon runs as
 // another uid.
-type ErrServerIdentity struct{ Got, Want uint32 }
-
-func (e *ErrServerIdentity) Error() string {
-	return fmt.Sprintf("the contextd socket is served by uid %d, not uid %d", e.Got, e.Want)
-}
+type ErrServerIdentity = cred.ErrServerIdentity
 
 type clientCreds struct {
 	insecureBase

@@ -12,7 +12,6 @@ import (
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/workspace"
-	"github.com/contextd/contextd/wire"
 )
 
 // fileOp is a file tool's operation as the daemon hands it to the sandbox: the
@@ -66,9 +65,9 @@ func runFileOp(ctx context.Context, env *Env, op fileOp) Outcome {
 		return Outcome{}
 	}
 	// The tool reports its failure as one JSON catalog error on stderr.
-	var we wire.Error
-	if json.Unmarshal(bytes.TrimSpace(stderr.Bytes()), &we) == nil && we.Code != "" {
-		return Outcome{Err: catalog.FromWire(&we)}
+	var d catalog.Detail
+	if json.Unmarshal(bytes.TrimSpace(stderr.Bytes()), &d) == nil && d.Code != "" {
+		return Outcome{Err: catalog.FromDetail(&d)}
 	}
 	return Outcome{Err: fmt.Errorf("%s: the sandboxed tool failed (exit %d): %s: %w",
 		op.Tool, ex.Code, strings.TrimSpace(stderr.String()), catalog.ErrInternal)}
@@ -83,7 +82,7 @@ func ToolMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	b, _ := json.Marshal(catalog.ToWire(err))
+	b, _ := json.Marshal(catalog.ToDetail(err))
 	stderr.Write(append(b, '\n'))
 	return catalog.ExitCode(err)
 }

@@ -1,22 +1,22 @@
-// Package client connects to the daemon's socket and turns every way that can fail
-// into a catalog error that says what to do.
+// Package client connects the proxy to the daemon's socket over the light
+// protocol (wire/lite) and turns every way that can fail into a catalog error
+// that says what to do.
 package client
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
-	"sync"
 	"syscall"
 
-	"google.golang.org/grpc"
-
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/daemon/peer"
-	"github.com/contextd/contextd/wire"
+	"github.com/contextd/contextd/daemon/peer/cred"
+	"github.com/contextd/contextd/wire/lite"
 )
 
 // SocketPath is where the proxy connects: $CONTEXTD_SOCKET when set, else the
@@ -25,73 +25,140 @@ func SocketPath() string {
 	if p := os.Getenv("CONTEXTD_SOCKET"); p != "" {
 		return p
 	}
-	return wire.DefaultSocketPath()
+	return lite.DefaultSocketPath()
 }
 
-// Conn is a connection to the daemon.
+// maxEvent bounds one message from the daemon; it sends output in pieces of
+// 256 KiB.
+const maxEvent = 64 << 20
+
+// Conn is one connection to the daemon; it carries one request.
 type Conn struct {
-	wire.ToolsClient
 	Path string
-	cc   *grpc.ClientConn
+	c    net.Conn
+	r    *bufio.Reader
 }
 
 // Close closes the connection.
-func (c *Conn) Close() error { return c.cc.Close() }
+func (c *Conn) Close() error { return c.c.Close() }
 
-// maxMsg bounds messages both ways; the daemon's own limit (max_request_bytes)
-// decides what it accepts.
-const maxMsg = 256 << 20
-
-// Dial connects to the socket at path. The first connection is made here, so a
-// missing daemon or a socket of another user is reported at once with its cause
-// instead of surfacing later as a vague RPC failure. Under socket activation the
-// connection succeeds as soon as systemd holds the socket; the daemon starts while
-// the request waits in it.
+// Dial connects to the socket at path and checks who serves it before sending
+// anything: calls are never sent to a socket someone else put in the way. Under
+// socket activation the connection succeeds as soon as systemd holds the socket;
+// the daemon starts while the request waits in it.
 func Dial(path string) (*Conn, error) {
-	first, err := net.Dial("unix", path)
+	want, err := DaemonUID()
 	if err != nil {
-		return nil, dialError(path, err)
-	}
-	var once sync.Once
-	dialer := func(ctx context.Context, _ string) (net.Conn, error) {
-		var c net.Conn
-		once.Do(func() { c, first = first, nil })
-		if c != nil {
-			return c, nil
-		}
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", path)
-	}
-	want, err := daemonUID()
-	if err != nil {
-		first.Close()
 		return nil, err
 	}
-	// Check who serves the socket before sending anything: gRPC would flatten a
-	// handshake failure into an opaque Unavailable. Later connections are checked
-	// by ClientCredentials in the handshake.
-	if cred, err := peer.Read(first); err != nil {
-		first.Close()
-		return nil, fmt.Errorf("%s: %v: %w", path, err, catalog.ErrInternal)
-	} else if cred.UID != want {
-		first.Close()
-		return nil, fmt.Errorf("%s: %v: %w", path, &peer.ErrServerIdentity{Got: cred.UID, Want: want}, catalog.ErrDaemonIdentity)
-	}
-	cc, err := grpc.NewClient("passthrough:///contextd",
-		grpc.WithContextDialer(dialer),
-		grpc.WithTransportCredentials(peer.ClientCredentials(want)),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsg), grpc.MaxCallSendMsgSize(maxMsg)),
-	)
+	conn, err := net.Dial("unix", path)
 	if err != nil {
-		first.Close()
-		return nil, fmt.Errorf("grpc client for %s: %v: %w", path, err, catalog.ErrInternal)
+		return nil, DialError(path, err)
 	}
-	return &Conn{ToolsClient: wire.NewToolsClient(cc), Path: path, cc: cc}, nil
+	got, err := cred.Read(conn)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("%s: %v: %w", path, err, catalog.ErrInternal)
+	}
+	if got.UID != want {
+		conn.Close()
+		return nil, fmt.Errorf("%s: %v: %w", path, &cred.ErrServerIdentity{Got: got.UID, Want: want}, catalog.ErrDaemonIdentity)
+	}
+	return &Conn{Path: path, c: conn, r: bufio.NewReaderSize(conn, 64<<10)}, nil
 }
 
-// daemonUID is the uid the daemon must run as: ours, unless CONTEXTD_DAEMON_UID
+// send writes the magic and the request.
+func (c *Conn) send(req *lite.Request) error {
+	if _, err := io.WriteString(c.c, lite.Magic); err != nil {
+		return c.classify(err, false)
+	}
+	if err := lite.Write(c.c, req); err != nil {
+		return c.classify(err, false)
+	}
+	return nil
+}
+
+// watch closes the connection when ctx ends, which makes the daemon cancel the
+// call (and kill its command). The returned stop ends the watch.
+func (c *Conn) watch(ctx context.Context) (stop func() bool) {
+	return context.AfterFunc(ctx, func() { c.c.Close() })
+}
+
+// Call runs one call; output is handed to onOutput as it streams. The error is
+// contextd's own failure (a catalog error); the tool's own failure is in the
+// Result.
+func (c *Conn) Call(ctx context.Context, call *lite.Call, onOutput func([]byte)) (*lite.Result, error) {
+	defer c.watch(ctx)()
+	if err := c.send(&lite.Request{Call: call}); err != nil {
+		return nil, c.interrupted(ctx, call.Tool, err)
+	}
+	started := false
+	for {
+		var ev lite.Event
+		if err := lite.Read(c.r, &ev, maxEvent); err != nil {
+			return nil, c.interrupted(ctx, call.Tool, c.classify(err, started))
+		}
+		started = true
+		switch {
+		case ev.Error != nil:
+			return nil, catalog.FromDetail(ev.Error)
+		case ev.Result != nil:
+			return ev.Result, nil
+		case len(ev.Output) > 0:
+			onOutput(ev.Output)
+		}
+	}
+}
+
+// Status asks the daemon how it is.
+func (c *Conn) Status(ctx context.Context) (*lite.Status, error) {
+	defer c.watch(ctx)()
+	if err := c.send(&lite.Request{Status: &struct{}{}}); err != nil {
+		return nil, err
+	}
+	var ev lite.Event
+	if err := lite.Read(c.r, &ev, maxEvent); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: no answer in time: %w", c.Path, catalog.ErrDaemonUnavailable)
+		}
+		return nil, c.classify(err, false)
+	}
+	if ev.Error != nil {
+		return nil, catalog.FromDetail(ev.Error)
+	}
+	if ev.Status == nil {
+		return nil, fmt.Errorf("%s: the daemon answered a status request with something else: %w", c.Path, catalog.ErrInternal)
+	}
+	return ev.Status, nil
+}
+
+// interrupted reports a call the caller itself ended (SIGINT, SIGTERM) as such,
+// whatever the connection said when it was closed under it.
+func (c *Conn) interrupted(ctx context.Context, tool string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s: %w", tool, catalog.ErrInterrupted)
+	}
+	return err
+}
+
+// classify turns a transport failure into a catalog error. Failures are told
+// apart by whether any response had arrived (started): before it, the daemon
+// closed the connection unasked, which the peer check does to callers it
+// refuses (and a dying daemon does too: the socket's owner tells which); after
+// it, the daemon went away mid-call.
+func (c *Conn) classify(err error, started bool) error {
+	if started {
+		return fmt.Errorf("%s: %v: %w", c.Path, err, catalog.ErrConnectionLost)
+	}
+	if uid, ok := SocketOwner(c.Path); ok && uid != uint32(os.Getuid()) {
+		return fmt.Errorf("the daemon at %s (uid %d) closed the connection of uid %d: %w", c.Path, uid, os.Getuid(), catalog.ErrPeerRefused)
+	}
+	return fmt.Errorf("%s: the daemon closed the connection before answering (%v): %w", c.Path, err, catalog.ErrDaemonUnavailable)
+}
+
+// DaemonUID is the uid the daemon must run as: ours, unless CONTEXTD_DAEMON_UID
 // names another (a daemon that lists us in its allowed_uids).
-func daemonUID() (uint32, error) {
+func DaemonUID() (uint32, error) {
 	v := os.Getenv("CONTEXTD_DAEMON_UID")
 	if v == "" {
 		return uint32(os.Getuid()), nil
@@ -103,7 +170,8 @@ func daemonUID() (uint32, error) {
 	return uint32(n), nil
 }
 
-func dialError(path string, err error) error {
+// DialError classifies a failed connect(2).
+func DialError(path string, err error) error {
 	switch {
 	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ENOTDIR):
 		return fmt.Errorf("no daemon at %s (%v): %w", path, errno(err), catalog.ErrDaemonUnavailable)
@@ -121,32 +189,8 @@ func errno(err error) error {
 	return err
 }
 
-// Classify turns an error from an RPC into a catalog error. Errors the daemon sent
-// carry their code. (A daemon of the wrong uid is caught in Dial, before gRPC, which
-// would flatten that handshake error into an opaque Unavailable.) Transport failures are told apart by whether any response had
-// arrived (started): before it, the daemon closed the connection unasked, which the
-// peer check does to callers it refuses (and a dying daemon does too: the socket's
-// owner tells which); after it, the daemon went away mid-call.
-func (c *Conn) Classify(err error, started bool) error {
-	if err == nil {
-		return nil
-	}
-	if cerr, ok := catalog.FromStatus(err); ok {
-		return cerr
-	}
-	if started {
-		return fmt.Errorf("%s: %v: %w", c.Path, err, catalog.ErrConnectionLost)
-	}
-	if uid, ok := socketOwner(c.Path); ok && uid != uint32(os.Getuid()) {
-		return fmt.Errorf("the daemon at %s (uid %d) closed the connection of uid %d: %w", c.Path, uid, os.Getuid(), catalog.ErrPeerRefused)
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%s: no answer in time: %w", c.Path, catalog.ErrDaemonUnavailable)
-	}
-	return fmt.Errorf("%s: the daemon closed the connection before answering (%v): %w", c.Path, err, catalog.ErrDaemonUnavailable)
-}
-
-func socketOwner(path string) (uint32, bool) {
+// SocketOwner is the uid owning the socket file at path.
+func SocketOwner(path string) (uint32, bool) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return 0, false

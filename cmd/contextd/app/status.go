@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/contextd/contextd/proxy/client"
-	"github.com/contextd/contextd/wire"
 )
 
 func statusCommand() *cobra.Command {
@@ -29,12 +28,12 @@ func statusCommand() *cobra.Command {
 			defer conn.Close()
 			ctx, cancel := context.WithTimeout(c.Context(), 30*time.Second)
 			defer cancel()
-			st, err := conn.Status(ctx, &wire.StatusRequest{})
+			st, err := conn.Status(ctx)
 			if err != nil {
-				return conn.Classify(err, false)
+				return err
 			}
 			fmt.Fprintf(c.OutOrStdout(), "socket:           %s\nversion:          %s\npid:              %d\nuptime:           %s\ncalls in flight:  %d\nsocket-activated: %t\ntools:            %s\n",
-				socket, st.Version, st.Pid, time.Duration(st.UptimeMs)*time.Millisecond, st.CallsInFlight, st.SocketActivated, strings.Join(st.Tools, " "))
+				socket, st.Version, st.PID, time.Duration(st.UptimeMS)*time.Millisecond, st.CallsInFlight, st.SocketActivated, strings.Join(st.Tools, " "))
 			return nil
 		},
 	}

@@ -26,7 +26,7 @@ func ToolMode(args []string) int {
 		err = p.Load()
 	}
 	if err != nil {
-		b, _ := json.Marshal(catalog.ToWire(fmt.Errorf("tool mode: load no_exec profile: %v: %w", err, catalog.ErrSandbox)))
+		b, _ := json.Marshal(catalog.ToDetail(fmt.Errorf("tool mode: load no_exec profile: %v: %w", err, catalog.ErrSandbox)))
 		os.Stderr.Write(append(b, '\n'))
 		return catalog.ErrSandbox.Exit
 	}

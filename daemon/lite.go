@@ -1,0 +1,215 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/peer"
+	"github.com/contextd/contextd/wire"
+	"github.com/contextd/contextd/wire/lite"
+)
+
+// handshakeTimeout bounds how long a new connection may take to send its first
+// bytes (the protocol magic or the HTTP/2 preface) and, on the light protocol,
+// its request. A connection that sends nothing must not hold a goroutine forever.
+const handshakeTimeout = 10 * time.Second
+
+// mux accepts peer-checked connections and sends each to the protocol it speaks:
+// the light protocol (wire/lite) is served here, everything else goes to gRPC
+// through grpcLn.
+type mux struct {
+	svc    *service
+	maxMsg int
+	grpcLn *chanListener
+
+	// mu guards conns, the light-protocol connections in flight (closed by
+	// closeAll on a hard stop); wg counts them.
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+func newMux(svc *service, pl net.Listener, maxMsg int) *mux {
+	return &mux{svc: svc, maxMsg: maxMsg, grpcLn: newChanListener(pl), conns: map[net.Conn]struct{}{}}
+}
+
+// serve accepts until the listener is closed.
+func (m *mux) serve(pl net.Listener) {
+	for {
+		conn, err := pl.Accept()
+		if err != nil {
+			m.grpcLn.fail(err)
+			return
+		}
+		m.wg.Add(1)
+		go m.route(conn)
+	}
+}
+
+func (m *mux) route(conn net.Conn) {
+	defer m.wg.Done()
+	conn.SetReadDeadline(time.Now().Add(handshakeTimeout))
+	first, err := peer.Peek(conn, len(lite.Magic))
+	if err != nil || string(first) != lite.Magic {
+		// gRPC (or garbage, which gRPC rejects): it reads the bytes again.
+		conn.SetReadDeadline(time.Time{})
+		if !m.grpcLn.push(conn) {
+			conn.Close()
+		}
+		return
+	}
+	m.mu.Lock()
+	m.conns[conn] = struct{}{}
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		delete(m.conns, conn)
+		m.mu.Unlock()
+		conn.Close()
+	}()
+	m.serveLite(conn)
+}
+
+// serveLite runs the one call of a light-protocol connection.
+func (m *mux) serveLite(conn net.Conn) {
+	cred, ok := peer.CredOf(conn)
+	if !ok {
+		return
+	}
+	var magic [len(lite.Magic)]byte
+	if _, err := io.ReadFull(conn, magic[:]); err != nil {
+		return
+	}
+	var req lite.Request
+	if err := lite.Read(conn, &req, m.maxMsg); err != nil {
+		if errors.Is(err, lite.ErrTooLarge) {
+			lite.Write(conn, &lite.Event{Error: catalog.ToDetail(fmt.Errorf("request: %v (max_request_bytes): %w", err, catalog.ErrBadInput))})
+		}
+		return
+	}
+	conn.SetReadDeadline(time.Time{})
+	switch {
+	case req.Status != nil:
+		st := m.svc.status()
+		lite.Write(conn, &lite.Event{Status: &lite.Status{Version: st.Version, PID: st.Pid, UptimeMS: st.UptimeMs,
+			CallsInFlight: st.CallsInFlight, SocketActivated: st.SocketActivated, Tools: st.Tools}})
+		return
+	case req.Call == nil:
+		lite.Write(conn, &lite.Event{Error: catalog.ToDetail(fmt.Errorf("request names no call: %w", catalog.ErrBadInput))})
+		return
+	}
+	// The caller leaving (EOF or an error on the connection) cancels the call,
+	// as a canceled gRPC stream does. Nothing else is read after the request.
+	ctx, cancel := context.WithCancel(peer.NewContext(context.Background(), cred))
+	defer cancel()
+	go func() {
+		var b [1]byte
+		conn.Read(b[:])
+		cancel()
+	}()
+	c := req.Call
+	wreq := &wire.CallRequest{Tool: c.Tool, InputJson: c.Input, Session: c.Session, Cwd: c.Cwd,
+		ContinueRef: c.Continue, Env: c.Env, MaxTokens: int32(c.MaxTokens)}
+	send := func(ev *wire.CallEvent) error {
+		var le lite.Event
+		switch e := ev.Event.(type) {
+		case *wire.CallEvent_Output:
+			le.Output = e.Output.Data
+		case *wire.CallEvent_Result:
+			le.Result = liteResult(e.Result)
+		}
+		return lite.Write(conn, &le)
+	}
+	if err := m.svc.call(ctx, wreq, cred, send); err != nil {
+		lite.Write(conn, &lite.Event{Error: catalog.ToDetail(err)})
+	}
+}
+
+func liteResult(r *wire.Result) *lite.Result {
+	out := &lite.Result{ExitCode: int(r.ExitCode), Truncated: r.Truncated, HasMore: r.HasMore,
+		TokensUsed: r.TokensUsed, Continue: r.Continue, Refs: r.Refs, Session: r.Session,
+		Workspace: r.Workspace, Warnings: r.Warnings}
+	if out.Refs == nil {
+		out.Refs = []string{}
+	}
+	if r.Error != nil {
+		out.Error = &catalog.Detail{Code: r.Error.Code, Message: r.Error.Message, Hint: r.Error.Hint}
+	}
+	if sb := r.Sandbox; sb != nil {
+		out.Sandbox = &lite.Sandbox{Namespaces: sb.Namespaces, Seccomp: sb.Seccomp, Scope: sb.Scope, ScopeNote: sb.ScopeNote, Network: sb.Network}
+	}
+	return out
+}
+
+// wait returns once every light-protocol connection has ended.
+func (m *mux) wait() { m.wg.Wait() }
+
+// closeAll cuts every light-protocol connection (hard stop).
+func (m *mux) closeAll() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for c := range m.conns {
+		c.Close()
+	}
+}
+
+// chanListener is the net.Listener gRPC serves: connections the mux routed to
+// it. Closing it closes the real listener too, so gRPC's GracefulStop stops the
+// accepting for both protocols.
+type chanListener struct {
+	real   net.Listener
+	ch     chan net.Conn
+	done   chan struct{}
+	once   sync.Once
+	mu     sync.Mutex
+	failed error
+}
+
+func newChanListener(real net.Listener) *chanListener {
+	return &chanListener{real: real, ch: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *chanListener) push(c net.Conn) bool {
+	select {
+	case l.ch <- c:
+		return true
+	case <-l.done:
+		return false
+	}
+}
+
+// fail ends Accept with the real listener's error.
+func (l *chanListener) fail(err error) {
+	l.mu.Lock()
+	l.failed = err
+	l.mu.Unlock()
+	l.once.Do(func() { close(l.done) })
+}
+
+func (l *chanListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.done:
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.failed != nil {
+			return nil, l.failed
+		}
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *chanListener) Close() error {
+	err := l.real.Close()
+	l.once.Do(func() { close(l.done) })
+	return err
+}
+
+func (l *chanListener) Addr() net.Addr { return l.real.Addr() }
