@@ -28,10 +28,30 @@ const initExitCode = 125
 //
 // Package initialisers of the binary still run before it, in every sandbox
 // start: keep them cheap.
-func Init() {
+func Init() { InitWith(Hooks{}) }
+
+// Hooks are what a binary lets its sandbox init do besides executing a
+// command.
+type Hooks struct {
+	// Func runs a ModeFunc spec inside the init, after every last step
+	// (descriptors, limits, capabilities, no_new_privs, seccomp); its result
+	// is the exit status. Nil: ModeFunc specs fail at setup.
+	Func func(args []string) int
+	// Warm runs in a pooled init while it waits for a call, on another
+	// goroutine, for work that does not depend on the call (building tables
+	// Func will need). Func must wait for anything it shares with Warm.
+	Warm func()
+}
+
+// hooks are the binary's Hooks, set by InitWith before anything else runs.
+var hooks Hooks
+
+// InitWith is Init for a binary that runs ModeFunc specs.
+func InitWith(h Hooks) {
 	if len(os.Args) == 0 || os.Args[0] != initArgv0 {
 		return
 	}
+	hooks = h
 	// Capabilities, no_new_privs and the exec are per thread: everything
 	// from here on runs on this one.
 	runtime.LockOSThread()
@@ -49,6 +69,12 @@ func Init() {
 // It never returns in a sandbox init and returns false otherwise.
 func Reexec() bool {
 	Init()
+	return false
+}
+
+// ReexecWith is Reexec with Hooks (InitWith).
+func ReexecWith(h Hooks) bool {
+	InitWith(h)
 	return false
 }
 
@@ -79,6 +105,9 @@ func runInit(pooled bool) int {
 		// /dev/null as stdio and an empty environment). Say so, and wait.
 		if err := sendMsg(syncMsg{Parked: true}); err != nil {
 			return initExitCode // the daemon is gone
+		}
+		if hooks.Warm != nil {
+			go hooks.Warm()
 		}
 		claimed, e := awaitClaim()
 		if e != nil {
@@ -241,6 +270,9 @@ func (sb *sandbox) setup() *SetupError {
 	if err := unix.Sethostname([]byte(s.Hostname)); err != nil {
 		return sysErr(StepHostname, "sethostname", s.Hostname, err)
 	}
+	if s.Mode == ModeFunc && hooks.Func == nil {
+		return &SetupError{Step: StepExec, Msg: "func mode, but this binary registered no function (ns.InitWith)"}
+	}
 	if s.Mode == ModeExec {
 		p, e := lookPath(s.Argv[0], s.Env)
 		if e != nil {
@@ -310,6 +342,9 @@ func (sb *sandbox) finish() *SetupError {
 	// sethostname, capset, prctl, setrlimit, close_range and whatever the
 	// Go runtime does meanwhile; loading it last leaves only execve or
 	// execveat (and, if that fails, write + exit_group for the report).
+	if s.Mode == ModeFunc {
+		return sb.runFunc()
+	}
 	if err := sb.seccomp.Load(); err != nil {
 		return &SetupError{Step: StepSeccompLoad, Msg: err.Error()}
 	}
@@ -327,6 +362,36 @@ func (sb *sandbox) finish() *SetupError {
 	_, _, errno = unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(pathp)),
 		uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])))
 	return &SetupError{Step: StepExec, Syscall: "execve", Path: sb.path, Errno: errno}
+}
+
+// runFunc is the end of a ModeFunc init: the descriptors only the init used
+// are closed (close-on-exec does nothing without an exec), the process is
+// made non-dumpable, the filter is loaded on every thread, and the function
+// runs. It returns only if the filter could not be loaded.
+//
+// Without an exec, the Go runtime's other threads keep what the user
+// namespace gave them at clone: capabilities are dropped per thread, and
+// only this one (the thread group leader, whose state /proc shows) dropped
+// them. They are worth little: only the user's own uid and gid are mapped,
+// so they override nothing on files of other users; the seccomp filter,
+// loaded with TSYNC, binds every thread; and a program the function starts
+// (safe_bash's shell) gets none, since execve recomputes them for a non-root
+// uid. Non-dumpable keeps the command from reading or writing the init's
+// memory through /proc/1/mem, which the filter's ptrace rule does not cover.
+func (sb *sandbox) runFunc() *SetupError {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return sysErr(StepExec, "prctl", "PR_SET_DUMPABLE", err)
+	}
+	if err := sb.seccomp.Load(); err != nil {
+		return &SetupError{Step: StepSeccompLoad, Msg: err.Error()}
+	}
+	// Closing the sync socket tells the daemon what a successful exec tells
+	// it (EOF).
+	for _, fd := range []int{fdSync, fdExe} {
+		unix.Close(fd)
+	}
+	os.Exit(hooks.Func(sb.spec.Argv))
+	return nil
 }
 
 // lookPath finds file the way execvp does, in the PATH of the command's

@@ -31,7 +31,7 @@ const testUser = "ctxd-ns"
 
 func TestMain(m *testing.M) {
 	// 1. The sandbox init re-executes this binary: become the init.
-	ns.Reexec()
+	ns.ReexecWith(ns.Hooks{Func: toolMain})
 	// For the benchmark: how long this binary takes to start and exit.
 	if os.Getenv("CTXD_NS_NOOP") == "1" {
 		os.Exit(0)
@@ -140,6 +140,14 @@ func toolMain(args []string) int {
 		return 2
 	}
 	switch args[0] {
+	case "status":
+		b, err := os.ReadFile("/proc/self/status")
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		os.Stdout.Write(b)
+		fmt.Printf("Dumpable:\t%d\n", func() int { v, _ := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0); return v }())
 	case "argv":
 		fmt.Println(strings.Join(os.Args, " "))
 	case "stat":

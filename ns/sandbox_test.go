@@ -765,3 +765,32 @@ func TestSetupErrorAfterEarlyRelease(t *testing.T) {
 		}
 	}
 }
+
+// Func mode runs the binary's registered function in the init itself, after
+// the same last steps: no capabilities (on the thread /proc shows), no new
+// privileges, the filter loaded, not dumpable, and the filter binds it.
+func TestFuncMode(t *testing.T) {
+	ws := workspace(t)
+	s := toolSpec(t, ws, "status")
+	s.Mode = ns.ModeFunc
+	st := statusFields(mustRun(t, s))
+	for _, k := range []string{"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"} {
+		if st[k] != "0000000000000000" {
+			t.Errorf("%s = %q, want 0", k, st[k])
+		}
+	}
+	if st["NoNewPrivs"] != "1" || st["Seccomp"] != "2" || st["Dumpable"] != "0" {
+		t.Errorf("NoNewPrivs %q Seccomp %q Dumpable %q, want 1, 2, 0", st["NoNewPrivs"], st["Seccomp"], st["Dumpable"])
+	}
+	if st["Pid"] != "1" {
+		t.Errorf("the function runs as pid %q, want 1 (the init itself)", st["Pid"])
+	}
+
+	s = toolSpec(t, ws, "mkdir", filepath.Join(ws, "d"))
+	s.Mode = ns.ModeFunc
+	s.Seccomp = []byte(`{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[
+		{"names":["mkdir","mkdirat"],"action":"SCMP_ACT_ERRNO","errnoRet":1,"comment":"test: no mkdir"}]}`)
+	if got := strings.TrimSpace(mustRun(t, s)); !strings.HasSuffix(got, "EPERM") {
+		t.Errorf("mkdir under a filter that forbids it, in func mode: %q", got)
+	}
+}

@@ -15,6 +15,11 @@ const (
 	// opened before the sandbox hid it, with argv[0] = ToolArgv0 followed by
 	// Spec.Argv (for example ["contextd-tool", "safe_read", ...]).
 	ModeTool = "tool"
+	// ModeFunc runs the function the binary registered with InitWith
+	// (Hooks.Func) inside the init itself, with Spec.Argv as its arguments:
+	// the same last steps, no second exec of the binary (which costs a Go
+	// start-up of 10 ms or more per call). See "Func mode" in the package doc.
+	ModeFunc = "func"
 )
 
 // ToolArgv0 is argv[0] of the contextd binary when the sandbox executes it in
@@ -34,7 +39,7 @@ var DefaultReadOnly = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib6
 // visible to every process of the user).
 type Spec struct {
 	// Argv is the command (ModeExec) or the tool's arguments after argv[0]
-	// (ModeTool). Required.
+	// (ModeTool, ModeFunc). Required.
 	Argv []string `json:"argv"`
 	// Env is the complete environment of the command; nothing else is
 	// inherited. The caller filters it (allowlist, no credentials).
@@ -123,7 +128,7 @@ func (s *Spec) normalize(precompiled bool) (*Spec, *SetupError) {
 	switch c.Mode {
 	case "":
 		c.Mode = ModeExec
-	case ModeExec, ModeTool:
+	case ModeExec, ModeTool, ModeFunc:
 	default:
 		return nil, invalid(fmt.Sprintf("unknown mode %q", c.Mode))
 	}

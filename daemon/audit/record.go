@@ -1,0 +1,141 @@
+package audit
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// FormatVersion is the "v" of every record this package writes. A reader
+// refuses records of a version it does not know rather than misjudge them.
+const FormatVersion = 1
+
+// Record kinds. A tool call has the empty kind; the others are written by the
+// log itself.
+const (
+	KindCall      = ""
+	KindReset     = "chain-reset" // Open found the log damaged and restarted the chain
+	KindRetention = "retention"   // old files were deleted by Options.MaxFiles
+)
+
+// Record is one line of the audit log. The caller fills in what it knows about
+// a call; Append sets V, Seq, Prev and Hash, and Time when it is zero. Nothing
+// in a record may hold a secret: Args must already be scrubbed, findings are
+// counted by rule id only.
+type Record struct {
+	V    int       `json:"v"`
+	Seq  uint64    `json:"seq"`
+	Time time.Time `json:"time"` // when the call started, UTC
+	Kind string    `json:"kind,omitempty"`
+
+	PeerPID int32  `json:"peer_pid,omitempty"`
+	PeerUID uint32 `json:"peer_uid,omitempty"`
+	PeerExe string `json:"peer_exe,omitempty"` // the caller's /proc/PID/exe, as far as it could be read
+
+	Session   string          `json:"session,omitempty"`
+	Tool      string          `json:"tool,omitempty"`
+	Args      json.RawMessage `json:"args,omitempty"` // the input, scrubbed; not JSON: Append stores it as a string, with a warning
+	Cwd       string          `json:"cwd,omitempty"`
+	Workspace string          `json:"workspace,omitempty"`
+	Sandbox   Sandbox         `json:"sandbox,omitzero"`
+
+	ExitCode       int    `json:"exit_code,omitempty"` // the tool's exit status, or contextd's own for its failures
+	Error          string `json:"error,omitempty"`     // catalog code of contextd's failure, e.g. "CTXD-E020"
+	DurationMS     int64  `json:"duration_ms,omitempty"`
+	BytesProduced  int64  `json:"bytes_produced,omitempty"`  // output of the tool before scrubbing and budget
+	TokensReturned int    `json:"tokens_returned,omitempty"` // what the agent received
+	Truncated      bool   `json:"truncated,omitempty"`
+	ContinueOf     string `json:"continue_of,omitempty"` // the reference this call is the next page of
+
+	Findings         map[string]int `json:"findings,omitempty"`           // secrets scrubbed, by gitleaks rule id
+	SecondLayer      int            `json:"second_layer,omitempty"`       // secrets the daemon's scrub caught after the sandbox's
+	SecondLayerRules map[string]int `json:"second_layer_rules,omitempty"` // the same, by rule id
+	Warnings         []string       `json:"warnings,omitempty"`
+
+	Reason string `json:"reason,omitempty"` // why a chain-reset or retention record was written
+
+	Prev string `json:"prev"`           // Hash of the record with seq Seq-1, "" for seq 1
+	Hash string `json:"hash,omitempty"` // sha256 of this record's line without the hash member, hex
+}
+
+// Sandbox says which protection layers a call ran under.
+type Sandbox struct {
+	Namespaces bool   `json:"namespaces,omitempty"`
+	Seccomp    string `json:"seccomp,omitempty"`    // profile name; "" when none was loaded
+	Scope      string `json:"scope,omitempty"`      // transient systemd unit; "" when there was none
+	ScopeNote  string `json:"scope_note,omitempty"` // why there was no scope
+	Network    string `json:"network,omitempty"`    // "none" (own network namespace, lo only) or "host"
+}
+
+// maxLine bounds a record line, so that a reader of an untrusted file never
+// buffers more than this. Append drops the arguments of a record that would be
+// larger, and says so in its warnings.
+const maxLine = 1 << 20
+
+const hashMember = `,"hash":"`
+
+// suffixLen is the length of the line's final `,"hash":"<hex>"}`.
+const suffixLen = len(hashMember) + 2*sha256.Size + len(`"}`)
+
+// encodeLine sets r.Hash and returns the line for r, '\n' included.
+func encodeLine(r *Record) ([]byte, error) {
+	r.Hash = ""
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // commands are full of && and <; keep them readable
+	if err := enc.Encode(r); err != nil {
+		return nil, fmt.Errorf("audit: encode record %d: %w", r.Seq, err)
+	}
+	body := bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})
+	sum := sha256.Sum256(body)
+	r.Hash = hex.EncodeToString(sum[:])
+	line := make([]byte, 0, len(body)+suffixLen)
+	line = append(line, body[:len(body)-1]...)
+	line = append(line, hashMember...)
+	line = append(line, r.Hash...)
+	line = append(line, '"', '}', '\n')
+	return line, nil
+}
+
+// Why a line is not a good record. errEdited comes with the parsed record,
+// errMalformed without.
+var (
+	errMalformed = errors.New("not a record")
+	errEdited    = errors.New("hash does not match the record's content")
+)
+
+// parseLine reads one line (without its '\n'). A line whose JSON is fine but
+// whose hash is not is returned with errEdited, so a verifier can still follow
+// its seq and hash.
+func parseLine(line []byte) (Record, error) {
+	var r Record
+	n := len(line)
+	if n < suffixLen+2 || line[0] != '{' {
+		return r, fmt.Errorf("%w: too short or not a JSON object", errMalformed)
+	}
+	suffix := line[n-suffixLen:]
+	if !bytes.HasPrefix(suffix, []byte(hashMember)) || !bytes.HasSuffix(suffix, []byte(`"}`)) {
+		return r, fmt.Errorf("%w: does not end with the hash member", errMalformed)
+	}
+	want := suffix[len(hashMember) : len(hashMember)+2*sha256.Size]
+	if err := json.Unmarshal(line, &r); err != nil {
+		return Record{}, fmt.Errorf("%w: %v", errMalformed, err)
+	}
+	if r.V != FormatVersion {
+		return Record{}, fmt.Errorf("%w: format version %d, this contextd reads %d", errMalformed, r.V, FormatVersion)
+	}
+	// The hash member is the line's last, and encoding/json keeps the last of
+	// duplicate members, so r.Hash is want: the hash that was checked.
+	r.Hash = string(want)
+	h := sha256.New()
+	h.Write(line[:n-suffixLen])
+	h.Write([]byte{'}'})
+	if got := hex.EncodeToString(h.Sum(nil)); got != r.Hash {
+		return r, fmt.Errorf("%w (computed %.12s…, stored %.12s…)", errEdited, got, r.Hash)
+	}
+	return r, nil
+}
