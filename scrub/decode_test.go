@@ -1,0 +1,89 @@
+package scrub
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// TestEncodedSecrets: secrets inside base64, hex, percent and unicode escapes are found
+// (as gitleaks stdin finds them), and the finding is the whole encoded segment.
+func TestEncodedSecrets(t *testing.T) {
+	s := newTestScrubber(t)
+	f := fakes{newRand(51)}
+	aws := "AKIA" + f.pick(base32U, 16)
+	ghp := "ghp_" + f.pick(alnum, 36)
+	b64 := base64.StdEncoding.EncodeToString([]byte("aws_access_key_id=" + aws))
+	nested := base64.StdEncoding.EncodeToString([]byte("token: " + base64.StdEncoding.EncodeToString([]byte(ghp))))
+	hx := hex.EncodeToString([]byte(ghp))
+	pct := url.QueryEscape("https://x:" + ghp + "@github.com")
+	var uni strings.Builder
+	for _, c := range ghp {
+		uni.WriteString(`\u00` + hex.EncodeToString([]byte{byte(c)}))
+	}
+	for _, tc := range []struct{ name, text, segment string }{
+		{"base64", "data:\n  config: " + b64 + "\n", b64},
+		{"base64 in base64", "blob=" + nested + "\n", nested},
+		{"hex", "payload " + hx + " end\n", hx},
+		{"percent", "GET /redirect?to=" + pct + " HTTP/1.1\n", ""},
+		{"unicode escapes", `{"t": "` + uni.String() + `"}` + "\n", uni.String()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := s.Find([]byte(tc.text))
+			if len(fs) == 0 {
+				t.Fatalf("nothing found in %q", tc.text)
+			}
+			if tc.segment != "" {
+				covered := false
+				for _, x := range fs {
+					covered = covered || x.Secret == tc.segment
+				}
+				if !covered {
+					t.Fatalf("want the encoded segment %q, got %+v", tc.segment, fs)
+				}
+			}
+		})
+	}
+	// Random base64 and hex (hashes, binary payloads) decode to nothing printable.
+	blob := make([]byte, 96)
+	f.r.Read(blob)
+	text := "sha256:" + hex.EncodeToString(blob[:32]) + " payload=" + base64.StdEncoding.EncodeToString(blob) + "\n"
+	if fs := s.Find([]byte(text)); len(fs) != 0 {
+		t.Fatalf("found %+v in %q", fs, text)
+	}
+}
+
+// TestEncodedMatches checks the hand-written scan of gitleaks' encodings pattern against
+// the pattern itself.
+func TestEncodedMatches(t *testing.T) {
+	re := mustCompileEncodings()
+	r := newRand(52)
+	alphabet := []string{"%", "2", "F", "a", "g", "U", "+", "0", "4", "1", "\\", "u", "=", "/", "-", "_", " ", "x", "Z", "9", "\t", "."}
+	for i := 0; i < 20000; i++ {
+		var b strings.Builder
+		for n := r.Intn(80); n > 0; n-- {
+			b.WriteString(alphabet[r.Intn(len(alphabet))])
+		}
+		line := []byte(b.String())
+		var want []encMatch
+		for _, m := range re.FindAllSubmatchIndex(line, -1) {
+			for k := 0; k < encCount; k++ {
+				if m[2+2*k] >= 0 {
+					want = append(want, encMatch{m[2+2*k], m[3+2*k], k})
+					break
+				}
+			}
+		}
+		got := encodedMatches(line, nil)
+		if len(got) != len(want) {
+			t.Fatalf("%q: got %v, want %v", line, got, want)
+		}
+		for j := range got {
+			if got[j] != want[j] {
+				t.Fatalf("%q: got %v, want %v", line, got, want)
+			}
+		}
+	}
+}

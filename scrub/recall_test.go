@@ -1,0 +1,194 @@
+package scrub
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"regexp/syntax"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/zricethezav/gitleaks/v8/detect"
+	"github.com/zricethezav/gitleaks/v8/report"
+)
+
+// gitleaksOracle is gitleaks' own library detector with the default rules, decoding as
+// deep as `gitleaks stdin` does.
+func gitleaksOracle(t testing.TB) *detect.Detector {
+	t.Helper()
+	d, err := detect.NewDetectorDefaultConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.MaxDecodeDepth = 5
+	return d
+}
+
+// covers reports whether one of fs overlaps gitleaks finding g in text. A secret found
+// after decoding is not in the text; then any finding on its lines counts.
+func covers(text []byte, fs []Finding, g report.Finding) bool {
+	overlap := func(s, e int) bool {
+		for _, f := range fs {
+			if f.Start < e && s < f.End {
+				return true
+			}
+		}
+		return false
+	}
+	if g.Secret != "" {
+		found := false
+		for off := 0; ; {
+			i := bytes.Index(text[off:], []byte(g.Secret))
+			if i < 0 {
+				break
+			}
+			found = true
+			if overlap(off+i, off+i+len(g.Secret)) {
+				return true
+			}
+			off += i + 1
+		}
+		if found {
+			return false
+		}
+	}
+	// The library reports 0-based lines (the CLI adds 1).
+	lines := bytes.SplitAfter(text, []byte("\n"))
+	s := 0
+	for i := 0; i < g.StartLine && i < len(lines); i++ {
+		s += len(lines[i])
+	}
+	e := s
+	for i := max(g.StartLine, 0); i <= g.EndLine && i < len(lines); i++ {
+		e += len(lines[i])
+	}
+	return overlap(s, max(e, s+1))
+}
+
+// contexts wrap a generated match the way secrets appear in output: alone, in an
+// assignment, quoted in JSON, after a log prefix.
+var contexts = []struct{ before, after string }{
+	{"", "\n"},
+	{"token = ", "\n"},
+	{`{"value": "`, "\"}\n"},
+	{"2025-03-01T08:00:00Z INFO got ", " from upstream\n"},
+	{"export X=", "\n"},
+}
+
+// TestRecallAgainstGitleaks generates, for every default rule, random strings its regex
+// matches (so in the rule's real format, not from a fixed list), puts each in a typical
+// context, and checks that Find covers every finding gitleaks' own detector reports on
+// that text. It also checks that most rules got samples gitleaks confirms, so the check
+// is broad.
+func TestRecallAgainstGitleaks(t *testing.T) {
+	d := gitleaksOracle(t)
+	s := newTestScrubber(t)
+	r := rand.New(rand.NewSource(20250301))
+	perRule := 6
+	if raceEnabled {
+		perRule = 2
+	}
+	confirmed := map[string]int{}
+	var misses []string
+	active := 0
+	for _, ru := range s.rules {
+		tree, err := syntax.Parse(ru.regexSrc, syntax.Perl)
+		if err != nil {
+			t.Fatalf("%s: %v", ru.id, err)
+		}
+		active++
+		for i := 0; i < perRule; i++ {
+			c := contexts[r.Intn(len(contexts))]
+			text := []byte(c.before + genMatch(tree, r) + c.after)
+			got := s.Find(text)
+			for _, g := range d.DetectBytes(text) {
+				if g.RuleID == ru.id {
+					confirmed[ru.id]++
+				}
+				if !covers(text, got, g) {
+					misses = append(misses, fmt.Sprintf("%s (sample for %s): secret %q in %q; ours: %v", g.RuleID, ru.id, g.Secret, text, got))
+				}
+			}
+		}
+	}
+	if len(misses) > 0 {
+		t.Errorf("%d gitleaks findings not covered:\n%s", len(misses), strings.Join(misses, "\n"))
+	}
+	var unconfirmed []string
+	for _, ru := range s.rules {
+		if confirmed[ru.id] == 0 {
+			unconfirmed = append(unconfirmed, ru.id)
+		}
+	}
+	sort.Strings(unconfirmed)
+	t.Logf("%d of %d rules that run on text got samples gitleaks confirms; not: %v", active-len(unconfirmed), active, unconfirmed)
+	if min := active * 8 / 10; active-len(unconfirmed) < min {
+		t.Errorf("only %d rules confirmed, want at least %d: the generator no longer fits the rules", active-len(unconfirmed), min)
+	}
+}
+
+// TestRecallMixedTexts puts generated secrets of random rules, some of them base64-, hex-
+// or percent-encoded, between lines of Go source and logs, many to a text, and checks
+// again that Find covers everything gitleaks' detector finds: windows around keywords,
+// merging of overlapping findings and decoding all take part.
+func TestRecallMixedTexts(t *testing.T) {
+	d := gitleaksOracle(t)
+	s := newTestScrubber(t)
+	r := rand.New(rand.NewSource(7))
+	noise := goSourceSample(t, 256<<10)
+	logs := bytes.Split(fakeLogs(r, 2000), []byte("\n"))
+	var trees []*syntax.Regexp
+	for _, ru := range s.rules {
+		trees = append(trees, mustParse(t, ru.regexSrc))
+	}
+	texts := 16
+	if raceEnabled {
+		texts = 3
+	}
+	for k := 0; k < texts; k++ {
+		var b bytes.Buffer
+		off := r.Intn(len(noise) / 2)
+		for b.Len() < 16<<10 {
+			switch r.Intn(4) {
+			case 0:
+				n := r.Intn(2000)
+				end := min(len(noise), off+n)
+				b.Write(noise[off:end])
+				off = end % (len(noise) - 1)
+				b.WriteByte('\n')
+			case 1:
+				b.Write(logs[r.Intn(len(logs))])
+				b.WriteByte('\n')
+			default:
+				i := r.Intn(len(trees))
+				secret := genMatch(trees[i], r)
+				c := contexts[r.Intn(len(contexts))]
+				b.WriteString(c.before + encodeSometimes(secret, r) + c.after)
+			}
+		}
+		text := b.Bytes()
+		got := s.Find(text)
+		for _, g := range d.DetectBytes(text) {
+			if !covers(text, got, g) {
+				t.Errorf("text %d: %s not covered: secret %q match %q (tags %v)", k, g.RuleID, g.Secret, g.Match, g.Tags)
+			}
+		}
+	}
+}
+
+func encodeSometimes(s string, r *rand.Rand) string {
+	switch r.Intn(8) {
+	case 0:
+		return base64Std(s)
+	case 1:
+		return fmt.Sprintf("%x", s)
+	case 2:
+		var b strings.Builder
+		for i := 0; i < len(s); i++ {
+			fmt.Fprintf(&b, "%%%02X", s[i])
+		}
+		return b.String()
+	}
+	return s
+}
