@@ -50,11 +50,11 @@ const (
 // Class is one entry of the catalog. A *Class is itself an error, so it is used as a
 // sentinel: wrap it with %w and test with errors.Is.
 type Class struct {
-	Code string     // stable identifier, "CTXD-Exxx"; never reused or renumbered
-	Name string     // short lower-case description, used as the error text
-	Exit int        // exit status of the proxy and of contextd's own commands
-	GRPC Status  // gRPC status code when the error is a protocol failure
-	Hint string     // what the user or agent should do about it
+	Code string // stable identifier, "CTXD-Exxx"; never reused or renumbered
+	Name string // short lower-case description, used as the error text
+	Exit int    // exit status of the proxy and of contextd's own commands
+	GRPC Status // gRPC status code when the error is a protocol failure
+	Hint string // what the user or agent should do about it
 }
 
 func (c *Class) Error() string { return c.Name }
@@ -127,6 +127,8 @@ var (
 		"run contextd as your own user (systemctl --user); pass --allow-root only if you really mean it")
 	ErrAlreadyRunning = define("CTXD-E053", "another contextd is already listening on the socket", ExitTempFail, StatusAlreadyExists,
 		"stop it first (`systemctl --user stop contextd.socket contextd.service`) or use another --socket")
+	ErrAuditDamaged = define("CTXD-E055", "audit log failed verification", ExitDataErr, StatusFailedPrecondition,
+		"a record was edited, deleted or lost (or a crash cut a write); the file:line given says where; copy the audit directory before changing anything")
 	ErrConflict = define("CTXD-E054", "refusing to overwrite a file contextd did not create", ExitCantCreat, StatusAlreadyExists,
 		"move the file away, or leave it; nothing was changed")
 

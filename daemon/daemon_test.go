@@ -16,8 +16,8 @@ import (
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/tools"
-	"github.com/contextd/contextd/wire/grpcclient"
 	"github.com/contextd/contextd/wire"
+	"github.com/contextd/contextd/wire/grpcclient"
 )
 
 // start runs a daemon on a fresh socket and returns its path and Run's result.

@@ -28,15 +28,16 @@ type mux struct {
 	maxMsg int
 	grpcLn *chanListener
 
-	// mu guards conns, the light-protocol connections in flight (closed by
-	// closeAll on a hard stop); wg counts them.
+	// mu guards conns: the connections not yet handed to gRPC, each marked
+	// whether it is serving a light-protocol call (false: its first bytes are
+	// still awaited). wg counts them.
 	mu    sync.Mutex
-	conns map[net.Conn]struct{}
+	conns map[net.Conn]bool
 	wg    sync.WaitGroup
 }
 
 func newMux(svc *service, pl net.Listener, maxMsg int) *mux {
-	return &mux{svc: svc, maxMsg: maxMsg, grpcLn: newChanListener(pl), conns: map[net.Conn]struct{}{}}
+	return &mux{svc: svc, maxMsg: maxMsg, grpcLn: newChanListener(pl), conns: map[net.Conn]bool{}}
 }
 
 // serve accepts until the listener is closed.
@@ -54,9 +55,15 @@ func (m *mux) serve(pl net.Listener) {
 
 func (m *mux) route(conn net.Conn) {
 	defer m.wg.Done()
+	m.mu.Lock()
+	m.conns[conn] = false
+	m.mu.Unlock()
 	conn.SetReadDeadline(time.Now().Add(handshakeTimeout))
 	first, err := peer.Peek(conn, len(lite.Magic))
 	if err != nil || string(first) != lite.Magic {
+		m.mu.Lock()
+		delete(m.conns, conn)
+		m.mu.Unlock()
 		// gRPC (or garbage, which gRPC rejects): it reads the bytes again.
 		conn.SetReadDeadline(time.Time{})
 		if !m.grpcLn.push(conn) {
@@ -65,7 +72,7 @@ func (m *mux) route(conn net.Conn) {
 		return
 	}
 	m.mu.Lock()
-	m.conns[conn] = struct{}{}
+	m.conns[conn] = true
 	m.mu.Unlock()
 	defer func() {
 		m.mu.Lock()
@@ -88,8 +95,15 @@ func (m *mux) serveLite(conn net.Conn) {
 	}
 	var req lite.Request
 	if err := lite.Read(conn, &req, m.maxMsg); err != nil {
-		if errors.Is(err, lite.ErrTooLarge) {
+		// A client that went away or said nothing in time gets no answer;
+		// one that sent something wrong is told what.
+		var ne net.Error
+		switch {
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.As(err, &ne):
+		case errors.Is(err, lite.ErrTooLarge):
 			lite.Write(conn, &lite.Event{Error: catalog.ToDetail(fmt.Errorf("request: %v (max_request_bytes): %w", err, catalog.ErrBadInput))})
+		default:
+			lite.Write(conn, &lite.Event{Error: catalog.ToDetail(fmt.Errorf("request: %v: %w", err, catalog.ErrBadInput))})
 		}
 		return
 	}
@@ -147,15 +161,24 @@ func liteResult(r *wire.Result) *lite.Result {
 	return out
 }
 
-// wait returns once every light-protocol connection has ended.
-func (m *mux) wait() { m.wg.Wait() }
+// wait returns once every light-protocol connection has ended. Connections
+// that have not sent their first bytes are closed first: a silent client must
+// not hold a stopping daemon for handshakeTimeout.
+func (m *mux) wait() {
+	m.close(false)
+	m.wg.Wait()
+}
 
-// closeAll cuts every light-protocol connection (hard stop).
-func (m *mux) closeAll() {
+// closeAll cuts every connection not handed to gRPC (hard stop).
+func (m *mux) closeAll() { m.close(true) }
+
+func (m *mux) close(serving bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for c := range m.conns {
-		c.Close()
+	for c, s := range m.conns {
+		if serving || !s {
+			c.Close()
+		}
 	}
 }
 

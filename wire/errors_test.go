@@ -63,4 +63,3 @@ func TestFromStatusWithoutDetail(t *testing.T) {
 		t.Error("nil must map to nil")
 	}
 }
-

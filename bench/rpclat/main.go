@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/proxy/client"
-	"github.com/contextd/contextd/wire/grpcclient"
 	"github.com/contextd/contextd/wire"
+	"github.com/contextd/contextd/wire/grpcclient"
 )
 
 func main() {

@@ -10,7 +10,7 @@ import (
 	"github.com/coreos/go-systemd/v22/activation"
 
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/wire"
+	"github.com/contextd/contextd/wire/lite"
 )
 
 // Listener is what the daemon serves on, and how it got it.
@@ -48,7 +48,7 @@ func Open(path string) (*Listener, error) {
 	switch len(got) {
 	case 0:
 		if path == "" {
-			path = wire.DefaultSocketPath()
+			path = lite.DefaultSocketPath()
 		}
 		return Bind(path)
 	case 1:

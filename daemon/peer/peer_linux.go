@@ -13,10 +13,6 @@ import (
 	"github.com/contextd/contextd/daemon/peer/cred"
 )
 
-// Read returns the credentials of the process at the other end of conn, which must
-// be a Unix stream socket.
-func Read(conn net.Conn) (Cred, error) { return cred.Read(conn) }
-
 // Listener accepts only connections whose peer passes the check. Connections that
 // fail are closed at once, before a byte is read, and logged with the peer's pid and
 // uid; Accept then waits for the next one, so a refused peer never reaches gRPC.
@@ -57,18 +53,18 @@ func (l *Listener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		cred, err := Read(conn)
+		c, err := cred.Read(conn)
 		if err != nil {
 			l.Log.Warn("refused connection: cannot read peer credentials", "err", err)
 			conn.Close()
 			continue
 		}
-		if !l.allowed(cred.UID) {
-			l.Log.Warn("refused peer: uid not allowed", "peer_pid", cred.PID, "peer_uid", cred.UID, "peer_gid", cred.GID, "daemon_uid", l.self)
+		if !l.allowed(c.UID) {
+			l.Log.Warn("refused peer: uid not allowed", "peer_pid", c.PID, "peer_uid", c.UID, "peer_gid", c.GID, "daemon_uid", l.self)
 			conn.Close()
 			continue
 		}
-		return &credConn{Conn: conn, cred: cred}, nil
+		return &credConn{Conn: conn, cred: c}, nil
 	}
 }
 
@@ -148,14 +144,14 @@ type clientCreds struct {
 }
 
 func (c clientCreds) ClientHandshake(_ context.Context, _ string, conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	cred, err := Read(conn)
+	got, err := cred.Read(conn)
 	if err != nil {
 		return nil, nil, err
 	}
-	if cred.UID != c.want {
-		return nil, nil, &ErrServerIdentity{Got: cred.UID, Want: c.want}
+	if got.UID != c.want {
+		return nil, nil, &ErrServerIdentity{Got: got.UID, Want: c.want}
 	}
-	return conn, cred, nil
+	return conn, got, nil
 }
 
 func (clientCreds) ServerHandshake(net.Conn) (net.Conn, credentials.AuthInfo, error) {

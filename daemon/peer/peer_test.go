@@ -26,6 +26,7 @@ import (
 	grpcpeer "google.golang.org/grpc/peer"
 
 	"github.com/contextd/contextd/daemon/peer"
+	"github.com/contextd/contextd/daemon/peer/cred"
 	"github.com/contextd/contextd/wire"
 )
 
@@ -433,18 +434,18 @@ func unixPair(t *testing.T) *net.UnixConn {
 
 func TestRead(t *testing.T) {
 	c := unixPair(t)
-	cred, err := peer.Read(c)
+	got, err := cred.Read(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := peer.Cred{PID: int32(os.Getpid()), UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
-	if cred != want {
-		t.Errorf("Read = %v, want %v", cred, want)
+	if got != want {
+		t.Errorf("Read = %v, want %v", got, want)
 	}
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	if _, err := peer.Read(a); err == nil {
+	if _, err := cred.Read(a); err == nil {
 		t.Error("Read of a non-Unix connection succeeded")
 	}
 }

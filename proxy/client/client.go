@@ -47,24 +47,35 @@ func (c *Conn) Close() error { return c.c.Close() }
 // socket activation the connection succeeds as soon as systemd holds the socket;
 // the daemon starts while the request waits in it.
 func Dial(path string) (*Conn, error) {
-	want, err := DaemonUID()
+	conn, _, err := DialChecked(path)
 	if err != nil {
 		return nil, err
 	}
+	return &Conn{Path: path, c: conn, r: bufio.NewReaderSize(conn, 64<<10)}, nil
+}
+
+// DialChecked connects to the socket at path and checks that the process
+// serving it runs as the expected uid (DaemonUID), which it returns. The
+// gRPC client uses it for its first connection too.
+func DialChecked(path string) (net.Conn, uint32, error) {
+	want, err := DaemonUID()
+	if err != nil {
+		return nil, 0, err
+	}
 	conn, err := net.Dial("unix", path)
 	if err != nil {
-		return nil, DialError(path, err)
+		return nil, 0, DialError(path, err)
 	}
 	got, err := cred.Read(conn)
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("%s: %v: %w", path, err, catalog.ErrInternal)
+		return nil, 0, fmt.Errorf("%s: %v: %w", path, err, catalog.ErrInternal)
 	}
 	if got.UID != want {
 		conn.Close()
-		return nil, fmt.Errorf("%s: %v: %w", path, &cred.ErrServerIdentity{Got: got.UID, Want: want}, catalog.ErrDaemonIdentity)
+		return nil, 0, fmt.Errorf("%s: %v: %w", path, &cred.ErrServerIdentity{Got: got.UID, Want: want}, catalog.ErrDaemonIdentity)
 	}
-	return &Conn{Path: path, c: conn, r: bufio.NewReaderSize(conn, 64<<10)}, nil
+	return conn, want, nil
 }
 
 // send writes the magic and the request.

@@ -39,9 +39,12 @@ const maxMsg = 256 << 20
 // connection succeeds as soon as systemd holds the socket; the daemon starts while
 // the request waits in it.
 func Dial(path string) (*Conn, error) {
-	first, err := net.Dial("unix", path)
+	// The first connection is checked before anything is sent (gRPC would
+	// flatten a handshake failure into an opaque Unavailable); later ones by
+	// ClientCredentials in the handshake.
+	first, want, err := client.DialChecked(path)
 	if err != nil {
-		return nil, client.DialError(path, err)
+		return nil, err
 	}
 	var once sync.Once
 	dialer := func(ctx context.Context, _ string) (net.Conn, error) {
@@ -52,21 +55,6 @@ func Dial(path string) (*Conn, error) {
 		}
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", path)
-	}
-	want, err := client.DaemonUID()
-	if err != nil {
-		first.Close()
-		return nil, err
-	}
-	// Check who serves the socket before sending anything: gRPC would flatten a
-	// handshake failure into an opaque Unavailable. Later connections are checked
-	// by ClientCredentials in the handshake.
-	if cred, err := peer.Read(first); err != nil {
-		first.Close()
-		return nil, fmt.Errorf("%s: %v: %w", path, err, catalog.ErrInternal)
-	} else if cred.UID != want {
-		first.Close()
-		return nil, fmt.Errorf("%s: %v: %w", path, &peer.ErrServerIdentity{Got: cred.UID, Want: want}, catalog.ErrDaemonIdentity)
 	}
 	cc, err := grpc.NewClient("passthrough:///contextd",
 		grpc.WithContextDialer(dialer),

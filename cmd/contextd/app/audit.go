@@ -20,9 +20,8 @@ import (
 	"github.com/contextd/contextd/daemon/audit"
 )
 
-// errAuditDamaged is the class of a log that fails verification: exit 65, bad
-// data. The catalog has no class of its own for it yet.
-var errAuditDamaged = catalog.ErrBadInput
+// errAuditDamaged is the class of a log that fails verification.
+var errAuditDamaged = catalog.ErrAuditDamaged
 
 func auditCommand() *cobra.Command {
 	var dir string
