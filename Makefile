@@ -46,10 +46,18 @@ test-e2e:
 # The whole suite: vet, unit (+ root-gated integration) tests, end-to-end.
 test: deps vet test-unit test-e2e
 
-# Latency of `safe_bash true` through the symlinked proxy against `bash -c true`,
-# measured side by side in one run, as the e2e test user.
+# Benchmarks, each side by side with its baseline in one run:
+# - latency of `safe_bash true` through the symlinked proxy against `bash -c true`
+#   and a hand-assembled scope+bwrap sandbox, as the e2e test user;
+# - `safe_read` of a 10 MB file end to end against `cat` of it;
+# - scrub throughput against the gitleaks CLI (`gitleaks stdin`) on one corpus
+#   (installs the CLI, at the version go.mod pins, when it is missing).
+GITLEAKS_VERSION = $(shell $(GO) list -m -f '{{.Version}}' github.com/zricethezav/gitleaks/v8)
 bench:
-	$(SUDO) $(GO) test -tags e2e -count=1 -run '^$$' -bench RoundTrip -benchtime 1x -v ./e2e
+	command -v gitleaks >/dev/null || [ -x "$$($(GO) env GOPATH)/bin/gitleaks" ] || \
+		$(GO) install github.com/zricethezav/gitleaks/v8@$(GITLEAKS_VERSION)
+	$(GO) test -count=1 -run '^$$' -bench Scrub -benchtime 3x -v ./bench/scrub
+	$(SUDO) $(GO) test -tags e2e -count=1 -run '^$$' -bench 'RoundTrip|SafeRead10MB' -benchtime 1x -v ./e2e
 
 # Regenerate the gRPC code and docs/errors.md.
 generate: tools

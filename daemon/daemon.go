@@ -100,6 +100,10 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 	defer stopCalls(nil)
 
 	svc := &service{opts: o, callsCtx: callsCtx, started: time.Now()}
+	if err := svc.setupPipeline(cfg); err != nil {
+		return err
+	}
+	defer svc.closePipeline()
 	srv := grpc.NewServer(
 		grpc.Creds(peer.ServerCredentials()),
 		grpc.MaxRecvMsgSize(cfg.MaxRequestBytes),

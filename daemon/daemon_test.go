@@ -31,7 +31,7 @@ func start(t *testing.T, cfg *config.Config, ctx context.Context) (string, <-cha
 	n := &notes{}
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, ln, &Options{Config: cfg, Notify: n.add, Runner: runner.Direct{ToolMain: tools.ToolMain}})
+		done <- Run(ctx, ln, &Options{Config: cfg, Notify: n.add, Runner: runner.Direct{ToolMain: tools.ToolMainContext}})
 	}()
 	return path, done, n
 }

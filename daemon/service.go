@@ -7,10 +7,15 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/audit"
+	"github.com/contextd/contextd/daemon/budget"
+	"github.com/contextd/contextd/daemon/pages"
 	"github.com/contextd/contextd/daemon/peer"
+	"github.com/contextd/contextd/daemon/respond"
 	"github.com/contextd/contextd/daemon/session"
 	"github.com/contextd/contextd/daemon/tools"
 	"github.com/contextd/contextd/daemon/workspace"
+	"github.com/contextd/contextd/scrub"
 	"github.com/contextd/contextd/wire"
 )
 
@@ -21,6 +26,14 @@ type service struct {
 	callsCtx context.Context // canceled when the daemon gives up draining
 	started  time.Time
 	act      activity
+
+	// The response pipeline (set up by Run).
+	scrubber *scrub.Scrubber
+	rules    string // the user's extra gitleaks rules, for the tools' own scrub
+	counter  *budget.Counter
+	store    *pages.Store
+	audit    *audit.Log // nil: auditing failed to start, and each call says so in the log
+	vaults   vaults
 }
 
 // Status implements wire.ToolsServer.
@@ -61,12 +74,23 @@ func (s *service) call(parent context.Context, req *wire.CallRequest, cred peer.
 	start := time.Now()
 	log := s.opts.Logger.With("tool", req.GetTool(), "peer_pid", cred.PID, "peer_uid", cred.UID)
 
+	if req.GetContinueRef() != "" {
+		return s.page(parent, req, cred, send, start)
+	}
 	env, call, err := s.prepare(req, cred)
 	if err != nil {
 		log.Info("call refused", "code", catalog.ClassOf(err).Code, "err", err)
+		s.record(&audit.Record{Tool: req.GetTool(), Error: catalog.ClassOf(err).Code, ExitCode: catalog.ExitCode(err)}, req, cred, start)
 		return err
 	}
 	log = log.With("session", env.Session)
+	tokens, warn, err := s.budgetFor(req.GetTool(), int(req.GetMaxTokens()))
+	if err != nil {
+		return err
+	}
+	if warn != "" {
+		env.Warnings = append(env.Warnings, warn)
+	}
 
 	// The call ends when the caller goes away or when the daemon stops draining.
 	ctx, cancel := context.WithCancelCause(parent)
@@ -74,13 +98,29 @@ func (s *service) call(parent context.Context, req *wire.CallRequest, cred peer.
 	stopAfter := context.AfterFunc(s.callsCtx, func() { cancel(context.Cause(s.callsCtx)) })
 	defer stopAfter()
 
-	env.Out = &streamWriter{send: send}
+	sw := &streamWriter{send: send}
+	env.Vault = s.vaults.get(env.Session)
+	env.Layer = &respond.Layer{Scrubber: s.scrubber, Vault: env.Vault}
+	env.Rules = s.rules
+	env.Window = budget.Window(tokens)
+	pipe := respond.New(respond.Options{Layer: env.Layer, Counter: s.counter, Budget: tokens,
+		Store: s.store, Session: env.Session, Tool: req.GetTool(), Send: func(b []byte) error { _, err := sw.Write(b); return err }})
+	env.Out = pipe
 	out := call.Run(ctx, env)
+	sum, perr := pipe.Close()
+	if perr != nil && out.Err == nil {
+		out.Err = fmt.Errorf("%s: response: %v: %w", req.GetTool(), perr, catalog.ErrIO)
+	}
 	res := &wire.Result{
-		ExitCode:  int32(out.ExitCode),
-		Error:     wire.ErrorOf(out.Err),
-		Session:   env.Session,
-		Workspace: env.Place.Root,
+		ExitCode:   int32(out.ExitCode),
+		Error:      s.scrubError(env.Layer, out.Err),
+		Session:    env.Session,
+		Workspace:  env.Place.Root,
+		TokensUsed: int64(sum.TokensUsed),
+		Truncated:  sum.Truncated,
+		HasMore:    sum.Truncated,
+		Continue:   sum.Continue,
+		Warnings:   env.Warnings,
 	}
 	if l := env.Layers; l.Namespaces || l.Seccomp != "" || l.Scope != "" {
 		res.Sandbox = &wire.Sandbox{Namespaces: l.Namespaces, Seccomp: l.Seccomp, Scope: l.Scope, ScopeNote: l.ScopeNote, Network: l.Network}
@@ -93,7 +133,22 @@ func (s *service) call(parent context.Context, req *wire.CallRequest, cred peer.
 	if out.Err != nil {
 		attrs = append(attrs, "code", catalog.ClassOf(out.Err).Code, "err", out.Err)
 	}
+	second := 0
+	for _, n := range env.Layer.Catches {
+		second += n
+	}
+	attrs = append(attrs, "bytes", sum.Bytes, "tokens", sum.TokensUsed, "truncated", sum.Truncated,
+		"findings", countAll(env.Findings), "second_layer", second)
 	log.Info("call", attrs...)
+	rec := &audit.Record{Tool: req.GetTool(), Session: env.Session, Workspace: env.Place.Root,
+		ExitCode: out.ExitCode, BytesProduced: sum.Bytes, TokensReturned: sum.TokensUsed, Truncated: sum.Truncated,
+		Findings: merge(env.Findings, env.Layer.Catches), SecondLayer: second, SecondLayerRules: env.Layer.Catches,
+		Warnings: env.Warnings, Sandbox: auditSandbox(env.Layers)}
+	if out.Err != nil {
+		rec.Error = catalog.ClassOf(out.Err).Code
+	}
+	rec.Args = s.scrubArgs(env.Layer, req.GetInputJson())
+	s.record(rec, req, cred, start)
 	if err := send(&wire.CallEvent{Event: &wire.CallEvent_Result{Result: res}}); err != nil {
 		log.Info("result not delivered: caller gone", "err", err)
 	}
@@ -102,10 +157,6 @@ func (s *service) call(parent context.Context, req *wire.CallRequest, cred peer.
 
 // prepare checks a request and builds its environment.
 func (s *service) prepare(req *wire.CallRequest, cred peer.Cred) (*tools.Env, tools.Call, error) {
-	if req.GetContinueRef() != "" {
-		// No result is paged yet: every result is sent whole.
-		return nil, nil, fmt.Errorf("continuation %q: %w", req.GetContinueRef(), catalog.ErrUnknownContinuation)
-	}
 	tool, err := s.opts.Tools.Get(req.GetTool())
 	if err != nil {
 		return nil, nil, err
@@ -114,13 +165,9 @@ func (s *service) prepare(req *wire.CallRequest, cred peer.Cred) (*tools.Env, to
 	if err != nil {
 		return nil, nil, err
 	}
-	sess := req.GetSession()
-	if sess != "" {
-		if err := session.Validate(sess); err != nil {
-			return nil, nil, err
-		}
-	} else if sess, err = session.Derive(int(cred.PID)); err != nil {
-		return nil, nil, fmt.Errorf("%v: %w", err, catalog.ErrInternal)
+	sess, err := sessionOf(req, cred)
+	if err != nil {
+		return nil, nil, err
 	}
 	place, err := workspace.Find(req.GetCwd(), s.opts.Config.WorkspaceMarkers)
 	if err != nil {
@@ -134,6 +181,23 @@ func (s *service) prepare(req *wire.CallRequest, cred peer.Cred) (*tools.Env, to
 		Config:    s.opts.Config,
 		Runner:    s.opts.Runner,
 	}, call, nil
+}
+
+// sessionOf is the call's session: the one it names, or the one derived from
+// the calling agent process.
+func sessionOf(req *wire.CallRequest, cred peer.Cred) (string, error) {
+	sess := req.GetSession()
+	if sess != "" {
+		if err := session.Validate(sess); err != nil {
+			return "", err
+		}
+		return sess, nil
+	}
+	sess, err := session.Derive(int(cred.PID))
+	if err != nil {
+		return "", fmt.Errorf("%v: %w", err, catalog.ErrInternal)
+	}
+	return sess, nil
 }
 
 // streamWriter sends everything written to it as Output events. Writes are not

@@ -4,7 +4,13 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 // BenchmarkRoundTrip measures `safe_bash true` through the installed symlink (proxy,
@@ -45,4 +51,50 @@ func BenchmarkRoundTrip(b *testing.B) {
 			b.Logf("  %s: median %.2f ms p90 %.2f ms  (safe_bash/this %.2fx)", s.Name, float64(s.MedianNS)/1e6, float64(s.P90NS)/1e6, s.Ratio)
 		}
 	}
+}
+
+// BenchmarkSafeRead10MB measures `safe_read` of a 10 MB file end to end through
+// the installed symlink (the first response: head, marker, tail, within the
+// budget), side by side with `cat` of the same file and with `true` (what
+// starting any command as the test user costs here), rotated in one run. The
+// issue's target: under 100 ms.
+func BenchmarkSafeRead10MB(b *testing.B) {
+	var big strings.Builder
+	for i := 0; big.Len() < 10<<20; i++ {
+		fmt.Fprintf(&big, "%08d the quick brown fox jumps over the lazy dog; status=ok latency_ms=%d\n", i, i%997)
+	}
+	p := filepath.Join(env.project, "big.txt")
+	if err := os.WriteFile(p, []byte(big.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	os.Chown(p, env.uid, env.uid)
+	link := filepath.Join(env.project, ".claude", "tools", "safe_read", "safe_read")
+	runs := map[string][]time.Duration{}
+	cmds := []struct {
+		name string
+		argv []string
+	}{{"safe_read", []string{link, "big.txt"}}, {"cat", []string{"cat", "big.txt"}}, {"true", []string{"true"}}}
+	for i := 0; i < b.N*25; i++ {
+		for _, c := range cmds {
+			r := runAs(b, "", nil, "", c.argv...)
+			if r.code != 0 {
+				b.Fatalf("%s: %s", c.name, r)
+			}
+			if c.name == "safe_read" && !strings.Contains(r.stdout, "--continue") {
+				b.Fatalf("safe_read of 10 MB was not cut to the budget: %d bytes", len(r.stdout))
+			}
+			runs[c.name] = append(runs[c.name], r.elapsed)
+		}
+	}
+	med := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2]) / 1e6
+	}
+	sr, ct, tr := med(runs["safe_read"]), med(runs["cat"]), med(runs["true"])
+	b.ReportMetric(sr, "safe_read-ms")
+	b.ReportMetric(ct, "cat-ms")
+	b.ReportMetric(tr, "true-ms")
+	b.ReportMetric(sr-tr, "safe_read-net-ms")
+	b.Logf("10 MB file, median of %d: safe_read %.1f ms, cat %.1f ms, true %.1f ms (starting a command as the test user); safe_read net of that %.1f ms",
+		len(runs["true"]), sr, ct, tr, sr-tr)
 }

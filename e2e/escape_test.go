@@ -460,12 +460,17 @@ func TestLayers(t *testing.T) {
 		t.Errorf("pids.max of %s in the kernel: %q, want 512", cg, v)
 	}
 
-	// The sandbox's PID 1 (the shell, exec'd by the init) and its child.
+	// The sandbox's PID 1 is contextd's sandbox init, which runs the shell
+	// as its child and scrubs its output; the shell and its child.
 	shell, _ := strconv.Atoi(escStatus(t, sleeper.pid)["PPid"])
-	if f := strings.Fields(escStatus(t, shell)["NSpid"]); len(f) < 2 || f[len(f)-1] != "1" {
-		t.Errorf("the sandbox's shell (pid %d) is not PID 1 of its own PID namespace: NSpid %v", shell, f)
+	init, _ := strconv.Atoi(escStatus(t, shell)["PPid"])
+	if st := escStatus(t, init); st["Name"] != "contextd-init" || !strings.HasSuffix(st["NSpid"], "\t1") {
+		t.Errorf("the shell's parent (pid %d, %q) is not the sandbox init, PID 1 of its own PID namespace: NSpid %q", init, st["Name"], st["NSpid"])
 	}
-	for _, pid := range []int{shell, sleeper.pid} {
+	if f := strings.Fields(escStatus(t, shell)["NSpid"]); len(f) != 2 || f[1] == "1" {
+		t.Errorf("the sandbox's shell (pid %d): NSpid %v, want two levels, not PID 1", shell, f)
+	}
+	for _, pid := range []int{init, shell, sleeper.pid} {
 		st := escStatus(t, pid)
 		for k, want := range map[string]string{
 			"Seccomp": "2", "NoNewPrivs": "1",
@@ -490,8 +495,8 @@ func TestLayers(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("scope %s (%s): MemoryMax=%s TasksMax=%s RuntimeMaxUSec=%s; shell %d and sleep %d: Seccomp 2, NoNewPrivs 1, no capabilities, 7 namespaces of their own",
-		unit, cg, props["MemoryMax"], props["TasksMax"], props["RuntimeMaxUSec"], shell, sleeper.pid)
+	t.Logf("scope %s (%s): MemoryMax=%s TasksMax=%s RuntimeMaxUSec=%s; init %d, shell %d and sleep %d: Seccomp 2, NoNewPrivs 1, no capabilities, 7 namespaces of their own",
+		unit, cg, props["MemoryMax"], props["TasksMax"], props["RuntimeMaxUSec"], init, shell, sleeper.pid)
 
 	// The agent goes away mid-call: the scope is stopped and its processes die.
 	c.cmd.Process.Kill()
@@ -959,14 +964,14 @@ kill -9 %[2]d; echo "kill_manager=$?"
 kill -9 -1; echo "kill_all=$?"
 `, daemon, manager))
 	kv := escKV(r.stdout)
-	if n, _ := strconv.Atoi(kv["procs"]); n < 1 || n > 2 { // the shell and ls
+	if n, _ := strconv.Atoi(kv["procs"]); n < 2 || n > 3 { // the init, the shell and ls
 		t.Errorf("the sandbox's /proc shows %q processes, want only its own few:\n%s", kv["procs"], r.stdout)
 	}
-	if kv["pid1"] != "bash" {
-		t.Errorf("PID 1 in the sandbox is %q, want its own bash", kv["pid1"])
+	if kv["pid1"] != "contextd-init" {
+		t.Errorf("PID 1 in the sandbox is %q, want the sandbox's own init", kv["pid1"])
 	}
 	for _, c := range strings.Fields(kv["comms"]) {
-		if c != "bash" && c != "ps" && c != "sort" && c != "tr" {
+		if c != "contextd-init" && c != "bash" && c != "ps" && c != "sort" && c != "tr" {
 			t.Errorf("process %q visible in the sandbox (all: %s)", c, kv["comms"])
 		}
 	}
@@ -1111,8 +1116,9 @@ func TestEscapeMemoryBomb(t *testing.T) {
 // ---------------------------------------------------------------------------
 // The daemon, its binary and its socket
 
-// TestEscapeDaemonReach: from inside, /proc/self/exe and /proc/1/exe lead to
-// the command's own programs (never to contextd), the shell holds only stdio, no
+// TestEscapeDaemonReach: from inside, /proc/self/exe and the shell's exe lead
+// to the command's own programs, the sandbox init (PID 1) is closed to the
+// command's /proc, the shell holds only stdio, no
 // unix socket of the host is in the tree, the daemon's binary and socket are not
 // there, the user's credentials and bus address are not in the environment, and
 // a proxy taken into the sandbox cannot reach the daemon.
@@ -1132,11 +1138,15 @@ func TestEscapeDaemonReach(t *testing.T) {
 	sock := filepath.Join(env.runtime, "contextd", "contextd.sock")
 
 	script := fmt.Sprintf(`echo "self_exe=$(readlink /proc/self/exe)"
-echo "pid1_exe=$(readlink /proc/1/exe)"
-ls -l /proc/1/fd > /tmp/fds
+echo "shell_exe=$(readlink /proc/$$/exe)"
+ls -l /proc/$$/fd > /tmp/fds
 echo "fds=$(awk 'NR > 1 {print $9}' /tmp/fds | sort -n | tr '\n' ' ' | sed 's/ $//')"
 echo "fd_links=$(awk 'NR > 1 {print $11}' /tmp/fds | tr '\n' ' ')"
-echo "env=$(tr '\0' '\n' < /proc/1/environ | cut -d= -f1 | sort | tr '\n' ' ')"
+echo "env=$(tr '\0' '\n' < /proc/$$/environ | cut -d= -f1 | sort | tr '\n' ' ')"
+readlink /proc/1/exe >/dev/null 2>&1; echo "init_exe_rc=$?"
+ls /proc/1/fd >/dev/null 2>&1; echo "init_fd_rc=$?"
+cat /proc/1/environ >/dev/null 2>&1; echo "init_environ_rc=$?"
+head -c 16 /proc/1/mem >/dev/null 2>&1; echo "init_mem_rc=$?"
 echo "sockets=$(find / \( -path /proc -o -path /sys \) -prune -o -type s -print 2>/dev/null | tr '\n' ' ')"
 echo "daemon_bin=$(ls %[1]s/contextd 2>&1 >/dev/null | grep -c 'No such file')"
 echo "connect_$(%[2]s unix %[3]s)"
@@ -1148,8 +1158,16 @@ CONTEXTD_SOCKET=%[3]s XDG_RUNTIME_DIR=%[4]s ./.escape/contextd-proxy safe_bash '
 	r := runAs(t, "", []string{"AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "GITHUB_TOKEN=ghp_0123456789abcdefghijklmnopqrstuvwxyz"},
 		"", link, script)
 	kv := escKV(r.stdout)
-	if kv["self_exe"] != "/usr/bin/readlink" || kv["pid1_exe"] != "/usr/bin/bash" {
-		t.Errorf("/proc/self/exe %q, /proc/1/exe %q: want the command's own programs", kv["self_exe"], kv["pid1_exe"])
+	if kv["self_exe"] != "/usr/bin/readlink" || kv["shell_exe"] != "/usr/bin/bash" {
+		t.Errorf("/proc/self/exe %q, the shell's exe %q: want the command's own programs", kv["self_exe"], kv["shell_exe"])
+	}
+	// PID 1 is contextd's sandbox init (it scrubs the shell's output); it
+	// is not dumpable, so the command can neither follow its exe to contextd
+	// nor read its descriptors, environment or memory.
+	for _, k := range []string{"init_exe_rc", "init_fd_rc", "init_environ_rc", "init_mem_rc"} {
+		if kv[k] == "0" || kv[k] == "" {
+			t.Errorf("%s=%q: the command reached into the sandbox init", k, kv[k])
+		}
 	}
 	if kv["fds"] != "0 1 2" {
 		t.Errorf("the sandbox's shell holds descriptors %q, want only 0 1 2", kv["fds"])

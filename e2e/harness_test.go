@@ -106,10 +106,15 @@ func setup(m *testing.M) (int, error) {
 	env.runtime = fmt.Sprintf("/run/user/%d", env.uid)
 
 	// A clean slate for the test user: no units, config or projects of earlier runs.
-	userSh(nil, "systemctl --user disable --now contextd.socket contextd.service 2>/dev/null; rm -rf ~/.config/contextd ~/.config/systemd/user/contextd.* $XDG_RUNTIME_DIR/contextd-e2e.log ~/proj; true")
+	userSh(nil, "systemctl --user disable --now contextd.socket contextd.service 2>/dev/null; rm -rf ~/.config/contextd ~/.local/state/contextd ~/.config/systemd/user/contextd.* $XDG_RUNTIME_DIR/contextd-e2e.log ~/proj; true")
 	cfg := `# e2e: short timers so idle exit and drain are seen quickly
 idle_timeout = "4s"
 drain_timeout = "1s"
+
+# e2e: large pages, so that paging through 10 MB takes tens of calls, not
+# thousands (the default budget is checked by TestBudgetDefault).
+[tools.safe_bash]
+max_tokens = 100000
 `
 	steps := []string{
 		"mkdir -p ~/.config/contextd ~/proj/.git ~/proj/sub",

@@ -364,6 +364,10 @@ func (sb *sandbox) finish() *SetupError {
 	return &SetupError{Step: StepExec, Syscall: "execve", Path: sb.path, Errno: errno}
 }
 
+// FuncInitName is the process name (comm) of a ModeFunc init, PID 1 of its
+// sandbox.
+const FuncInitName = "contextd-init"
+
 // runFunc is the end of a ModeFunc init: the descriptors only the init used
 // are closed (close-on-exec does nothing without an exec), the process is
 // made non-dumpable, the filter is loaded on every thread, and the function
@@ -379,6 +383,12 @@ func (sb *sandbox) finish() *SetupError {
 // uid. Non-dumpable keeps the command from reading or writing the init's
 // memory through /proc/1/mem, which the filter's ptrace rule does not cover.
 func (sb *sandbox) runFunc() *SetupError {
+	// Without an exec the init would show as "exe" in the command's ps; the
+	// name says what it is.
+	name, _ := unix.BytePtrFromString(FuncInitName)
+	if err := unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(name)), 0, 0, 0); err != nil {
+		return sysErr(StepExec, "prctl", "PR_SET_NAME", err)
+	}
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return sysErr(StepExec, "prctl", "PR_SET_DUMPABLE", err)
 	}

@@ -151,12 +151,13 @@ func request(tool string, inv *cli.Invocation) (*lite.Call, error) {
 		}
 	}
 	return &lite.Call{
-		Tool:     tool,
-		Input:    inv.Input,
-		Session:  os.Getenv("CONTEXTD_SESSION"),
-		Cwd:      cwd,
-		Continue: inv.Continue,
-		Env:      env,
+		Tool:      tool,
+		Input:     inv.Input,
+		Session:   os.Getenv("CONTEXTD_SESSION"),
+		Cwd:       cwd,
+		Continue:  inv.Continue,
+		Env:       env,
+		MaxTokens: inv.MaxTokens,
 	}, nil
 }
 

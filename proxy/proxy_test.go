@@ -175,7 +175,7 @@ func startDaemon(t *testing.T) string {
 			Logger: slog.New(slog.DiscardHandler),
 			Notify: func(string) error { return nil },
 			// The proxy's contract is under test here; the sandbox has its own.
-			Runner: runner.Direct{ToolMain: tools.ToolMain},
+			Runner: runner.Direct{ToolMain: tools.ToolMainContext},
 		})
 	}()
 	t.Cleanup(func() {

@@ -8,11 +8,14 @@ import (
 	"os"
 
 	"github.com/contextd/contextd/cmd/contextd/app"
+	"github.com/contextd/contextd/daemon/tools"
 	"github.com/contextd/contextd/ns"
 )
 
 func main() {
-	ns.Init() // returns unless this process is a sandbox init
+	// Returns unless this process is a sandbox init. Tools run in the init
+	// itself (func mode); a pooled init builds the scrubber while it waits.
+	ns.InitWith(ns.Hooks{Func: app.ToolMode, Warm: tools.Warm})
 	if app.IsToolMode(os.Args) {
 		os.Exit(app.ToolMode(os.Args[1:]))
 	}

@@ -92,6 +92,9 @@ type Config struct {
 	WorkspaceMarkers []string `toml:"workspace_markers"`
 
 	Tools Tools `toml:"tools"`
+	Scrub Scrub `toml:"scrub"`
+	Pages Pages `toml:"pages"`
+	Audit Audit `toml:"audit"`
 
 	// Source is the file the configuration was read from ("" for defaults only).
 	Source string `toml:"-"`
@@ -135,10 +138,43 @@ type Sandbox struct {
 	// ReadWrite are extra host paths visible read-write besides the workspace
 	// (for example a build cache).
 	ReadWrite []string `toml:"read_write"`
+	// MaxTokens is the tool's response budget, counted with the cl100k_base
+	// tokenizer; a call may ask for less (max_tokens), never more. Output
+	// beyond it is left out of the response and paged with --continue.
+	MaxTokens int `toml:"max_tokens"`
 }
 
+// DefaultMaxTokens is every tool's default response budget (search-like tools,
+// when there are any, default to 500).
+const DefaultMaxTokens = 2000
+
 func defaultSandbox() Sandbox {
-	return Sandbox{MemoryMax: 1 << 30, TasksMax: 512, ReadOnly: []string{}, ReadWrite: []string{}}
+	return Sandbox{MemoryMax: 1 << 30, TasksMax: 512, ReadOnly: []string{}, ReadWrite: []string{}, MaxTokens: DefaultMaxTokens}
+}
+
+// Scrub configures the secret scrubbing of every result.
+type Scrub struct {
+	// GitleaksConfig is a gitleaks configuration file (gitleaks' own TOML
+	// format) whose rules and allowlists are added to gitleaks' default rules
+	// and contextd's own. Empty: $XDG_CONFIG_HOME/contextd/gitleaks.toml if it
+	// exists. A workspace's .gitleaks.toml is not read: a repository must not
+	// be able to weaken the scrubbing of its own output.
+	GitleaksConfig string `toml:"gitleaks_config"`
+}
+
+// Pages configures the stored output that continuation pages are cut from
+// (under $XDG_STATE_HOME/contextd/pages).
+type Pages struct {
+	// TTL: a stored output is deleted this long after it was stored.
+	TTL Duration `toml:"ttl"`
+	// MaxTotal bounds all stored outputs together; the oldest go first.
+	MaxTotal Size `toml:"max_total"`
+}
+
+// Audit configures the audit log (under $XDG_STATE_HOME/contextd/audit).
+type Audit struct {
+	// MaxFileSize: the current file is rotated when it grows past this.
+	MaxFileSize Size `toml:"max_file_size"`
 }
 
 // SafeBash configures safe_bash.
@@ -177,10 +213,12 @@ func Default() *Config {
 				DefaultTimeout: Duration{120 * time.Second},
 				MaxTimeout:     Duration{10 * time.Minute},
 			},
-			SafeRead:    Sandbox{MemoryMax: 256 << 20, TasksMax: 64, ReadOnly: []string{}, ReadWrite: []string{}},
-			SafeWrite:   Sandbox{MemoryMax: 512 << 20, TasksMax: 64, ReadOnly: []string{}, ReadWrite: []string{}},
+			SafeRead:    Sandbox{MemoryMax: 512 << 20, TasksMax: 64, ReadOnly: []string{}, ReadWrite: []string{}, MaxTokens: DefaultMaxTokens},
+			SafeWrite:   Sandbox{MemoryMax: 512 << 20, TasksMax: 64, ReadOnly: []string{}, ReadWrite: []string{}, MaxTokens: DefaultMaxTokens},
 			FileTimeout: Duration{60 * time.Second},
 		},
+		Pages: Pages{TTL: Duration{time.Hour}, MaxTotal: 512 << 20},
+		Audit: Audit{MaxFileSize: 16 << 20},
 	}
 }
 
@@ -253,6 +291,14 @@ func (c *Config) validate() error {
 	}
 	if c.MaxRequestBytes < 1<<20 {
 		return fmt.Errorf("max_request_bytes = %d: must be at least 1048576 (1 MiB)", c.MaxRequestBytes)
+	}
+	for _, tool := range []string{"safe_bash", "safe_read", "safe_write"} {
+		if n := c.Tools.Sandbox(tool).MaxTokens; n < 100 {
+			return fmt.Errorf("tools.%s.max_tokens = %d: must be at least 100", tool, n)
+		}
+	}
+	if c.Pages.TTL.Duration <= 0 {
+		return fmt.Errorf("pages.ttl = %s: must be positive", c.Pages.TTL)
 	}
 	sb := c.Tools.SafeBash
 	if !filepath.IsAbs(sb.Shell) {

@@ -102,7 +102,7 @@ func TestRoundTrip(t *testing.T) {
 	if r.Meta()["command"] != "make" {
 		t.Error("Meta returns the reader's own map")
 	}
-	r2, err := s.Open("sess-1", FormatRef(ref, 9))
+	r2, err := s.Open("sess-1", FormatRef(r.ID(), 9))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestOpenUnknown(t *testing.T) {
 	clk.Advance(30 * time.Second)
 	fresh := store(t, s, "owner", []byte("new"), nil)
 	clk.Advance(30 * time.Second) // expired's minute is up, fresh has 30s left
-	_ = fresh
+	fresh, _, _ = ParseRef(fresh) // its id
 	id, _, _ := ParseRef(ref)
 	other, _ := newID()
 	tests := []struct {

@@ -25,12 +25,8 @@ const (
 	maxRefLen = 1 + idLen + 1 + 16 // "c", id, "-", an int64 in hex
 )
 
-// FormatRef returns the reference to offset in the output id. id may also be
-// a reference (Commit returns one), whose offset is then replaced.
+// FormatRef returns the reference to offset in the output id.
 func FormatRef(id string, offset int64) string {
-	if rid, _, err := ParseRef(id); err == nil {
-		id = rid
-	}
 	if offset <= 0 {
 		return "c" + id
 	}

@@ -20,9 +20,10 @@ import (
 // no namespaces, no seccomp, no scope. The daemon never uses it for calls; it lets
 // the tests of the daemon, tools and proxy run without the sandbox.
 type Direct struct {
-	// ToolMain runs Tool-mode specs in-process (tools.ToolMain). Nil: Tool mode
-	// is refused.
-	ToolMain func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
+	// ToolMain runs Tool-mode specs in-process (tools.ToolMainContext); the
+	// context ends at the spec's timeout or the call's end. Nil: Tool mode is
+	// refused.
+	ToolMain func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int
 }
 
 // drainGrace is how long output may keep arriving after the process group was
@@ -39,7 +40,20 @@ func (d Direct) Run(ctx context.Context, s Spec) (Exit, error) {
 		if stderr == nil {
 			stderr = s.Output
 		}
-		return Exit{Code: d.ToolMain(s.Args, bytes.NewReader(s.Stdin), s.Output, stderr)}, nil
+		tctx, cancel := ctx, context.CancelFunc(func() {})
+		if s.Timeout > 0 {
+			tctx, cancel = context.WithTimeout(ctx, s.Timeout)
+		}
+		defer cancel()
+		code := d.ToolMain(tctx, s.Args, bytes.NewReader(s.Stdin), s.Output, stderr)
+		ex := Exit{Code: code}
+		switch {
+		case ctx.Err() != nil:
+			ex.Canceled = true
+		case tctx.Err() != nil:
+			ex.TimedOut = true
+		}
+		return ex, nil
 	}
 	r, w, err := os.Pipe()
 	if err != nil {

@@ -77,7 +77,8 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 	case runner.Exec:
 		spec.Mode, spec.Argv = ns.ModeExec, append([]string{s.Path}, s.Args[1:]...)
 	case runner.Tool:
-		spec.Mode, spec.Argv = ns.ModeTool, s.Args
+		// The tool runs in the init itself (no second start of the binary).
+		spec.Mode, spec.Argv = ns.ModeFunc, s.Args
 	}
 	if r.Scopes == nil {
 		// Without a scope nothing else bounds the number of processes.

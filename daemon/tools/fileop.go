@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -27,40 +26,79 @@ type fileOp struct {
 	Offset  int     `json:"offset,omitempty"`
 	Limit   int     `json:"limit,omitempty"`
 	Content *string `json:"content,omitempty"`
+
+	// safe_bash: the shell command, run in Dir with Env.
+	Shell   string   `json:"shell,omitempty"`
+	Command string   `json:"command,omitempty"`
+	Dir     string   `json:"dir,omitempty"`
+	Env     []string `json:"env,omitempty"`
+
+	// Rules is the user's extra gitleaks configuration (TOML), for the
+	// tool's own scrub.
+	Rules string `json:"rules,omitempty"`
+	// Window: the tool scrubs the first and last Window bytes of a long
+	// output, the part a first response can show, and sends the middle
+	// unscrubbed (frameRaw); the daemon scrubs whatever of it leaves later.
+	// 0: scrub everything.
+	Window int `json:"window,omitempty"`
 }
 
 // runFileOp runs op through the call's runner and turns the tool process's report
 // back into an outcome.
 func runFileOp(ctx context.Context, env *Env, op fileOp) Outcome {
+	return runSandboxed(ctx, env, op, runner.Spec{
+		Dir:      env.Place.Root,
+		Env:      []string{"PATH=/usr/bin:/bin"},
+		ReadOnly: protected(env.Place.Root),
+		Timeout:  env.Config.Tools.FileTimeout.Duration,
+	})
+}
+
+// runSandboxed runs op in its sandbox (spec holds what differs per tool) and
+// decodes the tool's frames: text goes to env.Out, each secret the tool took
+// out becomes the session's placeholder for it.
+func runSandboxed(ctx context.Context, env *Env, op fileOp, spec runner.Spec) Outcome {
+	op.Rules = env.Rules
 	in, err := json.Marshal(op)
 	if err != nil {
 		return Outcome{Err: fmt.Errorf("%s: encode operation: %v: %w", op.Tool, err, catalog.ErrInternal)}
 	}
 	var stderr bytes.Buffer
-	ex, err := env.Runner.Run(ctx, runner.Spec{
-		Tool:      op.Tool,
-		Mode:      runner.Tool,
-		Args:      []string{op.Tool},
-		Stdin:     in,
-		Dir:       env.Place.Root,
-		Env:       []string{"PATH=/usr/bin:/bin"},
-		Workspace: env.Place.Root,
-		Home:      homeDir(),
-		ReadOnly:  protected(env.Place.Root),
-		Output:    env.Out,
-		Stderr:    &limitedBuffer{buf: &stderr, max: 64 << 10},
-		Timeout:   env.Config.Tools.FileTimeout.Duration,
-		Limits:    env.limits(op.Tool),
-	})
+	var meta toolMeta
+	source := env.Source
+	frames := &frameReader{
+		meta: &meta,
+		text: func(p []byte, _ bool) error { _, err := env.Out.Write(p); return err },
+		secret: func(s secretFrame) error {
+			_, err := io.WriteString(env.Out, env.Vault.Placeholder(s.Rule, string(s.Secret), source))
+			return err
+		},
+	}
+	spec.Tool, spec.Mode, spec.Args, spec.Stdin = op.Tool, runner.Tool, []string{op.Tool}, in
+	spec.Workspace, spec.Home = env.Place.Root, homeDir()
+	spec.Output, spec.Stderr = frames, &limitedBuffer{buf: &stderr, max: 64 << 10}
+	spec.Limits = env.limits(op.Tool)
+	ex, err := env.Runner.Run(ctx, spec)
 	env.Layers = ex.Layers
+	for rule, n := range meta.Findings {
+		if env.Findings == nil {
+			env.Findings = map[string]int{}
+		}
+		env.Findings[rule] += n
+	}
 	if err != nil {
 		return Outcome{Err: fmt.Errorf("%s: %w", op.Tool, err)}
 	}
 	switch {
 	case ex.TimedOut:
-		return Outcome{Err: fmt.Errorf("%s: killed after %s: %w", op.Tool, env.Config.Tools.FileTimeout, catalog.ErrTimeout)}
+		return Outcome{ExitCode: catalog.ExitTimeout, Err: fmt.Errorf("%s: killed after %s: %w", op.Tool, spec.Timeout, catalog.ErrTimeout)}
 	case ex.Canceled:
-		return Outcome{Err: canceled(ctx)}
+		return Outcome{ExitCode: ex.Code, Err: canceled(ctx)}
+	case !frames.complete() || (ex.Code == 0 && !frames.gotMeta):
+		return Outcome{Err: fmt.Errorf("%s: the sandboxed tool's output ended early (exit %d): %s: %w",
+			op.Tool, ex.Code, firstLine(stderr.String()), catalog.ErrInternal)}
+	case meta.ExitCode != nil:
+		return Outcome{ExitCode: *meta.ExitCode}
 	case ex.Code == 0:
 		return Outcome{}
 	}
@@ -70,7 +108,21 @@ func runFileOp(ctx context.Context, env *Env, op fileOp) Outcome {
 		return Outcome{Err: catalog.FromDetail(&d)}
 	}
 	return Outcome{Err: fmt.Errorf("%s: the sandboxed tool failed (exit %d): %s: %w",
-		op.Tool, ex.Code, strings.TrimSpace(stderr.String()), catalog.ErrInternal)}
+		op.Tool, ex.Code, firstLine(stderr.String()), catalog.ErrInternal)}
+}
+
+// firstLine is what an error message quotes of a crashed tool's stderr (a Go
+// runtime's crash report runs to kilobytes): its first line, at most 300
+// bytes.
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
+	}
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
 }
 
 // ToolMain is contextd's tool mode: it reads one fileOp on stdin, performs it,
@@ -78,7 +130,14 @@ func runFileOp(ctx context.Context, env *Env, op fileOp) Outcome {
 // stderr; the exit status is the error's. It runs inside the sandbox, already
 // under the tool's seccomp profile.
 func ToolMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	err := toolMain(args, stdin, stdout)
+	return ToolMainContext(context.Background(), args, stdin, stdout, stderr)
+}
+
+// ToolMainContext is ToolMain for a caller that may stop the tool (ctx): the
+// direct runner of the tests. In the sandbox the daemon kills the whole
+// sandbox instead.
+func ToolMainContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	err := toolMain(ctx, args, stdin, stdout)
 	if err == nil {
 		return 0
 	}
@@ -87,7 +146,7 @@ func ToolMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return catalog.ExitCode(err)
 }
 
-func toolMain(args []string, stdin io.Reader, stdout io.Writer) error {
+func toolMain(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) != 1 {
 		return fmt.Errorf("tool mode: want one argument (the tool), got %d: %w", len(args), catalog.ErrUsage)
 	}
@@ -102,24 +161,36 @@ func toolMain(args []string, stdin io.Reader, stdout io.Writer) error {
 	if op.Tool != args[0] {
 		return fmt.Errorf("tool mode: operation for %q given to %q: %w", op.Tool, args[0], catalog.ErrInternal)
 	}
+	if op.Tool == "safe_bash" {
+		return bashMain(ctx, op, stdout)
+	}
 	root, err := workspace.Open(op.Root)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op.Tool, err)
 	}
 	defer root.Close()
-	out := bufio.NewWriterSize(stdout, 64<<10)
+	sc, err := toolScrubber(op.Rules)
+	if err != nil {
+		return fmt.Errorf("%s: scrubber: %v: %w", op.Tool, err, catalog.ErrConfig)
+	}
+	fw := newFrameWriter(stdout)
+	var meta toolMeta
 	switch op.Tool {
 	case "safe_read":
-		err = readFile(root, op, out)
+		err = readFile(root, op, sc, fw)
 	case "safe_write":
-		err = writeFile(root, op, out)
+		err = writeFile(root, op, sc, fw)
 	default:
 		err = fmt.Errorf("tool mode: %q: %w", op.Tool, catalog.ErrUnknownTool)
 	}
-	if ferr := out.Flush(); err == nil && ferr != nil {
-		err = fmt.Errorf("%s: send output: %v: %w", op.Tool, ferr, catalog.ErrIO)
+	if err != nil {
+		fw.flush()
+		return err
 	}
-	return err
+	if ferr := fw.meta(meta); ferr != nil {
+		return fmt.Errorf("%s: send output: %v: %w", op.Tool, ferr, catalog.ErrIO)
+	}
+	return nil
 }
 
 // limitedBuffer keeps at most max bytes: a tool's error report is small, and a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -69,33 +68,15 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 	if c.in.Network && !cfg.AllowNetwork {
 		return Outcome{Err: fmt.Errorf("safe_bash: network access asked for, but tools.safe_bash.allow_network is off in the configuration: %w", catalog.ErrPolicy)}
 	}
-	ex, err := env.Runner.Run(ctx, runner.Spec{
-		Tool:      "safe_bash",
-		Mode:      runner.Exec,
-		Path:      cfg.Shell,
-		Args:      []string{filepath.Base(cfg.Shell), "-c", c.in.Command},
+	op := fileOp{Tool: "safe_bash", Root: env.Place.Root, Shell: cfg.Shell, Command: c.in.Command,
+		Dir: dir, Env: Environ(env)}
+	return runSandboxed(ctx, env, op, runner.Spec{
 		Dir:       dir,
-		Env:       Environ(env),
-		Workspace: env.Place.Root,
-		Home:      homeDir(),
 		ReadOnly:  append(protected(env.Place.Root), cfg.ReadOnly...),
 		ReadWrite: cfg.ReadWrite,
 		Network:   c.in.Network,
-		Output:    env.Out,
 		Timeout:   timeout,
-		Limits:    env.limits("safe_bash"),
 	})
-	env.Layers = ex.Layers
-	if err != nil {
-		return Outcome{Err: fmt.Errorf("safe_bash: %w", err)}
-	}
-	switch {
-	case ex.TimedOut:
-		return Outcome{ExitCode: catalog.ExitTimeout, Err: fmt.Errorf("safe_bash: killed after %s: %w", timeout, catalog.ErrTimeout)}
-	case ex.Canceled:
-		return Outcome{ExitCode: ex.Code, Err: canceled(ctx)}
-	}
-	return Outcome{ExitCode: ex.Code}
 }
 
 // confinedDir resolves a directory the caller named and proves it lies inside the

@@ -6,10 +6,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/workspace"
+	"github.com/contextd/contextd/scrub"
 )
 
 // SafeRead prints a text file of the workspace with line numbers.
@@ -54,7 +56,12 @@ func (c *readCall) Run(ctx context.Context, env *Env) Outcome {
 	if err != nil {
 		return Outcome{Err: fmt.Errorf("safe_read: %w", err)}
 	}
-	op := fileOp{Tool: "safe_read", Root: env.Place.Root, Rel: rel, Display: c.in.Path}
+	op := fileOp{Tool: "safe_read", Root: env.Place.Root, Rel: rel, Display: c.in.Path, Window: env.Window}
+	// Secrets read from this file may be written back to it (safe_write).
+	env.Source = filepath.Join(env.Place.Root, rel)
+	if env.Layer != nil {
+		env.Layer.Source = env.Source
+	}
 	if c.in.Offset != nil {
 		op.Offset = *c.in.Offset
 	}
@@ -64,8 +71,13 @@ func (c *readCall) Run(ctx context.Context, env *Env) Outcome {
 	return runFileOp(ctx, env, op)
 }
 
-// readFile is safe_read's I/O, run in tool mode inside the sandbox.
-func readFile(root *workspace.Root, op fileOp, out *bufio.Writer) error {
+// readFile is safe_read's I/O, run in tool mode inside the sandbox. It
+// scrubs the file's own bytes and numbers the lines afterwards, so that a
+// secret is found as it is in the file (a PEM key's lines are not broken up
+// by numbers) and its placeholder stands for exactly those bytes: written
+// back by safe_write, the file comes out byte for byte. Line numbers stay the
+// file's: a secret spanning lines takes the numbers of the lines it hides.
+func readFile(root *workspace.Root, op fileOp, sc *scrub.Scrubber, fw *frameWriter) error {
 	f, err := root.OpenRead(op.Rel)
 	if err != nil {
 		return fmt.Errorf("safe_read: %w", err)
@@ -80,56 +92,177 @@ func readFile(root *workspace.Root, op fileOp, out *bufio.Writer) error {
 	if op.Limit > 0 {
 		limit = op.Limit
 	}
-	n, err := numberLines(br, out, first, limit)
+	sel, err := selectLines(br, first, limit)
 	if err != nil {
 		return fmt.Errorf("safe_read: %s: %w", op.Display, err)
 	}
-	if first > 1 && n < first {
-		return fmt.Errorf("safe_read: offset %d is past the end of %s (%d lines): %w", first, op.Display, n, catalog.ErrBadInput)
+	if first > 1 && sel.lines < first {
+		return fmt.Errorf("safe_read: offset %d is past the end of %s (%d lines): %w", first, op.Display, sel.lines, catalog.ErrBadInput)
 	}
-	return nil
+	fs, rawFrom, rawTo := findSelected(sc, sel.buf, sel.a, sel.e, op.Window)
+	return emitNumbered(fw, sel.buf, sel.a, sel.e, first, fs, rawFrom, rawTo)
 }
 
-// numberLines copies lines first.. (at most limit; -1 for all) from r to w as
-// "%6d\t<line>\n", streaming (a line longer than the buffer is copied in pieces),
-// and returns how many lines of r it saw. A last line without a newline gets one.
-func numberLines(r *bufio.Reader, w *bufio.Writer, first, limit int) (int, error) {
-	n := 0
-	atStart, printing := true, false
+// selection is the lines a read asked for, buf[a:e], with up to scrubMargin
+// bytes of the file on either side: a secret that crosses the selection's
+// edge is still seen whole.
+type selection struct {
+	buf   []byte
+	a, e  int
+	lines int // lines of the file seen (all of them when the read went to the end)
+}
+
+// selectLines reads lines first.. (at most limit; -1 for all) from r.
+func selectLines(r *bufio.Reader, first, limit int) (selection, error) {
+	var s selection
+	s.a = -1
+	atStart := true
 	for {
 		piece, err := r.ReadSlice('\n')
 		if len(piece) > 0 {
 			if atStart {
-				if printing && limit == 0 {
-					return n, nil
+				if limit >= 0 && s.lines == first-1+limit {
+					// Past the selection: keep a margin of what follows.
+					s.e = len(s.buf)
+					s.buf = append(s.buf, piece...)
+					more := make([]byte, max(0, scrubMargin-len(piece)))
+					n, _ := io.ReadFull(r, more)
+					s.buf = append(s.buf, more[:n]...)
+					return s, nil
 				}
-				n++
-				printing = n >= first
-				if printing {
-					w.WriteString(padNum(n))
-					w.WriteByte('\t')
-					if limit > 0 {
-						limit--
-					}
+				s.lines++
+				if s.lines == first {
+					s.a = len(s.buf)
 				}
 			}
-			if printing {
-				w.Write(piece)
+			s.buf = append(s.buf, piece...)
+			if s.a < 0 && len(s.buf) > 2*scrubMargin {
+				// Before the selection only the margin is kept.
+				s.buf = append(s.buf[:0], s.buf[len(s.buf)-scrubMargin:]...)
 			}
 			atStart = piece[len(piece)-1] == '\n'
 		}
 		switch {
 		case err == io.EOF:
-			if !atStart && printing {
-				w.WriteByte('\n')
+			if s.a < 0 {
+				s.a = len(s.buf)
 			}
-			return n, nil
+			s.e = len(s.buf)
+			return s, nil
 		case err == bufio.ErrBufferFull:
 			continue
 		case err != nil:
-			return n, fmt.Errorf("read: %v: %w", err, catalog.ErrIO)
+			return s, fmt.Errorf("read: %v: %w", err, catalog.ErrIO)
 		}
 	}
+}
+
+// findSelected finds the secrets of buf[a:e] (offsets in buf; a secret may
+// reach past a or e). With a window (> 0) and a long selection it scrubs only
+// the first and last window bytes, the part a first response can show, and
+// reports the middle, buf[rawFrom:rawTo], as unscrubbed: the daemon scrubs
+// whatever of it leaves later (a continuation page).
+func findSelected(sc *scrub.Scrubber, buf []byte, a, e, window int) (fs []scrub.Finding, rawFrom, rawTo int) {
+	if window <= 0 || e-a <= 2*window+2*scrubMargin {
+		fs, _, _ = scrubRange(sc, buf, a, e)
+		return fs, e, e
+	}
+	head, _, headEnd := scrubRange(sc, buf, a, a+window)
+	tail, tailStart, _ := scrubRange(sc, buf, e-window, e)
+	if headEnd >= tailStart {
+		fs, _, _ = scrubRange(sc, buf, a, e)
+		return fs, e, e
+	}
+	return append(head, tail...), headEnd, tailStart
+}
+
+// emitNumbered writes buf[a:e] as numbered lines ("%6d\t<line>\n", the first
+// one numbered line), each finding as a secret frame, buf[rawFrom:rawTo] as
+// raw frames. A last line without a newline gets one.
+func emitNumbered(fw *frameWriter, buf []byte, a, e, line int, fs []scrub.Finding, rawFrom, rawTo int) error {
+	var out []byte
+	kind := byte(frameText)
+	flush := func() error {
+		err := fw.data(kind, out)
+		out = out[:0]
+		return err
+	}
+	atStart := true
+	// text numbers buf[p:q], which holds no secret.
+	text := func(p, q int) error {
+		for p < q {
+			k := byte(frameText)
+			if p >= rawFrom && p < rawTo {
+				k = frameRaw
+			}
+			end := q
+			if k == frameText && p < rawFrom {
+				end = min(q, rawFrom)
+			} else if k == frameRaw {
+				end = min(q, rawTo)
+			}
+			if k != kind {
+				if err := flush(); err != nil {
+					return err
+				}
+				kind = k
+			}
+			for p < end {
+				if atStart {
+					out = append(out, padNum(line)...)
+					out = append(out, '\t')
+					atStart = false
+				}
+				nl := bytes.IndexByte(buf[p:end], '\n')
+				if nl < 0 {
+					out = append(out, buf[p:end]...)
+					p = end
+					break
+				}
+				out = append(out, buf[p:p+nl+1]...)
+				p += nl + 1
+				line++
+				atStart = true
+			}
+			if len(out) >= 1<<20 {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	at := a
+	for _, f := range fs {
+		if f.End <= at || f.Start >= e {
+			continue
+		}
+		if err := text(at, max(at, f.Start)); err != nil {
+			return err
+		}
+		if atStart {
+			out = append(out, padNum(line)...)
+			out = append(out, '\t')
+			atStart = false
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		if err := fw.secret(f.Rule, buf[f.Start:f.End]); err != nil {
+			return err
+		}
+		hidden := buf[max(at, f.Start):min(e, f.End)]
+		line += bytes.Count(hidden, []byte{'\n'})
+		atStart = len(hidden) > 0 && hidden[len(hidden)-1] == '\n'
+		at = min(e, f.End)
+	}
+	if err := text(at, e); err != nil {
+		return err
+	}
+	if !atStart && e > a {
+		out = append(out, '\n')
+	}
+	return flush()
 }
 
 func padNum(n int) string {

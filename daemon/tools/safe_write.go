@@ -1,13 +1,15 @@
 package tools
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/workspace"
+	"github.com/contextd/contextd/scrub"
 )
 
 // SafeWrite replaces a file of the workspace atomically.
@@ -45,11 +47,23 @@ func (c *writeCall) Run(ctx context.Context, env *Env) Outcome {
 	if err != nil {
 		return Outcome{Err: fmt.Errorf("safe_write: %w", err)}
 	}
-	return runFileOp(ctx, env, fileOp{Tool: "safe_write", Root: env.Place.Root, Rel: rel, Display: c.in.Path, Content: c.in.Content})
+	// Placeholders the agent read from this very file get their secrets
+	// back; others are written as they are, and the caller is told.
+	content := *c.in.Content
+	if env.Vault != nil {
+		out, _, unresolved := env.Vault.Restore([]byte(content), filepath.Join(env.Place.Root, rel))
+		content = string(out)
+		if len(unresolved) > 0 {
+			env.Warnings = append(env.Warnings, fmt.Sprintf(
+				"%d placeholder(s) written as they are (%s): they did not come from reading %s in this session, so contextd has no secret to put back",
+				len(unresolved), strings.Join(firstN(unresolved, 3), ", "), c.in.Path))
+		}
+	}
+	return runFileOp(ctx, env, fileOp{Tool: "safe_write", Root: env.Place.Root, Rel: rel, Display: c.in.Path, Content: &content})
 }
 
 // writeFile is safe_write's I/O, run in tool mode inside the sandbox.
-func writeFile(root *workspace.Root, op fileOp, out *bufio.Writer) error {
+func writeFile(root *workspace.Root, op fileOp, sc *scrub.Scrubber, fw *frameWriter) error {
 	if op.Content == nil {
 		return fmt.Errorf("safe_write: no content: %w", catalog.ErrInternal)
 	}
@@ -66,8 +80,8 @@ func writeFile(root *workspace.Root, op fileOp, out *bufio.Writer) error {
 	if len(data) > 0 && data[len(data)-1] != '\n' {
 		lines++
 	}
-	fmt.Fprintf(out, "%s %s: %s, %s, mode %04o\n", verb, res.Path, plural(len(data), "byte"), plural(lines, "line"), res.Mode)
-	return nil
+	msg := []byte(fmt.Sprintf("%s %s: %s, %s, mode %04o\n", verb, res.Path, plural(len(data), "byte"), plural(lines, "line"), res.Mode))
+	return fw.scrubbed(msg, sc.Find(msg))
 }
 
 func plural(n int, unit string) string {
@@ -75,4 +89,11 @@ func plural(n int, unit string) string {
 		return "1 " + unit
 	}
 	return fmt.Sprintf("%d %ss", n, unit)
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) > n {
+		return append(s[:n:n], "…")
+	}
+	return s
 }

@@ -18,8 +18,10 @@ import (
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/peer"
+	"github.com/contextd/contextd/daemon/respond"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/workspace"
+	"github.com/contextd/contextd/scrub"
 )
 
 // Env is everything a tool call may use.
@@ -32,10 +34,30 @@ type Env struct {
 	CallerEnv map[string]string
 	Config    *config.Config
 	Runner    runner.Runner
-	// Out receives the tool's output as it is produced.
+	// Out receives the tool's output as it is produced, already scrubbed by the
+	// tool (placeholders in place of secrets).
 	Out io.Writer
-	// Layers is set by the tool: the sandbox layers its process ran under.
+	// Vault numbers the session's secrets (placeholders) and gives them back
+	// to safe_write.
+	Vault *scrub.Vault
+	// Layer is the daemon's own scrub of this call's output; a tool that reads
+	// a file sets its Source.
+	Layer *respond.Layer
+	// Rules is the user's extra gitleaks configuration, for the tool's scrub.
+	Rules string
+	// Window is how much of each end of a long output the tool scrubs itself
+	// (the part a first response can show).
+	Window int
+
+	// Set by the tool:
+	// Layers: the sandbox layers its process ran under.
 	Layers runner.Layers
+	// Source: the file the output came from ("" for command output).
+	Source string
+	// Findings: the tool's own scrub's catches by rule.
+	Findings map[string]int
+	// Warnings for the caller (not failures).
+	Warnings []string
 }
 
 // limits returns the configured limits of tool's sandbox.

@@ -27,7 +27,10 @@ type Invocation struct {
 	Input    json.RawMessage // the tool's input, valid JSON (nil with Continue)
 	Format   Format
 	Continue string // continuation reference, instead of running the tool
-	Help     bool   // --help: print the tool's TOOL.md and usage
+	// MaxTokens asks for a smaller response budget than the configured one
+	// (--max-tokens); 0: the configured one.
+	MaxTokens int
+	Help      bool // --help: print the tool's TOOL.md and usage
 }
 
 // Stdin is the tool's standard input, read only by forms that take content from
@@ -131,6 +134,16 @@ func Parse(tool string, args []string, stdin Stdin) (*Invocation, error) {
 			default:
 				return nil, usageErr(tool, "--format must be text or json, not %q", v)
 			}
+		case "max-tokens":
+			v, err := next()
+			if err != nil {
+				return nil, err
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return nil, usageErr(tool, "--max-tokens needs a positive whole number, not %q", v)
+			}
+			inv.MaxTokens = n
 		case "continue":
 			v, err := next()
 			if err != nil {

@@ -1,0 +1,471 @@
+// Package respond is the path a tool's output takes to the caller: the
+// daemon's own scrub (the second layer, on what leaves the daemon and nothing
+// else), the token budget, and the stored output continuation pages are cut
+// from.
+//
+// A tool's output arrives already scrubbed by the tool inside its sandbox
+// (the first layer), with the session's placeholders in it. A Pipe streams the
+// start of it to the caller as it comes (up to budget.HeadShare percent of the
+// budget, so a long command shows progress), keeps all of it (in memory up to
+// memLimit, then in the page store), and at Close either sends the rest, if it
+// fits, or a marker line and the tail. Pages (Page) are cut from the stored
+// output on demand, from its first byte, each within the budget; their
+// concatenation is the whole output, scrubbed.
+package respond
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/contextd/contextd/daemon/budget"
+	"github.com/contextd/contextd/daemon/pages"
+	"github.com/contextd/contextd/scrub"
+)
+
+// memLimit is how much output a Pipe holds in memory before it moves it to the
+// page store; most outputs are far smaller and never touch the disk.
+const memLimit = 1 << 20
+
+// margin is how far the second layer looks beyond the ends of what it returns,
+// so that a secret that crosses a cut is seen whole (a PEM RSA-4096 key is
+// about 3.3 kB).
+const margin = 16 << 10
+
+// Layer is the daemon's scrub: every byte that leaves goes through it.
+type Layer struct {
+	Scrubber *scrub.Scrubber
+	Vault    *scrub.Vault
+	// Source is where the output came from, for the vault (a file path, or ""
+	// for command output): safe_write puts back only secrets read from the
+	// same file.
+	Source string
+	// Catches counts what this layer found, by rule; the first layer should
+	// have left nothing for it.
+	Catches map[string]int
+}
+
+func (l *Layer) count(rule string) {
+	if l.Catches == nil {
+		l.Catches = map[string]int{}
+	}
+	l.Catches[rule]++
+}
+
+// Scrub returns b with every finding replaced by its session placeholder.
+func (l *Layer) Scrub(b []byte) []byte {
+	fs := l.Scrubber.Find(b)
+	if len(fs) == 0 {
+		return b
+	}
+	if l.Catches == nil {
+		l.Catches = map[string]int{}
+	}
+	for _, f := range fs {
+		l.Catches[f.Rule]++
+	}
+	return scrub.Replace(b, fs, func(f scrub.Finding) string {
+		return l.Vault.Placeholder(f.Rule, f.Secret, l.Source)
+	})
+}
+
+// region scrubs b[a:e], looking margin bytes beyond both ends (b is all
+// that is available around it). A finding that crosses a or e moves it
+// outwards, so that a secret is never cut in two; the ends used are returned.
+func (l *Layer) region(b []byte, a, e int) (out []byte, na, ne int) {
+	lo, hi := max(0, a-margin), min(len(b), e+margin)
+	fs := l.Scrubber.Find(b[lo:hi])
+	na, ne = a, e
+	// Findings are sorted and do not overlap, so one pass finds the (at most
+	// two) that cross the ends.
+	for _, f := range fs {
+		if s, t := f.Start+lo, f.End+lo; t > na && s < ne {
+			na, ne = min(na, s), max(ne, t)
+		}
+	}
+	var keep []scrub.Finding
+	for _, f := range fs {
+		if s, t := f.Start+lo, f.End+lo; s >= na && t <= ne {
+			f.Start, f.End = s-na, t-na
+			keep = append(keep, f)
+		}
+	}
+	text := b[na:ne]
+	if len(keep) == 0 {
+		return text, na, ne
+	}
+	if l.Catches == nil {
+		l.Catches = map[string]int{}
+	}
+	for _, f := range keep {
+		l.Catches[f.Rule]++
+	}
+	return scrub.Replace(text, keep, func(f scrub.Finding) string {
+		return l.Vault.Placeholder(f.Rule, f.Secret, l.Source)
+	}), na, ne
+}
+
+// Options configure a Pipe.
+type Options struct {
+	Layer   *Layer
+	Counter *budget.Counter
+	Budget  int // tokens
+	// Store keeps outputs that do not fit, for pages; Session and Tool own
+	// them.
+	Store         *pages.Store
+	Session, Tool string
+	// Send delivers text to the caller, in order.
+	Send func([]byte) error
+}
+
+// Pipe takes a tool's output (io.Writer) and answers within the budget.
+type Pipe struct {
+	o Options
+
+	mem   []byte       // the output while it is small
+	entry *pages.Entry // the output once it is not
+	size  int64
+	lines int64 // newlines seen
+
+	// Live streaming of the head: the stream scrubber emits complete lines,
+	// sent while they fit in liveBudget.
+	live       bool
+	stream     *scrub.Stream
+	liveRaw    int64 // bytes of the output the caller has (live)
+	liveLines  int64 // newlines in them
+	liveTokens int
+	liveBudget int
+	sent       bytes.Buffer // everything sent, to count tokens_used exactly
+	tail       []byte       // the last bytes of the output, for the tail
+	tailKeep   int
+	err        error
+}
+
+// New returns a Pipe.
+func New(o Options) *Pipe {
+	b := max(o.Budget, budget.MinBudget)
+	o.Budget = b
+	p := &Pipe{o: o, live: true, liveBudget: b * budget.HeadShare / 100,
+		tailKeep: budget.Window(b) + margin}
+	p.stream = scrub.NewStream(o.Layer.Scrubber, p.emitLive)
+	return p
+}
+
+// emitLive receives complete, layer-2-scrubbed lines from the stream.
+func (p *Pipe) emitLive(text []byte, fs []scrub.Finding) error {
+	if !p.live {
+		return nil
+	}
+	out := p.liveScrub(text, fs)
+	n := p.o.Counter.Count(out)
+	if p.liveTokens+n > p.liveBudget {
+		// The piece does not fit: send the whole lines of it that do, and
+		// stop streaming (the rest is decided at Close).
+		p.live = false
+		text, out, n = p.liveHead(text, fs, p.liveBudget-p.liveTokens)
+		if len(text) == 0 {
+			return nil
+		}
+	}
+	if err := p.o.Send(out); err != nil {
+		return err
+	}
+	for _, f := range fs {
+		if f.End <= len(text) {
+			p.o.Layer.count(f.Rule)
+		}
+	}
+	p.sent.Write(out)
+	p.liveTokens += n
+	p.liveRaw += int64(len(text))
+	p.liveLines += int64(bytes.Count(text, []byte{'\n'}))
+	return nil
+}
+
+// liveScrub replaces the findings of text (a piece of the stream) with their
+// placeholders.
+func (p *Pipe) liveScrub(text []byte, fs []scrub.Finding) []byte {
+	if len(fs) == 0 {
+		return text
+	}
+	return scrub.Replace(text, fs, func(f scrub.Finding) string {
+		return p.o.Layer.Vault.Placeholder(f.Rule, f.Secret, p.o.Layer.Source)
+	})
+}
+
+// liveHead returns the longest prefix of text made of whole lines, cut
+// before any secret it would split, whose scrubbed form fits room tokens:
+// the prefix, its scrubbed form and their tokens.
+func (p *Pipe) liveHead(text []byte, fs []scrub.Finding, room int) ([]byte, []byte, int) {
+	want := room
+	for range 4 {
+		if want <= 0 {
+			break
+		}
+		n, _ := p.o.Counter.Head(text, want)
+		if n < len(text) {
+			// Whole lines only: Head cuts inside a line too long for the room.
+			n = bytes.LastIndexByte(text[:n], '\n') + 1
+		}
+		var keep []scrub.Finding
+		for _, f := range fs {
+			if f.Start < n && f.End > n {
+				n = bytes.LastIndexByte(text[:f.Start], '\n') + 1
+			}
+		}
+		for _, f := range fs {
+			if f.End <= n {
+				keep = append(keep, f)
+			}
+		}
+		if n == 0 {
+			break
+		}
+		out := p.liveScrub(text[:n], keep)
+		used := p.o.Counter.Count(out)
+		if used <= room {
+			return text[:n], out, used
+		}
+		// Placeholders are longer than what they replace: ask for less.
+		want -= used - room + 8
+	}
+	return nil, nil, 0
+}
+
+// Write implements io.Writer.
+func (p *Pipe) Write(b []byte) (int, error) {
+	if p.err != nil {
+		return 0, p.err
+	}
+	p.size += int64(len(b))
+	p.lines += int64(bytes.Count(b, []byte{'\n'}))
+	if err := p.keep(b); err != nil {
+		p.err = err
+		return 0, err
+	}
+	if p.live {
+		if _, err := p.stream.Write(b); err != nil {
+			p.err = err
+			return 0, err
+		}
+	}
+	return len(b), nil
+}
+
+// keep stores b: in memory, or in the page store once the output is large.
+func (p *Pipe) keep(b []byte) error {
+	if p.entry == nil && len(p.mem)+len(b) <= memLimit {
+		p.mem = append(p.mem, b...)
+		return nil
+	}
+	if p.entry == nil {
+		e, err := p.o.Store.Create(p.o.Session, p.o.Tool)
+		if err != nil {
+			return err
+		}
+		p.entry = e
+		if _, err := e.Write(p.mem); err != nil {
+			return err
+		}
+		p.tail = append(p.tail[:0], p.mem[max(0, len(p.mem)-p.tailKeep):]...)
+		p.mem = nil
+	}
+	if _, err := p.entry.Write(b); err != nil {
+		return err
+	}
+	p.tail = append(p.tail, b...)
+	if len(p.tail) > 2*p.tailKeep {
+		p.tail = append(p.tail[:0], p.tail[len(p.tail)-p.tailKeep:]...)
+	}
+	return nil
+}
+
+// Summary is what a Pipe reports at Close, for the result and the audit.
+type Summary struct {
+	Bytes      int64
+	TokensUsed int
+	Truncated  bool
+	Continue   string // the first page's reference, when Truncated
+}
+
+// Close sends what is left within the budget and reports. The tool must be
+// done writing.
+func (p *Pipe) Close() (Summary, error) {
+	if p.err != nil {
+		p.discard()
+		return Summary{}, p.err
+	}
+	if p.live {
+		// The last lines the stream held back (an unfinished line, an open
+		// key block) are part of the rest below.
+		p.live = false
+	}
+	restLen := p.size - p.liveRaw
+	avail := p.o.Budget - p.o.Counter.Count(p.sent.Bytes())
+	sum := Summary{Bytes: p.size}
+	// The rest fits if it is small enough to count and counts small enough.
+	if restLen <= int64(budget.Window(p.o.Budget)) {
+		rest := p.restBytes(restLen)
+		out := p.o.Layer.Scrub(rest)
+		if p.o.Counter.Count(out) <= avail {
+			if err := p.send(out); err != nil {
+				return sum, err
+			}
+			p.discard()
+			sum.TokensUsed = p.o.Counter.Count(p.sent.Bytes())
+			return sum, nil
+		}
+	}
+	// It does not: a marker and as much of the tail as fits.
+	ref, err := p.commit()
+	if err != nil {
+		return sum, err
+	}
+	win := p.tailWindow()
+	start := p.size - int64(len(win))
+	// The tail comes from what was not sent live. Cut it on the raw text
+	// (whole lines), then scrub it; placeholders may be longer than what
+	// they replace, so cut once more if the scrubbed tail grew past the room.
+	skip := int(max(0, p.liveRaw-start))
+	first := ref // Commit's reference is to the first byte
+	probe := []byte(budget.Marker(int(p.lines), p.size, first, p.o.Tool))
+	room := avail - p.o.Counter.Count(probe) - 2
+	var tail []byte
+	tailRaw := p.size
+	if room > 0 {
+		at, _ := p.o.Counter.Tail(win[skip:], room)
+		t, na, _ := p.o.Layer.region(win, skip+at, len(win))
+		if p.o.Counter.Count(t) > room {
+			at2, _ := p.o.Counter.Tail(t, room)
+			t = t[at2:]
+		}
+		tail, tailRaw = t, start+int64(na)
+	}
+	marker := []byte(budget.Marker(int(p.gapLines(tailRaw)), tailRaw-p.liveRaw, first, p.o.Tool))
+	if len(p.sent.Bytes()) > 0 && p.sent.Bytes()[p.sent.Len()-1] != '\n' {
+		marker = append([]byte{'\n'}, marker...)
+	}
+	if err := p.send(marker); err != nil {
+		return sum, err
+	}
+	if err := p.send(tail); err != nil {
+		return sum, err
+	}
+	sum.Truncated, sum.Continue = true, first
+	sum.TokensUsed = p.o.Counter.Count(p.sent.Bytes())
+	return sum, nil
+}
+
+func (p *Pipe) send(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	p.sent.Write(b)
+	return p.o.Send(b)
+}
+
+// restBytes returns the output after what was sent live (n bytes).
+func (p *Pipe) restBytes(n int64) []byte {
+	if p.entry == nil {
+		return p.mem[int64(len(p.mem))-n:]
+	}
+	return p.tail[max(0, int64(len(p.tail))-n):]
+}
+
+// tailWindow returns the last bytes of the output.
+func (p *Pipe) tailWindow() []byte {
+	if p.entry == nil {
+		return p.mem[max(0, len(p.mem)-p.tailKeep):]
+	}
+	return p.tail[max(0, len(p.tail)-p.tailKeep):]
+}
+
+// gapLines counts the lines of output[liveRaw:tailRaw], a partial line
+// counting as one: every newline, minus those sent live and those of the tail
+// (which the kept tail buffer covers).
+func (p *Pipe) gapLines(tailRaw int64) int64 {
+	if tailRaw <= p.liveRaw {
+		return 0
+	}
+	win := p.tailWindow()
+	start := p.size - int64(len(win))
+	n := p.lines - p.liveLines - int64(bytes.Count(win[tailRaw-start:], []byte{'\n'}))
+	if tailRaw-start > 0 && win[tailRaw-start-1] != '\n' {
+		n++
+	}
+	return max(n, 1)
+}
+
+// commit makes the stored output a page source and returns its id.
+func (p *Pipe) commit() (string, error) {
+	if p.entry == nil {
+		e, err := p.o.Store.Create(p.o.Session, p.o.Tool)
+		if err != nil {
+			return "", err
+		}
+		if _, err := e.Write(p.mem); err != nil {
+			e.Discard()
+			return "", err
+		}
+		p.entry = e
+	}
+	id, err := p.entry.Commit(pages.Meta{"tool": p.o.Tool, "lines": fmt.Sprint(p.lines)})
+	if err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+func (p *Pipe) discard() {
+	if p.entry != nil {
+		p.entry.Discard()
+		p.entry = nil
+	}
+}
+
+// PageResult is one continuation page.
+type PageResult struct {
+	Data    []byte
+	Tokens  int
+	Next    string // reference of the next page, when HasMore
+	HasMore bool
+}
+
+// Page cuts the page of a stored output that starts where ref points: whole
+// lines within budget tokens (a line longer than the budget is cut inside),
+// scrubbed by l. A secret that crosses the end of a page moves the end past
+// it, so the next page starts after it; concatenated, the pages are the whole
+// output, scrubbed.
+func Page(st *pages.Store, l *Layer, c *budget.Counter, session, ref string, tokens int) (PageResult, error) {
+	r, err := st.Open(session, ref)
+	if err != nil {
+		return PageResult{}, err
+	}
+	defer r.Close()
+	id, off, size := r.ID(), r.Offset(), r.Size()
+	tokens = max(tokens, budget.MinBudget)
+	win := int64(budget.Window(tokens))
+	lo, hi := max(0, off-margin), min(size, off+win+margin)
+	buf := make([]byte, hi-lo)
+	if _, err := r.ReadAt(buf, lo); err != nil && int64(len(buf)) > 0 {
+		return PageResult{}, fmt.Errorf("read stored output: %w", err)
+	}
+	a := int(off - lo)
+	cand := buf[a:min(len(buf), a+int(win))]
+	want := tokens
+	for range 4 {
+		n, _ := c.Head(cand, want)
+		out, _, ne := l.region(buf, a, a+n)
+		used := c.Count(out)
+		if used <= tokens || n == 0 {
+			next := lo + int64(ne)
+			pr := PageResult{Data: out, Tokens: used, HasMore: next < size}
+			if pr.HasMore {
+				pr.Next = pages.FormatRef(id, next)
+			}
+			return pr, nil
+		}
+		// Placeholders are longer than what they replace: ask for less.
+		want = max(1, want-(used-tokens)-8)
+	}
+	return PageResult{}, fmt.Errorf("page at %d does not fit %d tokens", off, tokens)
+}

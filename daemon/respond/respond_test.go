@@ -1,0 +1,201 @@
+package respond
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/contextd/contextd/daemon/budget"
+	"github.com/contextd/contextd/daemon/pages"
+	"github.com/contextd/contextd/scrub"
+)
+
+var shared = sync.OnceValues(func() (*scrub.Scrubber, error) { return scrub.New(nil) })
+
+type fixture struct {
+	layer   *Layer
+	counter *budget.Counter
+	store   *pages.Store
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	sc, err := shared()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := pages.Open(&pages.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return &fixture{layer: &Layer{Scrubber: sc, Vault: scrub.NewVault()}, counter: budget.Default(), store: st}
+}
+
+func token(t *testing.T) string {
+	const set = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	b := make([]byte, 36)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	for i := range b {
+		b[i] = set[int(b[i])%len(set)]
+	}
+	return "ghp_" + string(b)
+}
+
+// run writes out to a Pipe in pieces of chunk bytes and returns what the
+// caller got and the summary.
+func (f *fixture) run(t *testing.T, out []byte, tokens, chunk int) ([]byte, Summary) {
+	t.Helper()
+	var got bytes.Buffer
+	p := New(Options{Layer: f.layer, Counter: f.counter, Budget: tokens, Store: f.store,
+		Session: "s1", Tool: "safe_bash", Send: func(b []byte) error { got.Write(b); return nil }})
+	for b := out; len(b) > 0; {
+		n := min(chunk, len(b))
+		if _, err := p.Write(b[:n]); err != nil {
+			t.Fatal(err)
+		}
+		b = b[n:]
+	}
+	sum, err := p.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got.Bytes(), sum
+}
+
+// An output within the budget goes out whole, scrubbed, not truncated, with
+// the exact token count.
+func TestSmallOutputWhole(t *testing.T) {
+	f := newFixture(t)
+	tok := token(t)
+	out := []byte("build ok\nGITHUB_TOKEN=" + tok + "\ndone")
+	got, sum := f.run(t, out, 2000, 5)
+	if sum.Truncated || sum.Continue != "" || sum.Bytes != int64(len(out)) {
+		t.Fatalf("summary %+v", sum)
+	}
+	want := strings.Replace(string(out), tok, "[REDACTED:github-pat:1]", 1)
+	if string(got) != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if n := f.counter.Count(got); sum.TokensUsed != n {
+		t.Errorf("tokens_used %d, counted %d", sum.TokensUsed, n)
+	}
+	if f.layer.Catches["github-pat"] != 1 {
+		t.Errorf("second layer catches %v", f.layer.Catches)
+	}
+}
+
+// A large output comes back as head, marker and tail within the budget; the
+// pages, each within the budget, concatenate to the whole output scrubbed,
+// secrets on page edges included.
+func TestPagesReassemble(t *testing.T) {
+	f := newFixture(t)
+	var b strings.Builder
+	var toks []string
+	for i := 0; b.Len() < 3<<20; i++ {
+		fmt.Fprintf(&b, "%07d compiling package number %d\n", i, i*7)
+		if i%997 == 0 {
+			tk := token(t)
+			toks = append(toks, tk)
+			fmt.Fprintf(&b, "export GITHUB_TOKEN=%s\n", tk)
+		}
+	}
+	out := []byte(b.String())
+	const tokens = 3000
+	got, sum := f.run(t, out, tokens, 32<<10)
+	if !sum.Truncated || sum.Continue == "" {
+		t.Fatalf("not truncated: %+v", sum)
+	}
+	if sum.TokensUsed > tokens || sum.TokensUsed != f.counter.Count(got) {
+		t.Fatalf("first response: %d tokens (counted %d), budget %d", sum.TokensUsed, f.counter.Count(got), tokens)
+	}
+	if !bytes.HasPrefix(got, out[:30]) || !bytes.Contains(got, []byte("--continue "+sum.Continue)) {
+		t.Fatalf("first response is not head + marker:\n%.300s", got)
+	}
+	last := out[bytes.LastIndexByte(out[:len(out)-1], '\n')+1:]
+	if !bytes.HasSuffix(got, last) {
+		t.Fatalf("first response does not end with the tail %q", last)
+	}
+	for _, tk := range toks {
+		if bytes.Contains(got, []byte(tk)) {
+			t.Fatal("a secret left in the first response")
+		}
+	}
+
+	var all bytes.Buffer
+	ref, n := sum.Continue, 0
+	for ref != "" {
+		pg, err := Page(f.store, f.layer, f.counter, "s1", ref, tokens)
+		if err != nil {
+			t.Fatalf("page %d: %v", n, err)
+		}
+		if pg.Tokens > tokens || pg.Tokens != f.counter.Count(pg.Data) || len(pg.Data) == 0 {
+			t.Fatalf("page %d: %d tokens (counted %d), %d bytes; budget %d", n, pg.Tokens, f.counter.Count(pg.Data), len(pg.Data), tokens)
+		}
+		if pg.HasMore != (pg.Next != "") {
+			t.Fatalf("page %d: has_more %v, next %q", n, pg.HasMore, pg.Next)
+		}
+		all.Write(pg.Data)
+		ref = pg.Next
+		n++
+	}
+	// The whole output scrubbed at once, with the same session's vault.
+	want := f.layer.Scrub(out)
+	if !bytes.Equal(all.Bytes(), want) {
+		i := 0
+		for i < min(all.Len(), len(want)) && all.Bytes()[i] == want[i] {
+			i++
+		}
+		t.Fatalf("%d pages reassemble to %d bytes, want %d; first difference at %d: %q vs %q",
+			n, all.Len(), len(want), i, all.Bytes()[i:min(all.Len(), i+80)], want[i:min(len(want), i+80)])
+	}
+	for _, tk := range toks {
+		if bytes.Contains(all.Bytes(), []byte(tk)) {
+			t.Fatal("a secret left in the pages")
+		}
+	}
+	t.Logf("%d bytes: first response %d tokens, %d pages", len(out), sum.TokensUsed, n)
+
+	// Pages belong to their session.
+	if _, err := Page(f.store, f.layer, f.counter, "s2", sum.Continue, tokens); !errors.Is(err, pages.ErrUnknown) {
+		t.Errorf("another session's page: %v", err)
+	}
+}
+
+// A secret that the page cut would split is moved to one page whole.
+func TestPageEdgeSecret(t *testing.T) {
+	f := newFixture(t)
+	tk := token(t)
+	line := strings.Repeat("x", 60) + "\n"
+	out := []byte(strings.Repeat(line, 2000) + "key " + tk + " end\n" + strings.Repeat(line, 2000))
+	e, err := f.store.Create("s1", "safe_bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Write(out)
+	ref, err := e.Commit(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all bytes.Buffer
+	for ref != "" {
+		pg, err := Page(f.store, f.layer, f.counter, "s1", ref, budget.MinBudget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(pg.Data, []byte(tk[:10])) {
+			t.Fatalf("part of the secret in a page: %q", pg.Data)
+		}
+		all.Write(pg.Data)
+		ref = pg.Next
+	}
+	if !bytes.Equal(all.Bytes(), f.layer.Scrub(out)) {
+		t.Fatal("pages do not reassemble")
+	}
+}
