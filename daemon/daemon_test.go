@@ -174,4 +174,21 @@ func TestErrorsTravelWithTheirCodes(t *testing.T) {
 	if err != nil || !errors.Is(wire.ErrorFrom(r.Error), catalog.ErrNotFound) {
 		t.Errorf("missing file: %v %v", r, err)
 	}
+
+	// Errors quoting the input are scrubbed, refusals and tool failures
+	// alike, and keep their class.
+	const tok = "ghp_Zq8mR2vL5xK9tW3nB7cY1dF6hJ4pS0aE2gUi"
+	for _, c := range []struct {
+		path  string
+		class *catalog.Class
+	}{{"/" + tok, catalog.ErrOutsideWorkspace}, {tok + ".txt", catalog.ErrNotFound}} {
+		r, err = call("safe_read", `{"path":"`+c.path+`"}`)
+		if err != nil || !errors.Is(wire.ErrorFrom(r.Error), c.class) || strings.Contains(r.Error.GetMessage(), tok) ||
+			!strings.Contains(r.Error.GetMessage(), "[REDACTED:github-pat") {
+			t.Errorf("tool failure quoting a secret: %v %v", r, err)
+		}
+	}
+	if _, err := call(tok, `{}`); !errors.Is(err, catalog.ErrUnknownTool) || strings.Contains(err.Error(), tok) {
+		t.Errorf("refusal quoting a secret: %v", err)
+	}
 }

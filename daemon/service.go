@@ -68,9 +68,12 @@ func (s *service) Call(req *wire.CallRequest, stream wire.Tools_CallServer) erro
 // Errors before the tool runs are the caller's (or contextd's) and are returned,
 // for the protocol to report; everything after, including the tool's own
 // failure, goes back in the Result.
-func (s *service) call(parent context.Context, req *wire.CallRequest, cred peer.Cred, send func(*wire.CallEvent) error) error {
+func (s *service) call(parent context.Context, req *wire.CallRequest, cred peer.Cred, send func(*wire.CallEvent) error) (err error) {
 	s.begin()
 	defer s.end()
+	// A refusal may quote the input (a path, a value): the caller gets it
+	// scrubbed like any output.
+	defer func() { err = s.redact(err) }()
 	start := time.Now()
 	log := s.opts.Logger.With("tool", req.GetTool(), "peer_pid", cred.PID, "peer_uid", cred.UID)
 
@@ -79,7 +82,7 @@ func (s *service) call(parent context.Context, req *wire.CallRequest, cred peer.
 	}
 	env, call, err := s.prepare(req, cred)
 	if err != nil {
-		log.Info("call refused", "code", catalog.ClassOf(err).Code, "err", err)
+		log.Info("call refused", "code", catalog.ClassOf(err).Code, "err", s.redact(err))
 		s.record(&audit.Record{Tool: req.GetTool(), Error: catalog.ClassOf(err).Code, ExitCode: catalog.ExitCode(err)}, req, cred, start)
 		return err
 	}
@@ -131,7 +134,7 @@ func (s *service) call(parent context.Context, req *wire.CallRequest, cred peer.
 		attrs = append(attrs, "scope_missing", env.Layers.ScopeNote)
 	}
 	if out.Err != nil {
-		attrs = append(attrs, "code", catalog.ClassOf(out.Err).Code, "err", out.Err)
+		attrs = append(attrs, "code", catalog.ClassOf(out.Err).Code, "err", s.redact(out.Err))
 	}
 	second := 0
 	for _, n := range env.Layer.Catches {
@@ -222,3 +225,27 @@ func (w *streamWriter) Write(p []byte) (int, error) {
 	}
 	return n, nil
 }
+
+// redact returns err with any secret in its message replaced by
+// [REDACTED:<rule>]; the class (and so the code and exit status) is kept.
+func (s *service) redact(err error) error {
+	if err == nil || s.scrubber == nil {
+		return err
+	}
+	msg := []byte(err.Error())
+	fs := s.scrubber.Find(msg)
+	if len(fs) == 0 {
+		return err
+	}
+	out := scrub.Replace(msg, fs, func(f scrub.Finding) string { return "[REDACTED:" + f.Rule + "]" })
+	return &redactedError{msg: string(out), err: err}
+}
+
+// redactedError is an error whose message had secrets taken out.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
