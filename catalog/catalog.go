@@ -42,6 +42,7 @@ const (
 	StatusNotFound           Status = 5
 	StatusAlreadyExists      Status = 6
 	StatusPermissionDenied   Status = 7
+	StatusResourceExhausted  Status = 8
 	StatusFailedPrecondition Status = 9
 	StatusInternal           Status = 13
 	StatusUnavailable        Status = 14
@@ -72,7 +73,7 @@ func define(code, name string, exit int, grpc Status, hint string) *Class {
 
 // The catalog. Codes are grouped by tens: 00x command line and input, 01x reaching
 // the daemon, 02x files and the workspace, 03x running commands, 04x continuation,
-// 05x contextd itself, 06x configuration.
+// 05x contextd itself, 06x configuration, 07x state services.
 var (
 	ErrUsage = define("CTXD-E001", "usage error", ExitUsage, StatusInvalidArgument,
 		"run the tool with --help to see its arguments")
@@ -134,6 +135,17 @@ var (
 
 	ErrConfig = define("CTXD-E060", "invalid configuration", ExitConfig, StatusFailedPrecondition,
 		"fix the named key in the configuration file; docs/config.md lists every key")
+
+	ErrNoRecord = define("CTXD-E070", "no such memory, checkpoint or branch", ExitNoInput, StatusNotFound,
+		"use an id a search or list returned in this project; other projects' records are not visible")
+	ErrBranchBudget = define("CTXD-E071", "the branch's token budget is spent", ExitNoPerm, StatusResourceExhausted,
+		"call `return` with a summary of what the branch found; its further calls are refused")
+	ErrNoBranch = define("CTXD-E072", "no open branch in this session", ExitDataErr, StatusFailedPrecondition,
+		"`return` closes a branch opened with `branch` in the same session (CONTEXTD_SESSION)")
+	ErrBranchDepth = define("CTXD-E073", "branches nest at most 3 deep", ExitDataErr, StatusFailedPrecondition,
+		"`return` from the innermost branch before opening another")
+	ErrStoreUnavailable = define("CTXD-E074", "the state store is unavailable", ExitUnavailable, StatusUnavailable,
+		"`contextd doctor` checks the store; see [store] in the configuration (docs/config.md)")
 )
 
 // Lookup returns the class with the given code, or nil.

@@ -16,10 +16,12 @@ import (
 	"strings"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/budget"
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/daemon/respond"
 	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/daemon/store"
 	"github.com/contextd/contextd/daemon/workspace"
 	"github.com/contextd/contextd/scrub"
 )
@@ -48,6 +50,15 @@ type Env struct {
 	// Window is how much of each end of a long output the tool scrubs itself
 	// (the part a first response can show).
 	Window int
+	// Store holds memories, checkpoints and branches for the state tools;
+	// nil when it could not be opened (they fail with
+	// catalog.ErrStoreUnavailable).
+	Store store.Store
+	// Counter counts tokens with the response pipeline's tokenizer.
+	Counter *budget.Counter
+	// Budget is the call's response budget in tokens (what the daemon will
+	// let out); a tool may use it to shape its output.
+	Budget int
 
 	// Set by the tool:
 	// Layers: the sandbox layers its process ran under.
