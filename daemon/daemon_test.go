@@ -21,7 +21,7 @@ import (
 )
 
 // start runs a daemon on a fresh socket and returns its path and Run's result.
-func start(t *testing.T, cfg *config.Config, ctx context.Context) (string, <-chan error, *notes) {
+func start(t testing.TB, cfg *config.Config, ctx context.Context) (string, <-chan error, *notes) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "s.sock")
 	ln, err := net.Listen("unix", path)

@@ -110,7 +110,9 @@ func (s *service) call(parent context.Context, req *wire.CallRequest, cred peer.
 		Store: s.store, Session: env.Session, Tool: req.GetTool(), Send: func(b []byte) error { _, err := sw.Write(b); return err }})
 	env.Out = pipe
 	out := call.Run(ctx, env)
+	pipeStart := time.Now()
 	sum, perr := pipe.Close()
+	pipeDone := time.Now()
 	if perr != nil && out.Err == nil {
 		out.Err = fmt.Errorf("%s: response: %v: %w", req.GetTool(), perr, catalog.ErrIO)
 	}
@@ -143,6 +145,9 @@ func (s *service) call(parent context.Context, req *wire.CallRequest, cred peer.
 	attrs = append(attrs, "bytes", sum.Bytes, "tokens", sum.TokensUsed, "truncated", sum.Truncated,
 		"findings", countAll(env.Findings), "second_layer", second)
 	log.Info("call", attrs...)
+	if len(env.Stages) > 0 {
+		log.Debug("tool stages", "stages", env.Stages, "pipe_ms", float64(pipeDone.Sub(pipeStart).Microseconds())/1000)
+	}
 	rec := &audit.Record{Tool: req.GetTool(), Session: env.Session, Workspace: env.Place.Root,
 		ExitCode: out.ExitCode, BytesProduced: sum.Bytes, TokensReturned: sum.TokensUsed, Truncated: sum.Truncated,
 		Findings: merge(env.Findings, env.Layer.Catches), SecondLayer: second, SecondLayerRules: env.Layer.Catches,

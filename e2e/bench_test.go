@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // BenchmarkRoundTrip measures `safe_bash true` through the installed symlink (proxy,
@@ -56,8 +54,8 @@ func BenchmarkRoundTrip(b *testing.B) {
 // BenchmarkSafeRead10MB measures `safe_read` of a 10 MB file end to end through
 // the installed symlink (the first response: head, marker, tail, within the
 // budget), side by side with `cat` of the same file and with `true` (what
-// starting any command as the test user costs here), rotated in one run. The
-// issue's target: under 100 ms.
+// starting any command costs here), rotated in one run by bench/roundtrip as
+// the test user. The issue's target: under 100 ms.
 func BenchmarkSafeRead10MB(b *testing.B) {
 	var big strings.Builder
 	for i := 0; big.Len() < 10<<20; i++ {
@@ -68,33 +66,36 @@ func BenchmarkSafeRead10MB(b *testing.B) {
 		b.Fatal(err)
 	}
 	os.Chown(p, env.uid, env.uid)
-	link := filepath.Join(env.project, ".claude", "tools", "safe_read", "safe_read")
-	runs := map[string][]time.Duration{}
-	cmds := []struct {
-		name string
-		argv []string
-	}{{"safe_read", []string{link, "big.txt"}}, {"cat", []string{"cat", "big.txt"}}, {"true", []string{"true"}}}
-	for i := 0; i < b.N*25; i++ {
-		for _, c := range cmds {
-			r := runAs(b, "", nil, "", c.argv...)
-			if r.code != 0 {
-				b.Fatalf("%s: %s", c.name, r)
-			}
-			if c.name == "safe_read" && !strings.Contains(r.stdout, "--continue") {
-				b.Fatalf("safe_read of 10 MB was not cut to the budget: %d bytes", len(r.stdout))
-			}
-			runs[c.name] = append(runs[c.name], r.elapsed)
+	// The response is cut to the budget (a marker line names --continue).
+	first := tool(b, "safe_read", "", "big.txt")
+	if first.code != 0 || !strings.Contains(first.stdout, "--continue") || len(first.stdout) > 200<<10 {
+		b.Fatalf("safe_read of 10 MB was not cut to the budget: exit %d, %d bytes", first.code, len(first.stdout))
+	}
+	for i := 0; i < b.N; i++ {
+		r := runAs(b, "", nil, "", env.bin+"/roundtrip", "-n", "40", "-warmup", "3", "-read", "big.txt", "-json")
+		if r.code != 0 {
+			b.Fatalf("roundtrip -read: %s", r)
 		}
+		var rep struct {
+			Contextd struct {
+				MedianNS int64 `json:"median_ns"`
+				P90NS    int64 `json:"p90_ns"`
+			} `json:"safe_bash_true"` // the measured tool, safe_read here
+			Baselines []struct {
+				Name     string  `json:"name"`
+				MedianNS int64   `json:"median_ns"`
+				Ratio    float64 `json:"safe_bash_over_this"`
+			} `json:"baselines"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || len(rep.Baselines) != 2 {
+			b.Fatalf("roundtrip output: %v\n%s", err, r.stdout)
+		}
+		sr, ct, tr := float64(rep.Contextd.MedianNS)/1e6, float64(rep.Baselines[0].MedianNS)/1e6, float64(rep.Baselines[1].MedianNS)/1e6
+		b.ReportMetric(sr, "safe_read-ms")
+		b.ReportMetric(ct, "cat-ms")
+		b.ReportMetric(tr, "true-ms")
+		b.ReportMetric(rep.Baselines[0].Ratio, "ratio-vs-cat")
+		b.Logf("10 MB file, median of 40 rotated: safe_read %.1f ms (p90 %.1f), cat %.1f ms (%.2fx), true %.1f ms",
+			sr, float64(rep.Contextd.P90NS)/1e6, ct, rep.Baselines[0].Ratio, tr)
 	}
-	med := func(d []time.Duration) float64 {
-		slices.Sort(d)
-		return float64(d[len(d)/2]) / 1e6
-	}
-	sr, ct, tr := med(runs["safe_read"]), med(runs["cat"]), med(runs["true"])
-	b.ReportMetric(sr, "safe_read-ms")
-	b.ReportMetric(ct, "cat-ms")
-	b.ReportMetric(tr, "true-ms")
-	b.ReportMetric(sr-tr, "safe_read-net-ms")
-	b.Logf("10 MB file, median of %d: safe_read %.1f ms, cat %.1f ms, true %.1f ms (starting a command as the test user); safe_read net of that %.1f ms",
-		len(runs["true"]), sr, ct, tr, sr-tr)
 }

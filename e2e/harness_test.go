@@ -110,6 +110,7 @@ func setup(m *testing.M) (int, error) {
 	cfg := `# e2e: short timers so idle exit and drain are seen quickly
 idle_timeout = "4s"
 drain_timeout = "1s"
+log_level = "debug"
 
 # e2e: large pages, so that paging through 10 MB takes tens of calls, not
 # thousands (the default budget is checked by TestBudgetDefault).
@@ -138,7 +139,7 @@ max_tokens = 100000
 	}
 	env.project = filepath.Join(env.home, "proj")
 	code := m.Run()
-	userSh(nil, "systemctl --user disable --now contextd.socket contextd.service; true")
+	userSh(nil, "cp $XDG_RUNTIME_DIR/contextd-e2e.log /tmp/e2e-daemon.log; systemctl --user disable --now contextd.socket contextd.service; true")
 	return code, nil
 }
 

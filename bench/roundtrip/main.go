@@ -2,7 +2,8 @@
 // its baselines, side by side in one run: it cycles through `bash -c true`, the
 // nearest hand-assembled sandbox (`systemd-run --user --scope bwrap ... bash -c
 // true`) and `safe_bash true` through the installed symlink, rotating the order so
-// all see the same machine state, and reports medians, p90s and ratios.
+// all see the same machine state, and reports medians, p90s and ratios. With
+// -read FILE it measures `safe_read FILE` against `cat FILE` and `true` instead.
 package main
 
 import (
@@ -35,6 +36,8 @@ func main() {
 	tool := flag.String("safe-bash", ".claude/tools/safe_bash/safe_bash", "path of the safe_bash symlink")
 	withBwrap := flag.Bool("bwrap", true, "also measure systemd-run --user --scope bwrap (needs bubblewrap and a user manager)")
 	asJSON := flag.Bool("json", false, "print the report as JSON")
+	read := flag.String("read", "", "instead: measure `safe_read FILE` (its first, budgeted response) against `cat FILE` and `true`")
+	reader := flag.String("safe-read", ".claude/tools/safe_read/safe_read", "path of the safe_read symlink")
 	flag.Parse()
 
 	cmds := []struct {
@@ -43,6 +46,20 @@ func main() {
 	}{
 		{"safe_bash true", []string{*tool, "true"}},
 		{"bash -c true", []string{"bash", "-c", "true"}},
+	}
+	if *read != "" {
+		cmds = cmds[:0]
+		cmds = append(cmds, struct {
+			name string
+			argv []string
+		}{"safe_read " + *read, []string{*reader, *read}}, struct {
+			name string
+			argv []string
+		}{"cat " + *read, []string{"cat", *read}}, struct {
+			name string
+			argv []string
+		}{"true", []string{"true"}})
+		*withBwrap = false
 	}
 	if *withBwrap {
 		cmds = append(cmds, struct {

@@ -5,6 +5,8 @@
 package sandbox
 
 import (
+	"golang.org/x/sys/unix"
+
 	"context"
 	"errors"
 	"fmt"
@@ -97,6 +99,10 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 		return ex, fmt.Errorf("pipe: %v: %w", err, catalog.ErrSandbox)
 	}
 	defer outR.Close()
+	// A larger pipe lets a tool with a large output write it in fewer
+	// rounds of wake-ups (the default is 64 KiB). Best effort: the limit
+	// for unprivileged users (/proc/sys/fs/pipe-max-size) may be lower.
+	unix.FcntlInt(outW.Fd(), unix.F_SETPIPE_SZ, 1<<20)
 	errW := outW
 	var errR *os.File
 	if s.Stderr != nil {
@@ -170,7 +176,9 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 	var copies sync.WaitGroup
 	copyOut := func(dst io.Writer, src *os.File) {
 		defer copies.Done()
-		io.Copy(dst, src)
+		// Large reads: a tool's output arrives in fewer, larger writes to
+		// dst (the frame decoder, the response pipe).
+		io.CopyBuffer(dst, onlyReader{src}, make([]byte, 256<<10))
 	}
 	copies.Add(1)
 	go copyOut(s.Output, outR)
@@ -258,3 +266,9 @@ func inputFile(data []byte) (*os.File, error) {
 	}()
 	return r, nil
 }
+
+// onlyReader hides *os.File's WriterTo, which io.CopyBuffer would use
+// instead of the buffer it is given.
+type onlyReader struct{ r io.Reader }
+
+func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }

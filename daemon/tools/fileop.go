@@ -80,6 +80,7 @@ func runSandboxed(ctx context.Context, env *Env, op fileOp, spec runner.Spec) Ou
 	spec.Limits = env.limits(op.Tool)
 	ex, err := env.Runner.Run(ctx, spec)
 	env.Layers = ex.Layers
+	env.Stages = meta.Stages
 	for rule, n := range meta.Findings {
 		if env.Findings == nil {
 			env.Findings = map[string]int{}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/contextd/contextd/scrub"
 )
@@ -44,16 +45,29 @@ type toolMeta struct {
 	ExitCode *int `json:"exit_code,omitempty"`
 	// Findings counts the first layer's catches by rule.
 	Findings map[string]int `json:"findings,omitempty"`
+	// Stages: milliseconds from the tool's start to the end of each of its
+	// stages, for the daemon's debug log.
+	Stages map[string]float64 `json:"stages,omitempty"`
 }
 
 // frameWriter writes frames; not safe for concurrent use.
 type frameWriter struct {
 	w        *bufio.Writer
 	findings map[string]int
+	start    time.Time
+	stages   map[string]float64
 }
 
 func newFrameWriter(w io.Writer) *frameWriter {
-	return &frameWriter{w: bufio.NewWriterSize(w, 64<<10), findings: map[string]int{}}
+	return &frameWriter{w: bufio.NewWriterSize(w, 64<<10), findings: map[string]int{}, start: time.Now()}
+}
+
+// mark records the end of a stage of the tool's work (for meta).
+func (f *frameWriter) mark(stage string) {
+	if f.stages == nil {
+		f.stages = map[string]float64{}
+	}
+	f.stages[stage] = float64(time.Since(f.start).Microseconds()) / 1000
 }
 
 func (f *frameWriter) frame(kind byte, p []byte) error {
@@ -110,6 +124,7 @@ func (f *frameWriter) meta(m toolMeta) error {
 	if len(f.findings) > 0 {
 		m.Findings = f.findings
 	}
+	m.Stages = f.stages
 	b, _ := json.Marshal(m)
 	if err := f.frame(frameMeta, b); err != nil {
 		return err

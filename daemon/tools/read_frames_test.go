@@ -8,6 +8,8 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -52,9 +54,29 @@ func randAlnum(t *testing.T, n int) string {
 // frames as the daemon does: secrets become vault placeholders.
 func readFrames(t *testing.T, file string, first, limit, window int, v *scrub.Vault) (out string, raw int, secrets int) {
 	t.Helper()
-	sel, err := selectLines(bufio.NewReaderSize(strings.NewReader(file), 64<<10), first, limit)
-	if err != nil {
-		t.Fatal(err)
+	var sel selection
+	if first == 1 && limit < 0 {
+		// The whole-file path reads an *os.File.
+		p := filepath.Join(t.TempDir(), "f")
+		if err := os.WriteFile(p, []byte(file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		buf, release, err := readWhole(f, bufio.NewReader(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer release()
+		sel = selection{buf: buf, a: 0, e: len(buf)}
+	} else {
+		var err error
+		if sel, err = selectLines(bufio.NewReaderSize(strings.NewReader(file), 64<<10), first, limit); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var wire bytes.Buffer
 	fw := newFrameWriter(&wire)

@@ -69,6 +69,9 @@ type Env struct {
 	Findings map[string]int
 	// Warnings for the caller (not failures).
 	Warnings []string
+	// Stages: the sandboxed tool's own timings (ms since it started), for
+	// the debug log.
+	Stages map[string]float64
 }
 
 // limits returns the configured limits of tool's sandbox.
