@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/runner"
@@ -76,11 +77,15 @@ func runSandboxed(ctx context.Context, env *Env, op fileOp, spec runner.Spec) Ou
 	}
 	spec.Tool, spec.Mode, spec.Args, spec.Stdin = op.Tool, runner.Tool, []string{op.Tool}, in
 	spec.Workspace, spec.Home = env.Place.Root, homeDir()
-	spec.Output, spec.Stderr = frames, &limitedBuffer{buf: &stderr, max: 64 << 10}
+	tw := &timedWriter{w: frames}
+	spec.Output, spec.Stderr = tw, &limitedBuffer{buf: &stderr, max: 64 << 10}
 	spec.Limits = env.limits(op.Tool)
 	ex, err := env.Runner.Run(ctx, spec)
 	env.Layers = ex.Layers
 	env.Stages = meta.Stages
+	if env.Stages != nil {
+		env.Stages["daemon_side"] = float64(tw.spent.Microseconds()) / 1000
+	}
 	for rule, n := range meta.Findings {
 		if env.Findings == nil {
 			env.Findings = map[string]int{}
@@ -206,4 +211,18 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 		l.buf.Write(p[:min(len(p), room)])
 	}
 	return len(p), nil
+}
+
+// timedWriter adds up the time its writes take: the daemon's side of a
+// tool's output (decoding, scrubbing, storing), for the debug log.
+type timedWriter struct {
+	w     io.Writer
+	spent time.Duration
+}
+
+func (t *timedWriter) Write(p []byte) (int, error) {
+	start := time.Now()
+	n, err := t.w.Write(p)
+	t.spent += time.Since(start)
+	return n, err
 }

@@ -136,56 +136,98 @@ func (f *frameWriter) flush() error { return f.w.Flush() }
 
 // frameReader is the daemon's side: an io.Writer that takes the tool's
 // stdout in whatever pieces it arrives and calls its handlers frame by frame.
+// Text is handed on as it arrives, piece by piece, never gathered: a large
+// output crosses the daemon without being copied here. Only the small frames
+// (secrets, the report) are collected whole.
 type frameReader struct {
 	text    func(p []byte, scrubbed bool) error
 	secret  func(s secretFrame) error
 	meta    *toolMeta
 	gotMeta bool
 
-	buf []byte
-	err error
+	hdr    []byte // a header being read
+	inBody bool
+	kind   byte
+	left   uint64 // bytes of the current body still to come
+	body   []byte // a small frame's body being gathered
+	err    error
 }
 
 var errBadFrame = errors.New("malformed output frame from the sandboxed tool")
+
+// maxSmallFrame bounds a secret or report frame.
+const maxSmallFrame = 1 << 20
 
 func (r *frameReader) Write(p []byte) (int, error) {
 	if r.err != nil {
 		return 0, r.err
 	}
-	r.buf = append(r.buf, p...)
-	for {
-		if len(r.buf) == 0 {
-			break
+	n := len(p)
+	for len(p) > 0 || (r.inBody && r.left == 0) {
+		if !r.inBody {
+			// The header: a type byte and a uvarint, at most 11 bytes.
+			r.hdr = append(r.hdr, p[0])
+			p = p[1:]
+			if len(r.hdr) < 2 {
+				continue
+			}
+			size, k := binary.Uvarint(r.hdr[1:])
+			if k == 0 {
+				if len(r.hdr) > 1+binary.MaxVarintLen64 {
+					r.err = errBadFrame
+					return 0, r.err
+				}
+				continue // header incomplete
+			}
+			if k < 0 || size > maxFrame {
+				r.err = errBadFrame
+				return 0, r.err
+			}
+			r.kind, r.left, r.inBody = r.hdr[0], size, true
+			r.hdr, r.body = r.hdr[:0], r.body[:0]
+			switch r.kind {
+			case frameText, frameRaw:
+			case frameSecret, frameMeta:
+				if size > maxSmallFrame {
+					r.err = errBadFrame
+					return 0, r.err
+				}
+			default:
+				r.err = fmt.Errorf("%w: type %q", errBadFrame, r.kind)
+				return 0, r.err
+			}
+			continue
 		}
-		size, n := binary.Uvarint(r.buf[1:])
-		if n == 0 {
-			break // header incomplete
+		take := int(min(uint64(len(p)), r.left))
+		chunk := p[:take]
+		p = p[take:]
+		r.left -= uint64(take)
+		switch r.kind {
+		case frameText, frameRaw:
+			if len(chunk) > 0 {
+				if err := r.text(chunk, r.kind == frameText); err != nil {
+					r.err = err
+					return 0, err
+				}
+			}
+		default:
+			r.body = append(r.body, chunk...)
 		}
-		if n < 0 || size > maxFrame {
-			r.err = errBadFrame
-			return 0, r.err
+		if r.left == 0 {
+			r.inBody = false
+			if r.kind == frameSecret || r.kind == frameMeta {
+				if err := r.handle(r.kind, r.body); err != nil {
+					r.err = err
+					return 0, err
+				}
+			}
 		}
-		end := 1 + n + int(size)
-		if len(r.buf) < end {
-			break
-		}
-		if err := r.handle(r.buf[0], r.buf[1+n:end]); err != nil {
-			r.err = err
-			return 0, err
-		}
-		r.buf = r.buf[end:]
 	}
-	// Keep the partial frame; drop the consumed prefix's memory now and then.
-	if cap(r.buf) > 4<<20 && len(r.buf) < 1<<20 {
-		r.buf = append([]byte(nil), r.buf...)
-	}
-	return len(p), nil
+	return n, nil
 }
 
 func (r *frameReader) handle(kind byte, p []byte) error {
 	switch kind {
-	case frameText, frameRaw:
-		return r.text(p, kind == frameText)
 	case frameSecret:
 		var s secretFrame
 		if err := json.Unmarshal(p, &s); err != nil || s.Rule == "" {
@@ -203,4 +245,4 @@ func (r *frameReader) handle(kind byte, p []byte) error {
 }
 
 // complete reports whether the stream ended on a frame boundary.
-func (r *frameReader) complete() bool { return r.err == nil && len(r.buf) == 0 }
+func (r *frameReader) complete() bool { return r.err == nil && !r.inBody && len(r.hdr) == 0 }
