@@ -51,12 +51,15 @@ test: deps vet test-unit test-e2e
 #   and a hand-assembled scope+bwrap sandbox, as the e2e test user;
 # - `safe_read` of a 10 MB file end to end against `cat` of it;
 # - scrub throughput against the gitleaks CLI (`gitleaks stdin`) on one corpus
-#   (installs the CLI, at the version go.mod pins, when it is missing).
+#   (installs the CLI, at the version go.mod pins, when it is missing);
+# - memory_search latency on the embedded store at 10k and 100k memories against
+#   a plain LIKE scan of the same rows.
 GITLEAKS_VERSION = $(shell $(GO) list -m -f '{{.Version}}' github.com/zricethezav/gitleaks/v8)
 bench:
 	command -v gitleaks >/dev/null || [ -x "$$($(GO) env GOPATH)/bin/gitleaks" ] || \
 		$(GO) install github.com/zricethezav/gitleaks/v8@$(GITLEAKS_VERSION)
 	$(GO) test -count=1 -run '^$$' -bench Scrub -benchtime 3x -v ./bench/scrub
+	$(GO) test -count=1 -run '^$$' -bench Search -benchtime 200x -v ./daemon/store/sqlite
 	$(SUDO) $(GO) test -tags e2e -count=1 -run '^$$' -bench 'RoundTrip|SafeRead10MB' -benchtime 1x -v ./e2e
 
 # Regenerate the gRPC code and docs/errors.md.

@@ -21,6 +21,7 @@ import (
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/sandbox"
 	"github.com/contextd/contextd/daemon/scope"
+	"github.com/contextd/contextd/daemon/state"
 	"github.com/contextd/contextd/daemon/tools"
 	"github.com/contextd/contextd/ns"
 	"github.com/contextd/contextd/wire"
@@ -33,7 +34,7 @@ type Options struct {
 	Config *config.Config
 	// Logger receives the daemon's log. Default: slog.Default().
 	Logger *slog.Logger
-	// Tools is the tool registry. Default: tools.Default().
+	// Tools is the tool registry. Default: Registry(Config), every tool.
 	Tools *tools.Registry
 	// Runner starts tool processes. Default: the sandbox (sandbox.Runner), with
 	// a systemd scope per call when the user manager is reachable.
@@ -59,7 +60,7 @@ func (o *Options) withDefaults() Options {
 		v.Logger = slog.Default()
 	}
 	if v.Tools == nil {
-		v.Tools = tools.Default()
+		v.Tools = Registry(v.Config)
 	}
 	if v.Notify == nil {
 		v.Notify = func(state string) error { _, err := sddaemon.SdNotify(false, state); return err }
@@ -104,6 +105,11 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 		return err
 	}
 	defer svc.closePipeline()
+	// The state store opens in the background: the first call need not
+	// wait for it, and the daemon starts without one if it cannot be opened.
+	svc.state = &stateStore{cfg: cfg.Store}
+	go svc.state.get(ctx)
+	defer svc.state.close()
 	srv := grpc.NewServer(
 		grpc.Creds(peer.ServerCredentials()),
 		grpc.MaxRecvMsgSize(cfg.MaxRequestBytes),
@@ -213,4 +219,21 @@ func (s *service) idleWatch(d time.Duration) <-chan struct{} {
 		}
 	}()
 	return ch
+}
+
+// Registry returns every tool: the sandboxed ones and the state tools, with
+// cfg's settings.
+func Registry(cfg *config.Config) *tools.Registry {
+	sc := &state.Config{BranchBudget: cfg.Branch.DefaultBudget, ReturnTokens: cfg.Branch.SummaryMaxTokens}
+	return tools.NewRegistry(append([]tools.Tool{tools.SafeBash{}, tools.SafeRead{}, tools.SafeWrite{}}, sc.Tools()...)...)
+}
+
+// isStateTool reports whether tool runs in the daemon on the state store
+// (rather than in a sandbox).
+func isStateTool(tool string) bool {
+	switch tool {
+	case "safe_bash", "safe_read", "safe_write":
+		return false
+	}
+	return true
 }

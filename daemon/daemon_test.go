@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/tools"
+	"github.com/contextd/contextd/toolspec"
 	"github.com/contextd/contextd/wire"
 	"github.com/contextd/contextd/wire/grpcclient"
 )
@@ -190,5 +192,14 @@ func TestErrorsTravelWithTheirCodes(t *testing.T) {
 	}
 	if _, err := call(tok, `{}`); !errors.Is(err, catalog.ErrUnknownTool) || strings.Contains(err.Error(), tok) {
 		t.Errorf("refusal quoting a secret: %v", err)
+	}
+}
+
+// The daemon serves every published tool, and nothing else.
+func TestRegistryMatchesToolspecs(t *testing.T) {
+	got := Registry(config.Default()).Names()
+	want := slices.Sorted(slices.Values(toolspec.Names()))
+	if !slices.Equal(got, want) {
+		t.Errorf("registry %v, published toolspecs %v", got, want)
 	}
 }

@@ -88,7 +88,7 @@ func gitleaksRules(path string) (string, error) {
 // budgetFor is the call's token budget: the tool's configured one, or less
 // if the call asks for less. More is not given; the call is told.
 func (s *service) budgetFor(tool string, asked int) (int, string, error) {
-	ceiling := s.opts.Config.Tools.Sandbox(tool).MaxTokens
+	ceiling := s.opts.Config.MaxTokens(tool)
 	switch {
 	case asked < 0:
 		return 0, "", fmt.Errorf("max_tokens %d: %w", asked, catalog.ErrBadInput)
@@ -160,6 +160,11 @@ func (s *service) page(ctx context.Context, req *wire.CallRequest, cred peer.Cre
 	if err != nil {
 		return err
 	}
+	// Pages read inside a branch count against it like any response.
+	branches, tokens, err := s.branchGate(ctx, sess, req.GetTool(), tokens)
+	if err != nil {
+		return err
+	}
 	layer := &respond.Layer{Scrubber: s.scrubber, Vault: s.vaults.get(sess)}
 	pg, err := respond.Page(s.store, layer, s.counter, sess, req.GetContinueRef(), tokens)
 	rec := &audit.Record{Tool: req.GetTool(), Session: sess, ContinueOf: req.GetContinueRef()}
@@ -182,6 +187,7 @@ func (s *service) page(ctx context.Context, req *wire.CallRequest, cred peer.Cre
 	if warn != "" {
 		res.Warnings = []string{warn}
 	}
+	res.Warnings = append(res.Warnings, s.branchCharge(ctx, branches, req.GetTool(), pg.Tokens)...)
 	rec.TokensReturned, rec.Truncated, rec.BytesProduced = pg.Tokens, pg.HasMore, int64(len(pg.Data))
 	rec.SecondLayerRules = layer.Catches
 	rec.Findings = layer.Catches
@@ -189,7 +195,6 @@ func (s *service) page(ctx context.Context, req *wire.CallRequest, cred peer.Cre
 	if err := send(&wire.CallEvent{Event: &wire.CallEvent_Result{Result: res}}); err != nil {
 		s.opts.Logger.Info("result not delivered: caller gone", "err", err)
 	}
-	_ = ctx
 	return nil
 }
 

@@ -34,6 +34,9 @@ type service struct {
 	store    *pages.Store
 	audit    *audit.Log // nil: auditing failed to start, and each call says so in the log
 	vaults   vaults
+
+	// state keeps memories, checkpoints and branches (set up by Run).
+	state *stateStore
 }
 
 // Status implements wire.ToolsServer.
@@ -94,6 +97,22 @@ func (s *service) call(parent context.Context, req *wire.CallRequest, cred peer.
 	if warn != "" {
 		env.Warnings = append(env.Warnings, warn)
 	}
+	branches, tokens, err := s.branchGate(parent, env.Session, req.GetTool(), tokens)
+	if err != nil {
+		log.Info("call refused", "code", catalog.ClassOf(err).Code, "err", err)
+		s.record(&audit.Record{Tool: req.GetTool(), Session: env.Session, Error: catalog.ClassOf(err).Code, ExitCode: catalog.ExitCode(err)}, req, cred, start)
+		return err
+	}
+	if isStateTool(req.GetTool()) {
+		// A store that cannot be opened leaves env.Store nil: the tool says
+		// so in its result.
+		env.Store, _ = s.stateStore(parent)
+		if env.Store == nil {
+			_, serr := s.stateStore(parent)
+			log.Warn("state store unavailable", "err", serr)
+		}
+	}
+	env.Counter, env.Budget = s.counter, tokens
 
 	// The call ends when the caller goes away or when the daemon stops draining.
 	ctx, cancel := context.WithCancelCause(parent)
@@ -116,6 +135,7 @@ func (s *service) call(parent context.Context, req *wire.CallRequest, cred peer.
 	if perr != nil && out.Err == nil {
 		out.Err = fmt.Errorf("%s: response: %v: %w", req.GetTool(), perr, catalog.ErrIO)
 	}
+	env.Warnings = append(env.Warnings, s.branchCharge(parent, branches, req.GetTool(), sum.TokensUsed)...)
 	res := &wire.Result{
 		ExitCode:   int32(out.ExitCode),
 		Error:      s.scrubError(env.Layer, out.Err),

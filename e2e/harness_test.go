@@ -106,7 +106,7 @@ func setup(m *testing.M) (int, error) {
 	env.runtime = fmt.Sprintf("/run/user/%d", env.uid)
 
 	// A clean slate for the test user: no units, config or projects of earlier runs.
-	userSh(nil, "systemctl --user disable --now contextd.socket contextd.service 2>/dev/null; rm -rf ~/.config/contextd ~/.local/state/contextd ~/.config/systemd/user/contextd.* $XDG_RUNTIME_DIR/contextd-e2e.log ~/proj; true")
+	userSh(nil, "systemctl --user disable --now contextd.socket contextd.service 2>/dev/null; rm -rf ~/.config/contextd ~/.local/state/contextd ~/.local/share/contextd ~/proj-other ~/.config/systemd/user/contextd.* $XDG_RUNTIME_DIR/contextd-e2e.log ~/proj; true")
 	cfg := `# e2e: short timers so idle exit and drain are seen quickly
 idle_timeout = "4s"
 drain_timeout = "1s"

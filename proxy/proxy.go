@@ -95,6 +95,8 @@ const usage = `contextd-proxy: the agent side of contextd.
 
 Through a symlink named after a tool (installed by "install"), it is that tool:
   safe_bash 'go test ./...'      safe_read path --offset 10     safe_write path < content
+  memory_search words...         memory_get ID                  memory_store --title T ...
+  checkpoint_save --summary S    checkpoint_restore [ID]        branch DESCRIPTION / return SUMMARY
 
 By its own name:
   contextd-proxy install [DIR]   write the tools into DIR (default .claude/tools)

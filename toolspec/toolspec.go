@@ -19,7 +19,12 @@ type Spec struct {
 }
 
 // names lists the tools in the order they are installed and shown.
-var names = []string{"safe_bash", "safe_read", "safe_write"}
+var names = []string{
+	"safe_bash", "safe_read", "safe_write",
+	"memory_search", "memory_get", "memory_store", "memory_feedback",
+	"checkpoint_save", "checkpoint_restore", "checkpoint_list",
+	"branch", "return",
+}
 
 // All returns every tool's spec.
 func All() []Spec {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -95,6 +96,12 @@ type Config struct {
 	Scrub Scrub `toml:"scrub"`
 	Pages Pages `toml:"pages"`
 	Audit Audit `toml:"audit"`
+	Store Store `toml:"store"`
+	// Budgets are the response budgets (tokens) of the tools that run in the
+	// daemon (memory_*, checkpoint_*, branch, return); the sandboxed tools
+	// have theirs in [tools.<tool>] max_tokens.
+	Budgets map[string]int `toml:"budgets"`
+	Branch  Branch         `toml:"branch"`
 
 	// Source is the file the configuration was read from ("" for defaults only).
 	Source string `toml:"-"`
@@ -150,6 +157,60 @@ const DefaultMaxTokens = 2000
 
 func defaultSandbox() Sandbox {
 	return Sandbox{MemoryMax: 1 << 30, TasksMax: 512, ReadOnly: []string{}, ReadWrite: []string{}, MaxTokens: DefaultMaxTokens}
+}
+
+// DefaultBudgets are the daemon-side tools' response budgets: search-like
+// answers (lists of references) 500 tokens; checkpoint_restore room for its
+// context level (at most 3,000 tokens) with the summary and a header.
+var DefaultBudgets = map[string]int{
+	"memory_search": 500, "checkpoint_list": 500,
+	"memory_store": 500, "memory_feedback": 500, "checkpoint_save": 500, "branch": 500,
+	"memory_get": DefaultMaxTokens, "return": DefaultMaxTokens,
+	"checkpoint_restore": 3500,
+}
+
+// MaxTokens is tool's response budget.
+func (c *Config) MaxTokens(tool string) int {
+	switch tool {
+	case "safe_bash", "safe_read", "safe_write":
+		return c.Tools.Sandbox(tool).MaxTokens
+	}
+	if n, ok := c.Budgets[tool]; ok {
+		return n
+	}
+	if n, ok := DefaultBudgets[tool]; ok {
+		return n
+	}
+	return DefaultMaxTokens
+}
+
+// Store chooses where memories, checkpoints and branches are kept.
+type Store struct {
+	// Backend is "sqlite" (one file on this machine, no server) or "qdrant"
+	// (a Qdrant server, to share memories across machines or a team).
+	Backend string `toml:"backend"`
+	// Path of the SQLite file. Empty: $XDG_DATA_HOME/contextd/state.db
+	// (~/.local/share/contextd/state.db).
+	Path string `toml:"path"`
+	// QdrantHost and QdrantPort: the server's gRPC endpoint.
+	QdrantHost string `toml:"qdrant_host"`
+	QdrantPort int    `toml:"qdrant_port"`
+	// QdrantTLS connects with TLS.
+	QdrantTLS bool `toml:"qdrant_tls"`
+	// QdrantAPIKeyEnv names the environment variable (of the daemon) holding
+	// the API key, so the key need not be written in this file.
+	QdrantAPIKeyEnv string `toml:"qdrant_api_key_env"`
+	// CollectionPrefix starts the names of contextd's collections.
+	CollectionPrefix string `toml:"collection_prefix"`
+}
+
+// Branch configures context folding (branch / return).
+type Branch struct {
+	// DefaultBudget: tokens the responses inside a branch may cost, when the
+	// branch call gives none.
+	DefaultBudget int `toml:"default_budget"`
+	// SummaryMaxTokens bounds the summary return hands back.
+	SummaryMaxTokens int `toml:"summary_max_tokens"`
 }
 
 // Scrub configures the secret scrubbing of every result.
@@ -217,8 +278,11 @@ func Default() *Config {
 			SafeWrite:   Sandbox{MemoryMax: 512 << 20, TasksMax: 64, ReadOnly: []string{}, ReadWrite: []string{}, MaxTokens: DefaultMaxTokens},
 			FileTimeout: Duration{60 * time.Second},
 		},
-		Pages: Pages{TTL: Duration{time.Hour}, MaxTotal: 512 << 20},
-		Audit: Audit{MaxFileSize: 16 << 20},
+		Pages:   Pages{TTL: Duration{time.Hour}, MaxTotal: 512 << 20},
+		Audit:   Audit{MaxFileSize: 16 << 20},
+		Store:   Store{Backend: "sqlite", QdrantHost: "localhost", QdrantPort: 6334, CollectionPrefix: "contextd_"},
+		Budgets: maps.Clone(DefaultBudgets),
+		Branch:  Branch{DefaultBudget: 8192, SummaryMaxTokens: 500},
 	}
 }
 
@@ -296,6 +360,25 @@ func (c *Config) validate() error {
 		if n := c.Tools.Sandbox(tool).MaxTokens; n < 100 {
 			return fmt.Errorf("tools.%s.max_tokens = %d: must be at least 100", tool, n)
 		}
+	}
+	for tool, n := range c.Budgets {
+		if _, ok := DefaultBudgets[tool]; !ok {
+			return fmt.Errorf("budgets.%s: no such daemon-side tool (the sandboxed tools take [tools.<tool>] max_tokens)", tool)
+		}
+		if n < 100 {
+			return fmt.Errorf("budgets.%s = %d: must be at least 100", tool, n)
+		}
+	}
+	switch c.Store.Backend {
+	case "sqlite", "qdrant":
+	default:
+		return fmt.Errorf("store.backend = %q: must be \"sqlite\" or \"qdrant\"", c.Store.Backend)
+	}
+	if c.Store.Backend == "qdrant" && (c.Store.QdrantHost == "" || c.Store.QdrantPort <= 0 || c.Store.QdrantPort > 65535) {
+		return fmt.Errorf("store.qdrant_host/qdrant_port: %q:%d is not an address", c.Store.QdrantHost, c.Store.QdrantPort)
+	}
+	if c.Branch.DefaultBudget < 100 || c.Branch.SummaryMaxTokens < 50 {
+		return fmt.Errorf("branch.default_budget (%d) must be at least 100 and branch.summary_max_tokens (%d) at least 50", c.Branch.DefaultBudget, c.Branch.SummaryMaxTokens)
 	}
 	if c.Pages.TTL.Duration <= 0 {
 		return fmt.Errorf("pages.ttl = %s: must be positive", c.Pages.TTL)

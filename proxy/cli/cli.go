@@ -49,6 +49,10 @@ type flagSpec struct {
 	key    string
 	isInt  bool
 	isBool bool // takes no value: present means true
+	isList bool // a string value that may be repeated (and comma-separated): a JSON array
+	// set, when not nil, makes a flag that takes no value and sets key to it
+	// (--global is "scope":"global"); two such flags for one key must agree.
+	set any
 }
 
 // toolFlags are each tool's own flags; --json, --format, --continue and --help
@@ -57,6 +61,17 @@ var toolFlags = map[string]map[string]flagSpec{
 	"safe_bash":  {"timeout": {key: "timeout", isInt: true}, "cwd": {key: "cwd"}, "network": {key: "network", isBool: true}},
 	"safe_read":  {"offset": {key: "offset", isInt: true}, "limit": {key: "limit", isInt: true}},
 	"safe_write": {"content": {key: "content"}},
+
+	"memory_search": {"limit": {key: "limit", isInt: true}},
+	"memory_get":    {},
+	"memory_store": {"title": {key: "title"}, "description": {key: "description"}, "content": {key: "content"},
+		"outcome": {key: "outcome"}, "tag": {key: "tags", isList: true}, "global": {key: "scope", set: "global"}},
+	"memory_feedback":    {"helpful": {key: "helpful", set: true}, "unhelpful": {key: "helpful", set: false}},
+	"checkpoint_save":    {"summary": {key: "summary"}, "name": {key: "name"}, "context": {key: "context"}},
+	"checkpoint_restore": {"level": {key: "level"}, "latest": {key: "latest", isBool: true}},
+	"checkpoint_list":    {"limit": {key: "limit", isInt: true}},
+	"branch":             {"budget": {key: "budget", isInt: true}},
+	"return":             {"id": {key: "id"}},
 }
 
 // Usage is the short usage line of each tool.
@@ -64,6 +79,17 @@ var Usage = map[string]string{
 	"safe_bash":  "safe_bash [--timeout SECONDS] [--cwd DIR] [--network] [--] COMMAND...   (or: safe_bash < script)",
 	"safe_read":  "safe_read PATH [--offset LINE] [--limit LINES]",
 	"safe_write": "safe_write PATH < CONTENT   |   safe_write PATH --content TEXT",
+
+	"memory_search": "memory_search WORDS OF THE QUERY... [--limit N]",
+	"memory_get":    "memory_get ID",
+	"memory_store": "memory_store --title T --description D --outcome success|failure [--tag TAG]... [--global]" +
+		" < CONTENT   (or --content TEXT)",
+	"memory_feedback":    "memory_feedback ID --helpful|--unhelpful",
+	"checkpoint_save":    "checkpoint_save --summary S [--name N] [--context C] [< FULL]",
+	"checkpoint_restore": "checkpoint_restore [ID | --latest] [--level summary|context|full]",
+	"checkpoint_list":    "checkpoint_list [--limit N]",
+	"branch":             "branch DESCRIPTION... [--budget TOKENS]",
+	"return":             "return SUMMARY... [--id BRANCH]   (or: return < summary)",
 }
 
 func usageErr(tool, format string, a ...any) error {
@@ -158,16 +184,36 @@ func Parse(tool string, args []string, stdin Stdin) (*Invocation, error) {
 			if !ok {
 				return nil, usageErr(tool, "unknown option --%s", name)
 			}
-			if spec.isBool {
+			if spec.isBool || spec.set != nil {
 				if hasVal {
 					return nil, usageErr(tool, "option --%s takes no value", name)
 				}
-				input[spec.key] = true
+				v := spec.set
+				if spec.isBool {
+					v = true
+				}
+				if prev, dup := input[spec.key]; dup && prev != v {
+					return nil, usageErr(tool, "option --%s contradicts an earlier option", name)
+				}
+				input[spec.key] = v
 				continue
 			}
 			v, err := next()
 			if err != nil {
 				return nil, err
+			}
+			if spec.isList {
+				list, _ := input[spec.key].([]string)
+				for _, item := range strings.Split(v, ",") {
+					if item = strings.TrimSpace(item); item != "" {
+						list = append(list, item)
+					}
+				}
+				if len(list) == 0 {
+					return nil, usageErr(tool, "option --%s needs a value", name)
+				}
+				input[spec.key] = list
+				continue
 			}
 			if _, dup := input[spec.key]; dup {
 				return nil, usageErr(tool, "option --%s given twice", name)
@@ -212,6 +258,24 @@ func Parse(tool string, args []string, stdin Stdin) (*Invocation, error) {
 		err = pathOnly(tool, input, pos)
 	case "safe_write":
 		err = writeInput(input, pos, stdin)
+	case "memory_search":
+		err = words(tool, "query", "no query given", input, pos, Stdin{})
+	case "memory_get":
+		err = oneID(tool, input, pos, true)
+	case "memory_feedback":
+		err = feedbackInput(input, pos)
+	case "memory_store":
+		err = memoryStoreInput(input, pos, stdin)
+	case "checkpoint_save":
+		err = checkpointSaveInput(input, pos, stdin)
+	case "checkpoint_restore":
+		err = oneID(tool, input, pos, false)
+	case "checkpoint_list":
+		err = noArgs(tool, pos)
+	case "branch":
+		err = words(tool, "description", "no description given: say what the branch is for", input, pos, Stdin{})
+	case "return":
+		err = words(tool, "summary", "no summary given", input, pos, stdin)
 	}
 	if err != nil {
 		return nil, err
@@ -278,6 +342,116 @@ func writeInput(input map[string]any, pos []string, stdin Stdin) error {
 		return err
 	}
 	input["content"] = s
+	return nil
+}
+
+// words sets key to the arguments joined by spaces (memory_search fix the
+// flaky test); without arguments, to standard input when it is piped and
+// stdin.R is set.
+func words(tool, key, none string, input map[string]any, pos []string, stdin Stdin) error {
+	if len(pos) > 0 {
+		input[key] = strings.Join(pos, " ")
+		return nil
+	}
+	if stdin.R != nil && !stdin.IsTerminal {
+		s, err := readAll(tool, stdin.R)
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(s) != "" {
+			input[key] = s
+			return nil
+		}
+	}
+	return usageErr(tool, "%s", none)
+}
+
+// oneID sets "id" to the one argument; required says whether it may be left out.
+func oneID(tool string, input map[string]any, pos []string, required bool) error {
+	switch {
+	case len(pos) == 1:
+		input["id"] = pos[0]
+	case len(pos) > 1:
+		return usageErr(tool, "one id at a time (got %d)", len(pos))
+	case required:
+		return usageErr(tool, "no id given")
+	}
+	return nil
+}
+
+func noArgs(tool string, pos []string) error {
+	if len(pos) > 0 {
+		return usageErr(tool, "takes no arguments, only options (got %q)", pos[0])
+	}
+	return nil
+}
+
+// need refuses a missing required option.
+func need(tool string, input map[string]any, keys ...string) error {
+	for _, k := range keys {
+		if _, ok := input[k]; !ok {
+			return usageErr(tool, "--%s is required", k)
+		}
+	}
+	return nil
+}
+
+func feedbackInput(input map[string]any, pos []string) error {
+	if err := oneID("memory_feedback", input, pos, true); err != nil {
+		return err
+	}
+	if _, ok := input["helpful"]; !ok {
+		return usageErr("memory_feedback", "say --helpful or --unhelpful")
+	}
+	return nil
+}
+
+// memoryStoreInput: the content comes from --content or standard input.
+func memoryStoreInput(input map[string]any, pos []string, stdin Stdin) error {
+	const tool = "memory_store"
+	if err := noArgs(tool, pos); err != nil {
+		return err
+	}
+	if err := need(tool, input, "title", "description", "outcome"); err != nil {
+		return err
+	}
+	if _, ok := input["content"]; ok {
+		return nil
+	}
+	if stdin.R == nil || stdin.IsTerminal {
+		return usageErr(tool, "no content: pipe it on standard input or pass --content")
+	}
+	s, err := readAll(tool, stdin.R)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(s) == "" {
+		return usageErr(tool, "no content (empty standard input)")
+	}
+	input["content"] = s
+	return nil
+}
+
+// checkpointSaveInput: the full level comes from standard input when it is
+// piped and not empty.
+func checkpointSaveInput(input map[string]any, pos []string, stdin Stdin) error {
+	const tool = "checkpoint_save"
+	if err := noArgs(tool, pos); err != nil {
+		return err
+	}
+	if err := need(tool, input, "summary"); err != nil {
+		return err
+	}
+	if stdin.R == nil || stdin.IsTerminal {
+		return nil
+	}
+	s, err := readAll(tool, stdin.R)
+	if err != nil {
+		return err
+	}
+	if s != "" {
+		input["full"] = s
+	}
 	return nil
 }
 

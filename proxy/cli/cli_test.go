@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os/exec"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -131,6 +132,89 @@ func TestParse(t *testing.T) {
 		{name: "write two paths", tool: "safe_write", args: []string{"a", "b"}, stdin: pipe("x"), class: catalog.ErrUsage},
 		{name: "write stdin not UTF-8", tool: "safe_write", args: []string{"a"}, stdin: pipe("\xc3\x28"), class: catalog.ErrBadInput},
 		{name: "write content twice", tool: "safe_write", args: []string{"a", "--content", "x", "--content", "y"}, class: catalog.ErrUsage},
+
+		// memory_search.
+		{name: "search words", tool: "memory_search", args: []string{"flaky", "sqlite", "test"},
+			want: obj{"query": "flaky sqlite test"}},
+		{name: "search one arg", tool: "memory_search", args: []string{"how to run e2e", "--limit", "5"},
+			want: obj{"query": "how to run e2e", "limit": num("5")}},
+		{name: "search dashed word after --", tool: "memory_search", args: []string{"--limit=2", "--", "go", "test", "-race"},
+			want: obj{"query": "go test -race", "limit": num("2")}},
+		{name: "search ignores stdin", tool: "memory_search", args: []string{"q"}, stdin: pipe("junk"), want: obj{"query": "q"}},
+		{name: "search no words", tool: "memory_search", stdin: pipe("from stdin"), class: catalog.ErrUsage},
+		{name: "search limit zero", tool: "memory_search", args: []string{"q", "--limit", "0"}, class: catalog.ErrUsage},
+		{name: "search unknown option", tool: "memory_search", args: []string{"q", "--global"}, class: catalog.ErrUsage},
+
+		// memory_get.
+		{name: "get id", tool: "memory_get", args: []string{"0b6f-11"}, want: obj{"id": "0b6f-11"}},
+		{name: "get no id", tool: "memory_get", class: catalog.ErrUsage},
+		{name: "get two ids", tool: "memory_get", args: []string{"a", "b"}, class: catalog.ErrUsage},
+		{name: "get option", tool: "memory_get", args: []string{"a", "--limit", "1"}, class: catalog.ErrUsage},
+
+		// memory_feedback.
+		{name: "feedback helpful", tool: "memory_feedback", args: []string{"m1", "--helpful"},
+			want: obj{"id": "m1", "helpful": true}},
+		{name: "feedback unhelpful first", tool: "memory_feedback", args: []string{"--unhelpful", "m1"},
+			want: obj{"id": "m1", "helpful": false}},
+		{name: "feedback said twice", tool: "memory_feedback", args: []string{"m1", "--helpful", "--helpful"},
+			want: obj{"id": "m1", "helpful": true}},
+		{name: "feedback both", tool: "memory_feedback", args: []string{"m1", "--helpful", "--unhelpful"}, class: catalog.ErrUsage},
+		{name: "feedback neither", tool: "memory_feedback", args: []string{"m1"}, class: catalog.ErrUsage},
+		{name: "feedback no id", tool: "memory_feedback", args: []string{"--helpful"}, class: catalog.ErrUsage},
+		{name: "feedback with value", tool: "memory_feedback", args: []string{"m1", "--helpful=no"}, class: catalog.ErrUsage},
+
+		// memory_store.
+		{name: "store from stdin", tool: "memory_store",
+			args:  []string{"--title", "T", "--description", "D.", "--outcome", "success", "--tag", "Go", "--tag", "sqlite,ci", "--global"},
+			stdin: pipe("the lesson\n"),
+			want: obj{"title": "T", "description": "D.", "outcome": "success", "tags": []any{"Go", "sqlite", "ci"},
+				"scope": "global", "content": "the lesson\n"}},
+		{name: "store --content", tool: "memory_store",
+			args: []string{"--title=T", "--description=D", "--outcome=failure", "--content", "x"}, stdin: terminal,
+			want: obj{"title": "T", "description": "D", "outcome": "failure", "content": "x"}},
+		{name: "store no content", tool: "memory_store", args: []string{"--title", "T", "--description", "D", "--outcome", "success"},
+			stdin: terminal, class: catalog.ErrUsage},
+		{name: "store empty stdin", tool: "memory_store", args: []string{"--title", "T", "--description", "D", "--outcome", "success"},
+			stdin: pipe(" \n"), class: catalog.ErrUsage},
+		{name: "store no title", tool: "memory_store", args: []string{"--description", "D", "--outcome", "success", "--content", "x"},
+			class: catalog.ErrUsage},
+		{name: "store no outcome", tool: "memory_store", args: []string{"--title", "T", "--description", "D", "--content", "x"},
+			class: catalog.ErrUsage},
+		{name: "store positional", tool: "memory_store", args: []string{"--title", "T", "--description", "D", "--outcome", "success", "x"},
+			class: catalog.ErrUsage},
+		{name: "store empty tag", tool: "memory_store", args: []string{"--tag", ",", "--title", "T"}, class: catalog.ErrUsage},
+		{name: "store title twice", tool: "memory_store", args: []string{"--title", "T", "--title", "U"}, class: catalog.ErrUsage},
+
+		// checkpoint_save.
+		{name: "save all", tool: "checkpoint_save", args: []string{"--summary", "S", "--name", "N", "--context", "C"},
+			stdin: pipe("everything\n"), want: obj{"summary": "S", "name": "N", "context": "C", "full": "everything\n"}},
+		{name: "save empty stdin", tool: "checkpoint_save", args: []string{"--summary", "S"}, stdin: pipe(""), want: obj{"summary": "S"}},
+		{name: "save terminal", tool: "checkpoint_save", args: []string{"--summary", "S"}, stdin: terminal, want: obj{"summary": "S"}},
+		{name: "save no summary", tool: "checkpoint_save", args: []string{"--name", "N"}, class: catalog.ErrUsage},
+		{name: "save positional", tool: "checkpoint_save", args: []string{"--summary", "S", "extra"}, class: catalog.ErrUsage},
+		{name: "save stdin not UTF-8", tool: "checkpoint_save", args: []string{"--summary", "S"}, stdin: pipe("\xff"), class: catalog.ErrBadInput},
+
+		// checkpoint_restore and checkpoint_list.
+		{name: "restore latest", tool: "checkpoint_restore", want: obj{}},
+		{name: "restore id level", tool: "checkpoint_restore", args: []string{"c1", "--level", "full"}, want: obj{"id": "c1", "level": "full"}},
+		{name: "restore --latest", tool: "checkpoint_restore", args: []string{"--latest", "--level=summary"},
+			want: obj{"latest": true, "level": "summary"}},
+		{name: "restore two ids", tool: "checkpoint_restore", args: []string{"a", "b"}, class: catalog.ErrUsage},
+		{name: "list", tool: "checkpoint_list", want: obj{}},
+		{name: "list limit", tool: "checkpoint_list", args: []string{"--limit", "20"}, want: obj{"limit": num("20")}},
+		{name: "list positional", tool: "checkpoint_list", args: []string{"5"}, class: catalog.ErrUsage},
+
+		// branch and return.
+		{name: "branch words", tool: "branch", args: []string{"find", "the", "parser", "--budget", "4000"},
+			want: obj{"description": "find the parser", "budget": num("4000")}},
+		{name: "branch one arg", tool: "branch", args: []string{"find the parser"}, want: obj{"description": "find the parser"}},
+		{name: "branch no description", tool: "branch", args: []string{"--budget", "100"}, stdin: pipe("x"), class: catalog.ErrUsage},
+		{name: "branch budget junk", tool: "branch", args: []string{"x", "--budget", "lots"}, class: catalog.ErrUsage},
+		{name: "return words", tool: "return", args: []string{"found", "it", "in", "a.go"}, want: obj{"summary": "found it in a.go"}},
+		{name: "return id", tool: "return", args: []string{"--id", "b1", "done"}, want: obj{"summary": "done", "id": "b1"}},
+		{name: "return from stdin", tool: "return", stdin: pipe("line 1\nline 2\n"), want: obj{"summary": "line 1\nline 2\n"}},
+		{name: "return nothing", tool: "return", stdin: terminal, class: catalog.ErrUsage},
+		{name: "return empty stdin", tool: "return", stdin: pipe("\n"), class: catalog.ErrUsage},
 
 		// --json.
 		{name: "json", tool: "safe_bash", args: []string{"--json", `{"command":"ls","timeout":5}`},
@@ -303,9 +387,24 @@ func TestShellQuote(t *testing.T) {
 // short form produces only schema properties: the CLI cannot drift from the schema.
 func TestShortFormsUseSchemaProperties(t *testing.T) {
 	cases := map[string][]string{
-		"safe_bash":  {"--timeout", "5", "--cwd", "d", "--network", "ls"},
-		"safe_read":  {"f", "--offset", "1", "--limit", "2"},
-		"safe_write": {"f", "--content", "x"},
+		"safe_bash":          {"--timeout", "5", "--cwd", "d", "--network", "ls"},
+		"safe_read":          {"f", "--offset", "1", "--limit", "2"},
+		"safe_write":         {"f", "--content", "x"},
+		"memory_search":      {"q", "--limit", "2"},
+		"memory_get":         {"id"},
+		"memory_store":       {"--title", "t", "--description", "d", "--outcome", "success", "--tag", "x", "--global", "--content", "c"},
+		"memory_feedback":    {"id", "--unhelpful"},
+		"checkpoint_save":    {"--summary", "s", "--name", "n", "--context", "c"}, // full: from stdin
+		"checkpoint_restore": {"id", "--latest", "--level", "full"},
+		"checkpoint_list":    {"--limit", "3"},
+		"branch":             {"d", "--budget", "200"},
+		"return":             {"s", "--id", "b"},
+	}
+	stdin := map[string]string{"checkpoint_save": "full"}
+	for _, tool := range toolspec.Names() {
+		if _, ok := cases[tool]; !ok {
+			t.Errorf("%s: no short form case", tool)
+		}
 	}
 	for tool, args := range cases {
 		spec, ok := toolspec.Get(tool)
@@ -319,7 +418,11 @@ func TestShortFormsUseSchemaProperties(t *testing.T) {
 		if err := json.Unmarshal(spec.Schema, &schema); err != nil {
 			t.Fatalf("%s schema: %v", tool, err)
 		}
-		inv, err := cli.Parse(tool, args, noStdin)
+		in := noStdin
+		if s, ok := stdin[tool]; ok {
+			in = pipe(s)
+		}
+		inv, err := cli.Parse(tool, args, in)
 		if err != nil {
 			t.Fatalf("%s %q: %v", tool, args, err)
 		}
@@ -354,7 +457,19 @@ func FuzzParse(f *testing.F) {
 	f.Add(uint8(2), "f\x00--content\x00", "", true)
 	f.Add(uint8(2), "---json=\x00{}", "", true)
 	f.Add(uint8(3), "x", "", false)
+	f.Add(uint8(4), "a\x00b\x00--limit\x003", "", true)
+	f.Add(uint8(6), "--title=t\x00--description\x00d\x00--outcome\x00success\x00--tag\x00a,b", "content", false)
+	f.Add(uint8(7), "m\x00--helpful\x00--unhelpful", "", true)
+	f.Add(uint8(8), "--summary\x00s", "full", false)
+	f.Add(uint8(12), "", "summary", false)
+	// The first four keep their indexes (the seeds above use them); the state
+	// tools follow in toolspec order.
 	tools := []string{"safe_bash", "safe_read", "safe_write", "nope"}
+	for _, n := range toolspec.Names() {
+		if !slices.Contains(tools, n) {
+			tools = append(tools, n)
+		}
+	}
 	f.Fuzz(func(t *testing.T, which uint8, joined, stdin string, isTerm bool) {
 		tool := tools[int(which)%len(tools)]
 		var args []string

@@ -1,0 +1,231 @@
+package qdrant
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	qc "github.com/qdrant/go-client/qdrant"
+
+	"github.com/contextd/contextd/daemon/store"
+)
+
+// ListCheckpoints' limit when it is <= 0, and the most it returns.
+const (
+	defaultCheckpointLimit = 20
+	maxListLimit           = 10000
+)
+
+// noVectors is what a point of a collection without vectors carries: an
+// empty map, not nothing (see the package comment).
+func noVectors() *qc.Vectors { return qc.NewVectorsMap(map[string]*qc.Vector{}) }
+
+// PutCheckpoint stores c, setting c.ID when empty and c.Created when zero
+// (a Created given is kept). Checkpoints are written once: an id already
+// stored in c.Project fails with ErrConflict, one stored in another project
+// with ErrNotFound. The server bounds the size of a request (Qdrant's
+// service.max_request_size_mb), which bounds Full.
+func (s *Store) PutCheckpoint(ctx context.Context, c *store.Checkpoint) error {
+	next := *c
+	if next.Created.IsZero() {
+		next.Created = s.now()
+	} else {
+		next.Created = normTime(next.Created)
+	}
+	if next.ID == "" {
+		next.ID = newID()
+	} else {
+		defer s.lockID(next.ID)()
+		cur, err := s.getPoint(ctx, "put checkpoint", s.checkpoints, next.ID, false)
+		if err != nil {
+			return err
+		}
+		if cur != nil {
+			if checkpointFrom(cur.GetPayload()).Project != next.Project {
+				return errNotFound("checkpoint", next.ID)
+			}
+			return fmt.Errorf("qdrant store: put checkpoint %q: already stored, and checkpoints are not changed once written: %w",
+				next.ID, store.ErrConflict)
+		}
+	}
+	if err := s.upsert(ctx, "put checkpoint", s.checkpoints, &qc.PointStruct{
+		Id:      pointID(next.ID),
+		Payload: checkpointPayload(&next),
+		Vectors: noVectors(),
+	}); err != nil {
+		return err
+	}
+	*c = next
+	return nil
+}
+
+// GetCheckpoint returns the checkpoint with id in project.
+func (s *Store) GetCheckpoint(ctx context.Context, id, project string) (*store.Checkpoint, error) {
+	p, err := s.getPoint(ctx, "get checkpoint", s.checkpoints, id, false)
+	if err != nil {
+		return nil, err
+	}
+	if p == nil {
+		return nil, errNotFound("checkpoint", id)
+	}
+	c := checkpointFrom(p.GetPayload())
+	if c.ID != id || c.Project != project {
+		return nil, errNotFound("checkpoint", id)
+	}
+	return &c, nil
+}
+
+// ListCheckpoints returns project's checkpoints, newest first (by Created,
+// through the integer index on it), at most limit (<= 0: 20), without Full:
+// the payload selector leaves it on the server.
+func (s *Store) ListCheckpoints(ctx context.Context, project string, limit int) ([]store.Checkpoint, error) {
+	if limit <= 0 {
+		limit = defaultCheckpointLimit
+	}
+	limit = min(limit, maxListLimit)
+	req := &qc.ScrollPoints{
+		CollectionName: s.checkpoints,
+		Filter:         &qc.Filter{Must: []*qc.Condition{qc.NewMatchKeyword(keyProjectKey, projectKey(project))}},
+		Limit:          qc.PtrOf(uint32(limit)),
+		OrderBy:        &qc.OrderBy{Key: keyCreated, Direction: qc.Direction_Desc.Enum()},
+		WithPayload:    qc.NewWithPayloadExclude(keyFull),
+	}
+	points, err := call(ctx, s, "list checkpoints", func(ctx context.Context) ([]*qc.RetrievedPoint, error) {
+		return s.client.Scroll(ctx, req)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.Checkpoint, 0, len(points))
+	for _, p := range points {
+		out = append(out, checkpointFrom(p.GetPayload()))
+	}
+	// The server orders by Created; sorting again (stably, newest first,
+	// then by id) only makes the order of equal times deterministic.
+	slices.SortStableFunc(out, func(a, b store.Checkpoint) int {
+		if c := b.Created.Compare(a.Created); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+// PutBranch inserts or replaces b, as PutMemory: the store sets ID (when
+// empty), Created (at insert) and Version; a stored branch of another
+// session is ErrNotFound, a stale non-zero Version ErrConflict.
+func (s *Store) PutBranch(ctx context.Context, b *store.Branch) error {
+	next := *b
+	if next.ID != "" {
+		defer s.lockID(next.ID)()
+	}
+	t := s.now()
+	next.Closed = normTime(next.Closed)
+	if next.ID == "" {
+		if next.Version != 0 {
+			return fmt.Errorf("qdrant store: put branch: version %d without an id: %w", next.Version, store.ErrConflict)
+		}
+		next.ID = newID()
+		next.Created = t
+	} else {
+		cur, err := s.getPoint(ctx, "put branch", s.branches, next.ID, false)
+		if err != nil {
+			return err
+		}
+		switch {
+		case cur == nil && next.Version != 0:
+			return fmt.Errorf("qdrant store: put branch %q: version %d, none stored: %w", next.ID, next.Version, store.ErrConflict)
+		case cur == nil:
+			next.Created = t
+		default:
+			old := branchFrom(cur.GetPayload())
+			if old.Session != next.Session {
+				return errNotFound("branch", next.ID)
+			}
+			if next.Version != 0 && next.Version != old.Version {
+				return fmt.Errorf("qdrant store: put branch %q: version %d, stored %d: %w",
+					next.ID, next.Version, old.Version, store.ErrConflict)
+			}
+			next.Created = old.Created
+			next.Version = old.Version
+		}
+	}
+	next.Version++
+	if err := s.upsert(ctx, "put branch", s.branches, &qc.PointStruct{
+		Id:      pointID(next.ID),
+		Payload: branchPayload(&next),
+		Vectors: noVectors(),
+	}); err != nil {
+		return err
+	}
+	*b = next
+	return nil
+}
+
+// GetBranch returns the branch with id of session.
+func (s *Store) GetBranch(ctx context.Context, id, session string) (*store.Branch, error) {
+	p, err := s.getPoint(ctx, "get branch", s.branches, id, false)
+	if err != nil {
+		return nil, err
+	}
+	if p == nil {
+		return nil, errNotFound("branch", id)
+	}
+	b := branchFrom(p.GetPayload())
+	if b.ID != id || b.Session != session {
+		return nil, errNotFound("branch", id)
+	}
+	return &b, nil
+}
+
+// scrollPage is the page size of OpenBranches.
+const scrollPage = 256
+
+// OpenBranches returns session's open branches, outermost first: by Depth,
+// then Created, then ID.
+func (s *Store) OpenBranches(ctx context.Context, session string) ([]store.Branch, error) {
+	filter := &qc.Filter{Must: []*qc.Condition{
+		qc.NewMatchKeyword(keySessionKey, sessionKey(session)),
+		qc.NewMatchBool(keyOpen, true),
+	}}
+	var out []store.Branch
+	var offset *qc.PointId
+	for {
+		req := &qc.ScrollPoints{
+			CollectionName: s.branches,
+			Filter:         filter,
+			Offset:         offset,
+			Limit:          qc.PtrOf(uint32(scrollPage)),
+			WithPayload:    qc.NewWithPayload(true),
+		}
+		type page struct {
+			points []*qc.RetrievedPoint
+			next   *qc.PointId
+		}
+		pg, err := call(ctx, s, "open branches", func(ctx context.Context) (page, error) {
+			points, next, err := s.client.ScrollAndOffset(ctx, req)
+			return page{points, next}, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range pg.points {
+			out = append(out, branchFrom(p.GetPayload()))
+		}
+		if pg.next == nil || len(pg.points) == 0 {
+			break
+		}
+		offset = pg.next
+	}
+	slices.SortFunc(out, func(a, b store.Branch) int {
+		if c := cmp.Compare(a.Depth, b.Depth); c != 0 {
+			return c
+		}
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
