@@ -27,7 +27,17 @@ var defaultScrubber = sync.OnceValues(func() (*scrub.Scrubber, error) { return s
 
 // Warm prepares, in a sandbox that waits for its call, what every tool run
 // needs and no call changes (ns.Hooks.Warm).
-func Warm() { defaultScrubber() }
+func Warm() {
+	defaultScrubber()
+	// The threads safe_bash's init must not lack once the command runs
+	// (reserveThreads), started while the sandbox waits in the pool.
+	threadsOnce.Do(func() { reserveThreads(runtime.GOMAXPROCS(0) + 6) })
+}
+
+// threadsOnce makes the thread reservation happen once per process: in Warm
+// (off the call's path) when the sandbox was pooled, else at the call; a
+// call that comes while Warm is still at it waits for it.
+var threadsOnce sync.Once
 
 // toolScrubber returns the scrubber for a call's extra rules.
 func toolScrubber(rules string) (*scrub.Scrubber, error) {
@@ -82,7 +92,7 @@ func bashMain(ctx context.Context, op fileOp, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("safe_bash: open %s: %v: %w", os.DevNull, err, catalog.ErrLaunch)
 	}
-	reserveThreads(runtime.GOMAXPROCS(0) + 6)
+	threadsOnce.Do(func() { reserveThreads(runtime.GOMAXPROCS(0) + 6) })
 	// Outside a sandbox (the tests' direct runner) the shell gets its own
 	// process group, killed when ctx ends; in the sandbox the daemon kills the
 	// whole sandbox.
