@@ -145,7 +145,7 @@ var (
 	ErrBranchDepth = define("CTXD-E073", "branches nest at most 3 deep", ExitDataErr, StatusFailedPrecondition,
 		"`return` from the innermost branch before opening another")
 	ErrStoreUnavailable = define("CTXD-E074", "the state store is unavailable", ExitUnavailable, StatusUnavailable,
-		"`contextd doctor` checks the store; see [store] in the configuration (docs/config.md)")
+		"the message says why (another contextd holding the file, a Qdrant server down); see [store] in the configuration (docs/config.md)")
 )
 
 // Lookup returns the class with the given code, or nil.

@@ -37,6 +37,8 @@ type service struct {
 
 	// state keeps memories, checkpoints and branches (set up by Run).
 	state *stateStore
+	// unbranched: sessions with no open branch (see branchGate).
+	unbranched sessionSet
 }
 
 // Status implements wire.ToolsServer.
@@ -104,12 +106,12 @@ func (s *service) call(parent context.Context, req *wire.CallRequest, cred peer.
 		return err
 	}
 	if isStateTool(req.GetTool()) {
-		// A store that cannot be opened leaves env.Store nil: the tool says
-		// so in its result.
-		env.Store, _ = s.stateStore(parent)
-		if env.Store == nil {
-			_, serr := s.stateStore(parent)
-			log.Warn("state store unavailable", "err", serr)
+		// A store that cannot be opened refuses the call with the reason
+		// (a locked file, a Qdrant server down).
+		if env.Store, err = s.stateStore(parent); err != nil {
+			log.Warn("call refused: state store unavailable", "err", err)
+			s.record(&audit.Record{Tool: req.GetTool(), Session: env.Session, Error: catalog.ClassOf(err).Code, ExitCode: catalog.ExitCode(err)}, req, cred, start)
+			return err
 		}
 	}
 	env.Counter, env.Budget = s.counter, tokens

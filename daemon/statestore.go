@@ -26,11 +26,10 @@ const stateOpenTimeout = 10 * time.Second
 type stateStore struct {
 	cfg config.Store
 
-	mu      sync.Mutex // guards the fields below; held while opening
-	st      store.Store
-	err     error
-	tried   time.Time
-	started bool
+	mu    sync.Mutex // guards the fields below; held while opening
+	st    store.Store
+	err   error
+	tried time.Time // the last attempt; zero before the first
 }
 
 const stateRetry = 5 * time.Second
@@ -42,10 +41,10 @@ func (ss *stateStore) get(ctx context.Context) (store.Store, error) {
 	if ss.st != nil {
 		return ss.st, nil
 	}
-	if ss.started && time.Since(ss.tried) < stateRetry {
+	if !ss.tried.IsZero() && time.Since(ss.tried) < stateRetry {
 		return nil, ss.err
 	}
-	ss.started, ss.tried = true, time.Now()
+	ss.tried = time.Now()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stateOpenTimeout)
 	defer cancel()
 	ss.st, ss.err = openStore(ctx, ss.cfg)

@@ -562,3 +562,22 @@ func shannon(b []byte) float64 {
 	}
 	return e
 }
+
+// FindRange finds the secrets that touch b[a:e], looking margin bytes beyond
+// both ends (b is all there is around it), with offsets in b, and returns the
+// range widened to the secrets that cross its ends, so that a caller cutting
+// b at na and ne never cuts a secret in two. The findings all lie in
+// b[na:ne].
+func (s *Scrubber) FindRange(b []byte, a, e, margin int) (fs []Finding, na, ne int) {
+	lo, hi := max(0, a-margin), min(len(b), e+margin)
+	na, ne = a, e
+	for _, f := range s.Find(b[lo:hi]) {
+		f.Start += lo
+		f.End += lo
+		if f.End > a && f.Start < e {
+			na, ne = min(na, f.Start), max(ne, f.End)
+			fs = append(fs, f)
+		}
+	}
+	return fs, na, ne
+}

@@ -52,56 +52,32 @@ func (l *Layer) count(rule string) {
 }
 
 // Scrub returns b with every finding replaced by its session placeholder.
-func (l *Layer) Scrub(b []byte) []byte {
-	fs := l.Scrubber.Find(b)
-	if len(fs) == 0 {
-		return b
-	}
-	if l.Catches == nil {
-		l.Catches = map[string]int{}
-	}
-	for _, f := range fs {
-		l.Catches[f.Rule]++
-	}
-	return scrub.Replace(b, fs, func(f scrub.Finding) string {
-		return l.Vault.Placeholder(f.Rule, f.Secret, l.Source)
-	})
-}
+func (l *Layer) Scrub(b []byte) []byte { return l.replace(b, l.Scrubber.Find(b)) }
 
 // region scrubs b[a:e], looking margin bytes beyond both ends (b is all
 // that is available around it). A finding that crosses a or e moves it
 // outwards, so that a secret is never cut in two; the ends used are returned.
 func (l *Layer) region(b []byte, a, e int) (out []byte, na, ne int) {
-	lo, hi := max(0, a-margin), min(len(b), e+margin)
-	fs := l.Scrubber.Find(b[lo:hi])
-	na, ne = a, e
-	// Findings are sorted and do not overlap, so one pass finds the (at most
-	// two) that cross the ends.
+	fs, na, ne := l.Scrubber.FindRange(b, a, e, margin)
+	for i := range fs {
+		fs[i].Start -= na
+		fs[i].End -= na
+	}
+	return l.replace(b[na:ne], fs), na, ne
+}
+
+// replace puts the session's placeholders in place of fs in b, counting them
+// as this layer's catches.
+func (l *Layer) replace(b []byte, fs []scrub.Finding) []byte {
+	if len(fs) == 0 {
+		return b
+	}
 	for _, f := range fs {
-		if s, t := f.Start+lo, f.End+lo; t > na && s < ne {
-			na, ne = min(na, s), max(ne, t)
-		}
+		l.count(f.Rule)
 	}
-	var keep []scrub.Finding
-	for _, f := range fs {
-		if s, t := f.Start+lo, f.End+lo; s >= na && t <= ne {
-			f.Start, f.End = s-na, t-na
-			keep = append(keep, f)
-		}
-	}
-	text := b[na:ne]
-	if len(keep) == 0 {
-		return text, na, ne
-	}
-	if l.Catches == nil {
-		l.Catches = map[string]int{}
-	}
-	for _, f := range keep {
-		l.Catches[f.Rule]++
-	}
-	return scrub.Replace(text, keep, func(f scrub.Finding) string {
+	return scrub.Replace(b, fs, func(f scrub.Finding) string {
 		return l.Vault.Placeholder(f.Rule, f.Secret, l.Source)
-	}), na, ne
+	})
 }
 
 // Options configure a Pipe.
@@ -294,11 +270,9 @@ func (p *Pipe) Close() (Summary, error) {
 		p.discard()
 		return Summary{}, p.err
 	}
-	if p.live {
-		// The last lines the stream held back (an unfinished line, an open
-		// key block) are part of the rest below.
-		p.live = false
-	}
+	// The last lines the stream held back (an unfinished line, an open key
+	// block) are part of the rest below.
+	p.live = false
 	restLen := p.size - p.liveRaw
 	avail := p.o.Budget - p.o.Counter.Count(p.sent.Bytes())
 	sum := Summary{Bytes: p.size}

@@ -45,7 +45,7 @@ type BranchInput struct {
 func (t Branch) Decode(input []byte) (tools.Call, error) {
 	const tool = "branch"
 	var in BranchInput
-	if err := decode(tool, input, &in); err != nil {
+	if err := tools.DecodeStrict(tool, input, &in, true); err != nil {
 		return nil, err
 	}
 	if blank(in.Description) {
@@ -67,11 +67,7 @@ type branchCall struct {
 
 func (c *branchCall) Run(ctx context.Context, env *tools.Env) tools.Outcome {
 	const tool = "branch"
-	st, err := storeOf(tool, env)
-	if err != nil {
-		return tools.Outcome{Err: err}
-	}
-	root, err := projectOf(tool, env)
+	st, root, err := scope(tool, env)
 	if err != nil {
 		return tools.Outcome{Err: err}
 	}
@@ -144,7 +140,7 @@ type ReturnInput struct {
 func (t Return) Decode(input []byte) (tools.Call, error) {
 	const tool = "return"
 	var in ReturnInput
-	if err := decode(tool, input, &in); err != nil {
+	if err := tools.DecodeStrict(tool, input, &in, true); err != nil {
 		return nil, err
 	}
 	if blank(in.Summary) {

@@ -52,7 +52,7 @@ type CheckpointSaveInput struct {
 func (CheckpointSave) Decode(input []byte) (tools.Call, error) {
 	const tool = "checkpoint_save"
 	var in CheckpointSaveInput
-	if err := decode(tool, input, &in); err != nil {
+	if err := tools.DecodeStrict(tool, input, &in, true); err != nil {
 		return nil, err
 	}
 	var err error
@@ -72,11 +72,7 @@ type checkpointSaveCall struct{ in CheckpointSaveInput }
 
 func (c *checkpointSaveCall) Run(ctx context.Context, env *tools.Env) tools.Outcome {
 	const tool = "checkpoint_save"
-	st, err := storeOf(tool, env)
-	if err != nil {
-		return tools.Outcome{Err: err}
-	}
-	root, err := projectOf(tool, env)
+	st, root, err := scope(tool, env)
 	if err != nil {
 		return tools.Outcome{Err: err}
 	}
@@ -129,7 +125,7 @@ type CheckpointRestoreInput struct {
 func (CheckpointRestore) Decode(input []byte) (tools.Call, error) {
 	const tool = "checkpoint_restore"
 	var in CheckpointRestoreInput
-	if err := decode(tool, input, &in); err != nil {
+	if err := tools.DecodeStrict(tool, input, &in, true); err != nil {
 		return nil, err
 	}
 	if in.ID != "" {
@@ -155,11 +151,7 @@ type checkpointRestoreCall struct{ in CheckpointRestoreInput }
 
 func (c *checkpointRestoreCall) Run(ctx context.Context, env *tools.Env) tools.Outcome {
 	const tool = "checkpoint_restore"
-	st, err := storeOf(tool, env)
-	if err != nil {
-		return tools.Outcome{Err: err}
-	}
-	root, err := projectOf(tool, env)
+	st, root, err := scope(tool, env)
 	if err != nil {
 		return tools.Outcome{Err: err}
 	}
@@ -233,7 +225,7 @@ type CheckpointListInput struct {
 func (CheckpointList) Decode(input []byte) (tools.Call, error) {
 	const tool = "checkpoint_list"
 	var in CheckpointListInput
-	if err := decode(tool, input, &in); err != nil {
+	if err := tools.DecodeStrict(tool, input, &in, true); err != nil {
 		return nil, err
 	}
 	if in.Limit != nil && (*in.Limit < 1 || *in.Limit > MaxListLimit) {
@@ -246,11 +238,7 @@ type checkpointListCall struct{ in CheckpointListInput }
 
 func (c *checkpointListCall) Run(ctx context.Context, env *tools.Env) tools.Outcome {
 	const tool = "checkpoint_list"
-	st, err := storeOf(tool, env)
-	if err != nil {
-		return tools.Outcome{Err: err}
-	}
-	root, err := projectOf(tool, env)
+	st, root, err := scope(tool, env)
 	if err != nil {
 		return tools.Outcome{Err: err}
 	}

@@ -62,7 +62,7 @@ type MemoryStoreInput struct {
 func (MemoryStore) Decode(input []byte) (tools.Call, error) {
 	const tool = "memory_store"
 	var in MemoryStoreInput
-	if err := decode(tool, input, &in); err != nil {
+	if err := tools.DecodeStrict(tool, input, &in, true); err != nil {
 		return nil, err
 	}
 	var err error
@@ -157,11 +157,7 @@ type memoryStoreCall struct{ in MemoryStoreInput }
 
 func (c *memoryStoreCall) Run(ctx context.Context, env *tools.Env) tools.Outcome {
 	const tool = "memory_store"
-	st, err := storeOf(tool, env)
-	if err != nil {
-		return tools.Outcome{Err: err}
-	}
-	root, err := projectOf(tool, env)
+	st, root, err := scope(tool, env)
 	if err != nil {
 		return tools.Outcome{Err: err}
 	}
@@ -264,7 +260,7 @@ type MemorySearchInput struct {
 func (MemorySearch) Decode(input []byte) (tools.Call, error) {
 	const tool = "memory_search"
 	var in MemorySearchInput
-	if err := decode(tool, input, &in); err != nil {
+	if err := tools.DecodeStrict(tool, input, &in, true); err != nil {
 		return nil, err
 	}
 	if blank(in.Query) {
@@ -283,11 +279,7 @@ type memorySearchCall struct{ in MemorySearchInput }
 
 func (c *memorySearchCall) Run(ctx context.Context, env *tools.Env) tools.Outcome {
 	const tool = "memory_search"
-	st, err := storeOf(tool, env)
-	if err != nil {
-		return tools.Outcome{Err: err}
-	}
-	root, err := projectOf(tool, env)
+	st, root, err := scope(tool, env)
 	if err != nil {
 		return tools.Outcome{Err: err}
 	}
@@ -370,7 +362,7 @@ type MemoryGetInput struct {
 func (MemoryGet) Decode(input []byte) (tools.Call, error) {
 	const tool = "memory_get"
 	var in MemoryGetInput
-	if err := decode(tool, input, &in); err != nil {
+	if err := tools.DecodeStrict(tool, input, &in, true); err != nil {
 		return nil, err
 	}
 	var err error
@@ -384,11 +376,7 @@ type memoryGetCall struct{ in MemoryGetInput }
 
 func (c *memoryGetCall) Run(ctx context.Context, env *tools.Env) tools.Outcome {
 	const tool = "memory_get"
-	st, err := storeOf(tool, env)
-	if err != nil {
-		return tools.Outcome{Err: err}
-	}
-	root, err := projectOf(tool, env)
+	st, root, err := scope(tool, env)
 	if err != nil {
 		return tools.Outcome{Err: err}
 	}
@@ -503,7 +491,7 @@ type MemoryFeedbackInput struct {
 func (MemoryFeedback) Decode(input []byte) (tools.Call, error) {
 	const tool = "memory_feedback"
 	var in MemoryFeedbackInput
-	if err := decode(tool, input, &in); err != nil {
+	if err := tools.DecodeStrict(tool, input, &in, true); err != nil {
 		return nil, err
 	}
 	var err error
@@ -520,11 +508,7 @@ type memoryFeedbackCall struct{ in MemoryFeedbackInput }
 
 func (c *memoryFeedbackCall) Run(ctx context.Context, env *tools.Env) tools.Outcome {
 	const tool = "memory_feedback"
-	st, err := storeOf(tool, env)
-	if err != nil {
-		return tools.Outcome{Err: err}
-	}
-	root, err := projectOf(tool, env)
+	st, root, err := scope(tool, env)
 	if err != nil {
 		return tools.Outcome{Err: err}
 	}

@@ -105,7 +105,7 @@ func TestStoreLimits(t *testing.T) {
 		t.Errorf("2001 tokens of content: %v", err)
 	}
 	env.Store = nil
-	if _, err := call(t, env, "memory_search", obj{"query": "x"}); !errors.Is(err, catalog.ErrStoreUnavailable) || !strings.Contains(err.Error(), "contextd doctor") {
+	if _, err := call(t, env, "memory_search", obj{"query": "x"}); !errors.Is(err, catalog.ErrStoreUnavailable) || !strings.Contains(err.Error(), "[store]") {
 		t.Errorf("without a store: %v", err)
 	}
 }

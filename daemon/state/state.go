@@ -86,18 +86,23 @@ func update(ctx context.Context, fn func() error) error {
 // open one.
 func storeOf(tool string, env *tools.Env) (store.Store, error) {
 	if env.Store == nil {
-		return nil, fmt.Errorf("%s: no state store is open (run `contextd doctor` to see why): %w", tool, catalog.ErrStoreUnavailable)
+		return nil, fmt.Errorf("%s: no state store is open (see [store] in docs/config.md): %w", tool, catalog.ErrStoreUnavailable)
 	}
 	return env.Store, nil
 }
 
-// projectOf is the project the call's records belong to: the workspace root.
-func projectOf(tool string, env *tools.Env) (string, error) {
+// scope is the call's store and the project its records belong to (the
+// workspace root).
+func scope(tool string, env *tools.Env) (store.Store, string, error) {
+	st, err := storeOf(tool, env)
+	if err != nil {
+		return nil, "", err
+	}
 	if env.Place.Root == "" {
 		// An empty project would be store.Global: never fall into it by accident.
-		return "", fmt.Errorf("%s: the call has no workspace: %w", tool, catalog.ErrInternal)
+		return nil, "", fmt.Errorf("%s: the call has no workspace: %w", tool, catalog.ErrInternal)
 	}
-	return env.Place.Root, nil
+	return st, env.Place.Root, nil
 }
 
 func counterOf(env *tools.Env) *budget.Counter {

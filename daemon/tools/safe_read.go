@@ -219,13 +219,13 @@ func selectLines(r *bufio.Reader, first, limit int) (selection, error) {
 // whatever of it leaves later (a continuation page).
 func findSelected(sc *scrub.Scrubber, buf []byte, a, e, window int) (fs []scrub.Finding, rawFrom, rawTo int) {
 	if window <= 0 || e-a <= 2*window+2*scrubMargin {
-		fs, _, _ = scrubRange(sc, buf, a, e)
+		fs, _, _ = sc.FindRange(buf, a, e, scrubMargin)
 		return fs, e, e
 	}
-	head, _, headEnd := scrubRange(sc, buf, a, a+window)
-	tail, tailStart, _ := scrubRange(sc, buf, e-window, e)
+	head, _, headEnd := sc.FindRange(buf, a, a+window, scrubMargin)
+	tail, tailStart, _ := sc.FindRange(buf, e-window, e, scrubMargin)
 	if headEnd >= tailStart {
-		fs, _, _ = scrubRange(sc, buf, a, e)
+		fs, _, _ = sc.FindRange(buf, a, e, scrubMargin)
 		return fs, e, e
 	}
 	return append(head, tail...), headEnd, tailStart

@@ -50,25 +50,6 @@ func toolScrubber(rules string) (*scrub.Scrubber, error) {
 // scrubMargin is how far the tool's scrub looks past the ends of a window.
 const scrubMargin = 16 << 10
 
-// scrubRange finds the secrets that touch buf[a:e], looking scrubMargin
-// beyond both ends (buf is all there is around it), with offsets in buf, and
-// returns the range widened to the secrets that cross its ends, so that none
-// is cut in two.
-func scrubRange(sc *scrub.Scrubber, buf []byte, a, e int) ([]scrub.Finding, int, int) {
-	lo, hi := max(0, a-scrubMargin), min(len(buf), e+scrubMargin)
-	var out []scrub.Finding
-	na, ne := a, e
-	for _, f := range sc.Find(buf[lo:hi]) {
-		f.Start += lo
-		f.End += lo
-		if f.End > a && f.Start < e {
-			na, ne = min(na, f.Start), max(ne, f.End)
-			out = append(out, f)
-		}
-	}
-	return out, na, ne
-}
-
 // drainGrace is how long the pump keeps reading after the shell exited, for
 // output still in the pipe. Processes the command left behind die with the
 // sandbox right after.

@@ -142,6 +142,13 @@ func (r *Registry) Names() []string {
 // decodeStrict decodes one JSON object into v, refusing unknown fields and trailing
 // data, so a misspelled key is an error and not a silently ignored option.
 func decodeStrict(tool string, input []byte, v any) error {
+	return DecodeStrict(tool, input, v, false)
+}
+
+// DecodeStrict is decodeStrict for the tools of other packages (daemon/state).
+// With noNull a key whose value is null is refused too (leave it out to get
+// its default).
+func DecodeStrict(tool string, input []byte, v any, noNull bool) error {
 	if len(bytes.TrimSpace(input)) == 0 {
 		return fmt.Errorf("%s: empty input, expected a JSON object: %w", tool, catalog.ErrBadInput)
 	}
@@ -156,7 +163,7 @@ func decodeStrict(tool string, input []byte, v any) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return fmt.Errorf("%s: input: data after the JSON object: %w", tool, catalog.ErrBadInput)
 	}
-	if err := exactKeys(input, v); err != nil {
+	if err := exactKeys(input, v, noNull); err != nil {
 		return fmt.Errorf("%s: input: %v: %w", tool, err, catalog.ErrBadInput)
 	}
 	return nil
@@ -167,7 +174,7 @@ func decodeStrict(tool string, input []byte, v any) error {
 // the values silently, so a schema validator or a policy reading the same input
 // would see another path or command than the tool runs. v is a pointer to the
 // struct input was decoded into, which is known to be one valid JSON object.
-func exactKeys(input []byte, v any) error {
+func exactKeys(input []byte, v any, noNull bool) error {
 	known := map[string]bool{}
 	rt := reflect.TypeOf(v).Elem()
 	for i := 0; i < rt.NumField(); i++ {
@@ -192,9 +199,12 @@ func exactKeys(input []byte, v any) error {
 			return fmt.Errorf("field %q given twice", key)
 		}
 		seen[key] = true
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
 			return errors.New("invalid JSON")
+		}
+		if noNull && string(val) == "null" {
+			return fmt.Errorf("field %q is null; leave it out to use its default", key)
 		}
 	}
 	return nil

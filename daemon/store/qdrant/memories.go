@@ -33,7 +33,7 @@ func (s *Store) PutMemory(ctx context.Context, m *store.Memory) error {
 		if next.Version != 0 {
 			return fmt.Errorf("qdrant store: put memory: version %d without an id: %w", next.Version, store.ErrConflict)
 		}
-		next.ID = newID()
+		next.ID = store.NewID()
 		next.Created = t
 	} else {
 		cur, err := s.getPoint(ctx, "put memory", s.memories, next.ID, s.denseSize > 0)

@@ -1,7 +1,6 @@
 package qdrant
 
 import (
-	"crypto/rand"
 	"crypto/sha1"
 	"encoding/hex"
 	"time"
@@ -10,15 +9,6 @@ import (
 
 	"github.com/contextd/contextd/daemon/store"
 )
-
-// newID returns a random (version 4) UUID in canonical form.
-func newID() string {
-	var b [16]byte
-	rand.Read(b[:]) // never fails (crypto/rand crashes the program instead)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return formatUUID(b)
-}
 
 func formatUUID(b [16]byte) string {
 	var out [36]byte

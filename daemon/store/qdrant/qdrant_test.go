@@ -46,7 +46,7 @@ func testServer(t *testing.T) (string, int) {
 func openTemp(t *testing.T, host string, port int, o Options) *Store {
 	t.Helper()
 	o.Host, o.Port = host, port
-	o.CollectionPrefix = "contextd_test_" + strings.ReplaceAll(newID()[:13], "-", "") + "_"
+	o.CollectionPrefix = "contextd_test_" + strings.ReplaceAll(store.NewID()[:13], "-", "") + "_"
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s, err := Open(ctx, &o)

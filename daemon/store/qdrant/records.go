@@ -34,7 +34,7 @@ func (s *Store) PutCheckpoint(ctx context.Context, c *store.Checkpoint) error {
 		next.Created = normTime(next.Created)
 	}
 	if next.ID == "" {
-		next.ID = newID()
+		next.ID = store.NewID()
 	} else {
 		defer s.lockID(next.ID)()
 		cur, err := s.getPoint(ctx, "put checkpoint", s.checkpoints, next.ID, false)
@@ -126,7 +126,7 @@ func (s *Store) PutBranch(ctx context.Context, b *store.Branch) error {
 		if next.Version != 0 {
 			return fmt.Errorf("qdrant store: put branch: version %d without an id: %w", next.Version, store.ErrConflict)
 		}
-		next.ID = newID()
+		next.ID = store.NewID()
 		next.Created = t
 	} else {
 		cur, err := s.getPoint(ctx, "put branch", s.branches, next.ID, false)

@@ -137,7 +137,7 @@ func fillBench(tb testing.TB, s *Store, n int) {
 	t := time.Now().UnixNano()
 	for i := range n {
 		m := g.memory()
-		id, _ := newID()
+		id := store.NewID()
 		project := benchProject
 		if i%5 == 0 {
 			project = store.Global

@@ -65,10 +65,7 @@ func (s *Store) PutMemory(ctx context.Context, m *store.Memory) error {
 	}
 	id := m.ID
 	if id == "" {
-		var err error
-		if id, err = newID(); err != nil {
-			return fmt.Errorf("sqlite store: put memory: %w", err)
-		}
+		id = store.NewID()
 	}
 	t := now()
 

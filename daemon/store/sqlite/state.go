@@ -15,10 +15,7 @@ import (
 func (s *Store) PutCheckpoint(ctx context.Context, c *store.Checkpoint) error {
 	id := c.ID
 	if id == "" {
-		var err error
-		if id, err = newID(); err != nil {
-			return fmt.Errorf("sqlite store: put checkpoint: %w", err)
-		}
+		id = store.NewID()
 	}
 	t := now()
 	// ON CONFLICT DO NOTHING plus the row count tells "already there" from
@@ -111,10 +108,7 @@ func scanBranch(sc interface{ Scan(...any) error }) (*store.Branch, error) {
 func (s *Store) PutBranch(ctx context.Context, b *store.Branch) error {
 	id := b.ID
 	if id == "" {
-		var err error
-		if id, err = newID(); err != nil {
-			return fmt.Errorf("sqlite store: put branch: %w", err)
-		}
+		id = store.NewID()
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {

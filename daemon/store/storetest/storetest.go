@@ -135,10 +135,10 @@ func sameMemory(got, want *store.Memory) error {
 		}
 	}
 	if !slices.Equal(got.Tags, want.Tags) {
-		return fmt.Errorf("Tags = %q, want %q", got.Tags, want.Tags)
+		return fmt.Errorf("memory: Tags = %q, want %q", got.Tags, want.Tags)
 	}
 	if !got.Created.Equal(want.Created) || !got.Updated.Equal(want.Updated) {
-		return fmt.Errorf("Created, Updated = %v, %v, want %v, %v", got.Created, got.Updated, want.Created, want.Updated)
+		return fmt.Errorf("memory: Created, Updated = %v, %v, want %v, %v", got.Created, got.Updated, want.Created, want.Updated)
 	}
 	return nil
 }
@@ -630,7 +630,7 @@ func testCheckpointList(t *testing.T, s store.Store) {
 func sameBranch(got, want *store.Branch) error {
 	g, w := *got, *want
 	if !g.Created.Equal(w.Created) || !g.Closed.Equal(w.Closed) {
-		return fmt.Errorf("Created, Closed = %v, %v, want %v, %v", g.Created, g.Closed, w.Created, w.Closed)
+		return fmt.Errorf("branch: Created, Closed = %v, %v, want %v, %v", g.Created, g.Closed, w.Created, w.Closed)
 	}
 	g.Created, g.Closed, w.Created, w.Closed = time.Time{}, time.Time{}, time.Time{}, time.Time{}
 	if g != w {

@@ -1,0 +1,26 @@
+package store
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+)
+
+// NewID returns a random (version 4) UUID in canonical form, the id every
+// backend gives a new record (Qdrant takes UUIDs as point ids).
+func NewID() string {
+	var b [16]byte
+	rand.Read(b[:])         // never fails: crypto/rand crashes the program instead
+	b[6] = b[6]&0x0f | 0x40 // version 4
+	b[8] = b[8]&0x3f | 0x80 // RFC 4122 variant
+	var out [36]byte
+	hex.Encode(out[0:8], b[0:4])
+	out[8] = '-'
+	hex.Encode(out[9:13], b[4:6])
+	out[13] = '-'
+	hex.Encode(out[14:18], b[6:8])
+	out[18] = '-'
+	hex.Encode(out[19:23], b[8:10])
+	out[23] = '-'
+	hex.Encode(out[24:36], b[10:16])
+	return string(out[:])
+}
