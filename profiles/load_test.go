@@ -13,7 +13,7 @@ import (
 )
 
 func TestTools(t *testing.T) {
-	want := []string{"no_exec", "safe_bash", "safe_read", "safe_write"}
+	want := []string{"mcp-server", "no_exec", "safe_bash", "safe_read", "safe_write"}
 	if got := Tools(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Tools() = %v, want %v", got, want)
 	}
@@ -124,12 +124,12 @@ func TestLoadToolNames(t *testing.T) {
 			t.Errorf("Load(%q): %v, want ErrNoProfile", tool, err)
 		}
 	}
-	if _, _, err := Load("mcp-server"); !errors.Is(err, ErrNoProfile) {
+	if _, _, err := Load("future-tool"); !errors.Is(err, ErrNoProfile) {
 		t.Errorf("tool without a profile: %v", err)
 	}
 	// A tool without an embedded profile can still get one from a file.
-	f := write(t, user, "mcp-server.json", profileWith("mine"))
-	if p, src, err := Load("mcp-server"); err != nil || src != f || p.Comment != "mine" {
+	f := write(t, user, "future-tool.json", profileWith("mine"))
+	if p, src, err := Load("future-tool"); err != nil || src != f || p.Comment != "mine" {
 		t.Errorf("user profile for a new tool: %v %q %v", p, src, err)
 	}
 }

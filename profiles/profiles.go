@@ -7,6 +7,8 @@
 //   - safe_read.json, safe_write.json: the file tools, which run as the
 //     contextd binary re-executed in tool mode; allowlists (default EPERM) of
 //     what that Go program needs, including the execve that starts it.
+//   - mcp-server.json: a third-party MCP server launched by `mcp wrap`;
+//     safe_bash's deny-list and a few groups a server has no use for.
 //   - no_exec.json: a small default-allow profile that forbids execve and
 //     execveat. A file tool loads it first thing on start (filters stack, the
 //     stricter answer wins), taking back the exec that its own profile had

@@ -96,7 +96,7 @@ func TestEmbeddedCompile(t *testing.T) {
 		skipped := f.Skipped()
 		f.Release()
 		want := []string(nil)
-		if tool == "safe_bash" {
+		if tool == "safe_bash" || tool == "mcp-server" {
 			want = []string{"pciconfig_iobase", "pciconfig_read", "pciconfig_write"}
 		}
 		if runtime.GOARCH == "amd64" && fmt.Sprint(skipped) != fmt.Sprint(want) {
@@ -186,6 +186,33 @@ const (
 // through (this machine runs the tests as root).
 func TestSafeBashBlocks(t *testing.T) {
 	t.Parallel()
+	checkCalls(t, "safe_bash", safeBashDenied())
+}
+
+// TestMCPServerBlocks: mcp-server denies everything safe_bash denies, and its
+// own groups on top; ordinary calls still pass.
+func TestMCPServerBlocks(t *testing.T) {
+	t.Parallel()
+	const none = 0xffffffff // -1 as a uid/gid: EINVAL, or a no-op, without the filter
+	calls := append(safeBashDenied(),
+		call{name: "setuid", args: [6]uint64{none}}, call{name: "setgid", args: [6]uint64{none}},
+		call{name: "setreuid", args: [6]uint64{none, none}}, call{name: "setregid", args: [6]uint64{none, none}},
+		call{name: "setresuid", args: [6]uint64{none, none, none}}, call{name: "setresgid", args: [6]uint64{none, none, none}},
+		call{name: "setfsuid", args: [6]uint64{none}}, call{name: "setfsgid", args: [6]uint64{none}},
+		call{name: "setgroups", args: [6]uint64{0x7fffffff}}, call{name: "capset"},
+		call{name: "mknod"}, call{name: "mknodat", args: [6]uint64{bad}}, call{name: "chroot"},
+		call{name: "fanotify_init", args: [6]uint64{0xffffffff}}, call{name: "fanotify_mark", args: [6]uint64{bad}},
+		call{name: "ioctl", args: [6]uint64{bad, unix.TIOCSTI}}, call{name: "ioctl", args: [6]uint64{bad, unix.TIOCLINUX}},
+		// Allowed: other ioctls, the ordinary process calls.
+		call{name: "ioctl", args: [6]uint64{bad, unix.TCGETS}}, call{name: "getpid"}, call{name: "getuid"},
+		call{name: "socket", args: [6]uint64{afInet, unix.SOCK_STREAM}},
+	)
+	checkCalls(t, "mcp-server", calls)
+}
+
+// safeBashDenied: each call safe_bash denies, with arguments that fail
+// harmlessly should the filter let it through.
+func safeBashDenied() []call {
 	calls := []call{
 		{name: "io_uring_setup"}, {name: "io_uring_enter", args: [6]uint64{bad}}, {name: "io_uring_register", args: [6]uint64{bad}},
 		{name: "clone3"},
@@ -226,7 +253,7 @@ func TestSafeBashBlocks(t *testing.T) {
 	for _, ns := range []uint64{unix.CLONE_NEWNS, unix.CLONE_NEWCGROUP, unix.CLONE_NEWUTS, unix.CLONE_NEWIPC, unix.CLONE_NEWUSER, unix.CLONE_NEWPID, unix.CLONE_NEWNET} {
 		calls = append(calls, call{name: "clone", args: [6]uint64{ns | sighand | uint64(unix.SIGCHLD)}})
 	}
-	checkCalls(t, "safe_bash", calls)
+	return calls
 }
 
 // TestSafeBashAllows: what must keep working is not touched by the filter.

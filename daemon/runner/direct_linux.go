@@ -78,6 +78,9 @@ func (d Direct) Run(ctx context.Context, s Spec) (Exit, error) {
 	if s.Stderr != nil {
 		cmd.Stderr = s.Stderr
 	}
+	if s.Input != nil {
+		cmd.Stdin = s.Input
+	}
 	if err := cmd.Start(); err != nil {
 		w.Close()
 		return Exit{}, fmt.Errorf("start %s: %v: %w", s.Path, err, catalog.ErrLaunch)

@@ -32,6 +32,11 @@ type Spec struct {
 	Env  []string // complete environment, KEY=VALUE
 	// Stdin is the process's whole standard input (Tool mode: the operation).
 	Stdin []byte
+	// Input, when set, is streamed to the process's standard input instead of
+	// Stdin, for processes that converse (an MCP server). The runner closes the
+	// process's stdin when Input reports EOF; the caller must make Input end
+	// (close it) once Run returns, or the copying goroutine stays blocked.
+	Input io.Reader
 
 	// Workspace is the directory the process may write (and the only part of
 	// $HOME it sees); Home is hidden.

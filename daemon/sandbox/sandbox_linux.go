@@ -89,7 +89,12 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 
 	// Descriptors: stdin carries Spec.Stdin; stdout (and stderr, unless asked
 	// separately) come back on pipes read here.
-	stdin, err := inputFile(s.Stdin)
+	var stdin *os.File
+	if s.Input != nil {
+		stdin, err = streamFile(s.Input)
+	} else {
+		stdin, err = inputFile(s.Stdin)
+	}
 	if err != nil {
 		return ex, err
 	}
@@ -265,6 +270,20 @@ func inputFile(data []byte) (*os.File, error) {
 		w.Close()
 	}()
 	return r, nil
+}
+
+// streamFile returns the read end of a pipe that a goroutine fills from r
+// until r ends or the process stops reading.
+func streamFile(r io.Reader) (*os.File, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("pipe: %v: %w", err, catalog.ErrSandbox)
+	}
+	go func() {
+		io.CopyBuffer(pw, onlyReader{r}, make([]byte, 64<<10))
+		pw.Close()
+	}()
+	return pr, nil
 }
 
 // onlyReader hides *os.File's WriterTo, which io.CopyBuffer would use
