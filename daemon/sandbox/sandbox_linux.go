@@ -55,7 +55,7 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 	t0 := time.Now()
 	var tStarted, tScoped, tReleased time.Duration
 	defer func() {
-		r.Log.Debug("sandbox stages", "tool", s.Tool, "start_ms", ms(tStarted), "scope_ms", ms(tScoped),
+		r.log().Debug("sandbox stages", "tool", s.Tool, "start_ms", ms(tStarted), "scope_ms", ms(tScoped),
 			"released_ms", ms(tReleased), "total_ms", ms(time.Since(t0)))
 	}()
 	profJSON, source, err := r.profiles.JSON(s.Tool)
@@ -158,7 +158,7 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
 			defer cancel()
 			if err := sc.Stop(sctx); err != nil {
-				r.Log.Warn("stop scope", "scope", sc.Name(), "err", err)
+				r.log().Warn("stop scope", "scope", sc.Name(), "err", err)
 			}
 		}
 	}
@@ -238,6 +238,15 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 	}
 	ex.Code = w.code
 	return ex, nil
+}
+
+// log is r.Log, or a logger that discards when none was given (contextd
+// doctor and status run a sandbox without the daemon's logger).
+func (r *Runner) log() *slog.Logger {
+	if r.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return r.Log
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -2,41 +2,330 @@ package app
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
-	"strings"
+	"io"
+	"os"
 	"time"
 
+	sd "github.com/coreos/go-systemd/v22/dbus"
 	"github.com/spf13/cobra"
 
+	"github.com/contextd/contextd/daemon/audit"
+	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/sandbox"
+	"github.com/contextd/contextd/daemon/store/sqlite"
 	"github.com/contextd/contextd/proxy/client"
 )
 
+// bytesPerToken turns raw output sizes into token estimates for "tokens
+// saved". Counting the raw output exactly would mean tokenizing everything
+// the tools ever produced (gigabytes); about 4 bytes per token is what the
+// pipeline's vocabulary (cl100k_base) averages on source code and English
+// logs, and the report says it is an estimate.
+const bytesPerToken = 4
+
+// Report is what `contextd status` shows; --json prints it as is.
+type Report struct {
+	Daemon  DaemonState  `json:"daemon"`
+	Today   Today        `json:"today"`
+	Store   StoreState   `json:"store"`
+	Sandbox []LayerState `json:"sandbox"`
+}
+
+// DaemonState is the daemon as systemd (or, without a user manager, the
+// socket) sees it.
+type DaemonState struct {
+	// State is "active", "socket-waiting" (the socket listens, no daemon
+	// runs: the next call starts one), "stopped" or "unknown".
+	State     string `json:"state"`
+	Detail    string `json:"detail,omitempty"`
+	PID       int    `json:"pid,omitempty"`
+	UptimeSec int64  `json:"uptime_sec,omitempty"`
+	Version   string `json:"version,omitempty"`
+	InFlight  int    `json:"calls_in_flight,omitempty"`
+	Socket    string `json:"socket"`
+}
+
+// Today sums the audit log since local midnight.
+type Today struct {
+	Since           time.Time `json:"since"`
+	Sessions        int       `json:"sessions"`
+	Calls           int       `json:"calls"`
+	Refused         int       `json:"refused"`
+	SecretsRedacted int       `json:"secrets_redacted"`
+	RawBytes        int64     `json:"raw_bytes"`
+	RawTokensEst    int64     `json:"raw_tokens_estimate"`
+	TokensReturned  int64     `json:"tokens_returned"`
+	Note            string    `json:"note,omitempty"`
+}
+
+// StoreState is where memories and checkpoints live.
+type StoreState struct {
+	Backend  string `json:"backend"`
+	Location string `json:"location"`
+	Bytes    int64  `json:"bytes,omitempty"`
+	Note     string `json:"note,omitempty"`
+}
+
+// LayerState is one check of `contextd doctor`.
+type LayerState struct {
+	Layer    string `json:"layer"`
+	OK       bool   `json:"ok"`
+	Required bool   `json:"required"`
+	Detail   string `json:"detail"`
+}
+
 func statusCommand() *cobra.Command {
-	var socket string
+	var socket, cfgPath string
+	var asJSON, noSandbox bool
 	c := &cobra.Command{
 		Use:   "status",
-		Short: "Ask the running daemon how it is (starts it through socket activation)",
-		Args:  noArgs,
+		Short: "Show the daemon, today's calls, secrets and tokens saved, the store and the sandbox layers",
+		Long: `Show at a glance: whether the daemon runs (or waits on its socket), its pid and uptime;
+today's sessions, calls and redacted secrets and the tokens returned against the raw output's
+size (from the audit log); the state store; and each sandbox layer as ` + "`contextd doctor`" + ` checks it.
+It does not start the daemon: a socket-waiting daemon stays asleep.`,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if socket == "" {
 				socket = client.SocketPath()
 			}
-			conn, err := client.Dial(socket)
+			cfg, err := config.Load(cfgPath)
 			if err != nil {
 				return err
 			}
-			defer conn.Close()
 			ctx, cancel := context.WithTimeout(c.Context(), 30*time.Second)
 			defer cancel()
-			st, err := conn.Status(ctx)
-			if err != nil {
-				return err
+			r := &Report{Daemon: daemonState(ctx, socket), Today: today(time.Now()), Store: storeState(cfg)}
+			if !noSandbox {
+				for _, ch := range sandbox.Diagnose(ctx) {
+					r.Sandbox = append(r.Sandbox, LayerState{Layer: ch.Layer, OK: ch.OK, Required: ch.Required, Detail: ch.Detail})
+				}
 			}
-			fmt.Fprintf(c.OutOrStdout(), "socket:           %s\nversion:          %s\npid:              %d\nuptime:           %s\ncalls in flight:  %d\nsocket-activated: %t\ntools:            %s\n",
-				socket, st.Version, st.PID, time.Duration(st.UptimeMS)*time.Millisecond, st.CallsInFlight, st.SocketActivated, strings.Join(st.Tools, " "))
+			if asJSON {
+				enc := json.NewEncoder(c.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(r)
+			}
+			r.print(c.OutOrStdout())
 			return nil
 		},
 	}
 	c.Flags().StringVar(&socket, "socket", "", "socket path (default $CONTEXTD_SOCKET or $XDG_RUNTIME_DIR/contextd/contextd.sock)")
+	c.Flags().StringVar(&cfgPath, "config", "", "configuration file (default $XDG_CONFIG_HOME/contextd/config.toml)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	c.Flags().BoolVar(&noSandbox, "no-sandbox-check", false, "skip the sandbox layer checks (they run a sandbox, ~0.2 s)")
 	return c
+}
+
+// daemonState asks the user manager about the units, and the daemon itself
+// only when it already runs, so that status never socket-activates it.
+func daemonState(ctx context.Context, socket string) DaemonState {
+	st := DaemonState{State: "unknown", Socket: socket}
+	conn, err := sd.NewUserConnectionContext(ctx)
+	if err != nil {
+		// No user manager: a daemon started by hand may still answer.
+		st.Detail = "no systemd user manager answers (" + err.Error() + ")"
+		if _, serr := os.Stat(socket); serr != nil {
+			st.State = "stopped"
+			return st
+		}
+		askDaemon(ctx, socket, &st)
+		return st
+	}
+	defer conn.Close()
+	svc, err := conn.GetUnitPropertiesContext(ctx, "contextd.service")
+	if err != nil {
+		st.Detail = "contextd.service: " + err.Error()
+		return st
+	}
+	sock, _ := conn.GetUnitPropertiesContext(ctx, "contextd.socket")
+	active, _ := svc["ActiveState"].(string)
+	sockActive, _ := sock["ActiveState"].(string)
+	switch {
+	case active == "active" || active == "reloading" || active == "deactivating":
+		st.State = "active"
+		if pid, ok := svc["MainPID"].(uint32); ok {
+			st.PID = int(pid)
+		}
+		if us, ok := svc["ExecMainStartTimestamp"].(uint64); ok && us > 0 {
+			st.UptimeSec = int64(time.Since(time.UnixMicro(int64(us))).Seconds())
+		}
+		askDaemon(ctx, socket, &st)
+	case sockActive == "active":
+		st.State = "socket-waiting"
+		st.Detail = "contextd.socket listens; the next call starts the daemon"
+	default:
+		st.State = "stopped"
+		st.Detail = "contextd.socket is " + orNone(sockActive) + ": systemctl --user enable --now contextd.socket"
+	}
+	return st
+}
+
+func askDaemon(ctx context.Context, socket string, st *DaemonState) {
+	conn, err := client.Dial(socket)
+	if err != nil {
+		if st.Detail == "" {
+			st.Detail = "the daemon does not answer: " + err.Error()
+		}
+		return
+	}
+	defer conn.Close()
+	s, err := conn.Status(ctx)
+	if err != nil {
+		st.Detail = "the daemon does not answer: " + err.Error()
+		return
+	}
+	st.State, st.PID, st.Version, st.InFlight = "active", int(s.PID), s.Version, int(s.CallsInFlight)
+	if st.UptimeSec == 0 {
+		st.UptimeSec = s.UptimeMS / 1000
+	}
+}
+
+// today sums today's audit records (local time).
+func today(now time.Time) Today {
+	y, m, d := now.Date()
+	t := Today{Since: time.Date(y, m, d, 0, 0, 0, 0, now.Location())}
+	dir, err := audit.DefaultDir()
+	if err != nil {
+		t.Note = err.Error()
+		return t
+	}
+	sessions := map[string]bool{}
+	for e, err := range audit.Read(dir, audit.Filter{Since: t.Since}) {
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				t.Note = "no audit log yet"
+			} else {
+				t.Note = "audit log: " + err.Error() + " (run `contextd audit verify`)"
+			}
+			continue
+		}
+		if e.Kind != audit.KindCall {
+			continue
+		}
+		t.Calls++
+		if e.Error != "" {
+			t.Refused++
+		}
+		if e.Session != "" {
+			sessions[e.Session] = true
+		}
+		for _, n := range e.Findings {
+			t.SecretsRedacted += n
+		}
+		t.RawBytes += e.BytesProduced
+		t.TokensReturned += int64(e.TokensReturned)
+	}
+	t.Sessions = len(sessions)
+	t.RawTokensEst = t.RawBytes / bytesPerToken
+	return t
+}
+
+func storeState(cfg *config.Config) StoreState {
+	s := StoreState{Backend: cfg.Store.Backend}
+	switch cfg.Store.Backend {
+	case "qdrant":
+		s.Location = fmt.Sprintf("%s:%d", cfg.Store.QdrantHost, cfg.Store.QdrantPort)
+		s.Note = "lexical search (sparse vectors); dense embeddings are not configured"
+	default:
+		p := cfg.Store.Path
+		if p == "" {
+			var err error
+			if p, err = sqlite.DefaultPath(); err != nil {
+				s.Note = err.Error()
+				return s
+			}
+		}
+		s.Location = p
+		if fi, err := os.Stat(p); err == nil {
+			s.Bytes = fi.Size()
+			for _, ext := range []string{"-wal"} {
+				if w, err := os.Stat(p + ext); err == nil {
+					s.Bytes += w.Size()
+				}
+			}
+		} else {
+			s.Note = "not created yet (the first memory or checkpoint creates it)"
+		}
+		if s.Note == "" {
+			s.Note = "lexical search (FTS5, BM25)"
+		}
+	}
+	return s
+}
+
+func (r *Report) print(w io.Writer) {
+	d := r.Daemon
+	line := d.State
+	if d.PID > 0 {
+		line += fmt.Sprintf(", pid %d", d.PID)
+	}
+	if d.UptimeSec > 0 {
+		line += ", up " + (time.Duration(d.UptimeSec) * time.Second).String()
+	}
+	if d.Version != "" {
+		line += ", version " + d.Version
+	}
+	if d.InFlight > 0 {
+		line += fmt.Sprintf(", %d call(s) in flight", d.InFlight)
+	}
+	fmt.Fprintf(w, "daemon:   %s\n", line)
+	if d.Detail != "" {
+		fmt.Fprintf(w, "          %s\n", d.Detail)
+	}
+	fmt.Fprintf(w, "socket:   %s\n", d.Socket)
+	t := r.Today
+	fmt.Fprintf(w, "today:    %d session(s), %d call(s) (%d refused), %d secret(s) redacted\n", t.Sessions, t.Calls, t.Refused, t.SecretsRedacted)
+	saved := ""
+	if t.RawTokensEst > 0 {
+		saved = fmt.Sprintf(": ~%.1f%% saved", 100*float64(max(0, t.RawTokensEst-t.TokensReturned))/float64(t.RawTokensEst))
+	}
+	fmt.Fprintf(w, "tokens:   %d returned for %s of raw output (~%d tokens)%s\n", t.TokensReturned, human(t.RawBytes), t.RawTokensEst, saved)
+	if t.Note != "" {
+		fmt.Fprintf(w, "          %s\n", t.Note)
+	}
+	s := r.Store
+	loc := s.Location
+	if s.Bytes > 0 {
+		loc += " (" + human(s.Bytes) + ")"
+	}
+	fmt.Fprintf(w, "store:    %s at %s\n", s.Backend, loc)
+	if s.Note != "" {
+		fmt.Fprintf(w, "          %s\n", s.Note)
+	}
+	if len(r.Sandbox) > 0 {
+		fmt.Fprintln(w, "sandbox:")
+		for _, l := range r.Sandbox {
+			mark := "ok  "
+			switch {
+			case !l.OK && l.Required:
+				mark = "FAIL"
+			case !l.OK:
+				mark = "warn"
+			}
+			fmt.Fprintf(w, "  %s  %-44s %s\n", mark, l.Layer, l.Detail)
+		}
+	}
+}
+
+func human(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "not loaded"
+	}
+	return s
 }
