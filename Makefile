@@ -15,9 +15,11 @@ all: build
 
 # The daemon needs cgo (libseccomp). The proxy does not, and it starts on every
 # tool call: static, it skips the dynamic loader (a few ms per call).
+# contextd-proxy-mcp serves `contextd-proxy mcp`; it holds the MCP SDK, whose
+# start-up the symlinked tools do not pay (proxy/mcp.go).
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/contextd
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/contextd-proxy
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/contextd-proxy ./cmd/contextd-proxy-mcp
 
 # Debian packages contextd and its tests need (installs only what is missing).
 deps:
@@ -26,7 +28,7 @@ deps:
 # Install the binaries into $(PREFIX)/bin and the user units, and enable the socket.
 install: build
 	install -d $(PREFIX)/bin
-	install -m 0755 bin/contextd bin/contextd-proxy $(PREFIX)/bin/
+	install -m 0755 bin/contextd bin/contextd-proxy bin/contextd-proxy-mcp $(PREFIX)/bin/
 	$(PREFIX)/bin/contextd install-units --enable
 
 # Fresh machine to a working tool call: deps, build, install, demonstration.
@@ -72,3 +74,43 @@ tools:
 
 clean:
 	rm -rf bin
+
+# Debian package and signed apt repository (packaging/README.md).
+# `make deb` builds $(DIST)/contextd_<DEB_VERSION>-<DEB_REVISION>_<arch>.deb;
+# DEB_VERSION defaults to one derived from `git describe` (packaging/gen
+# version), and the packaged binaries report it as their version. `make apt-repo`
+# indexes every package in $(DIST) into the flat repository $(DIST)/apt, signed
+# with a key kept in $(DIST)/apt-key. LINTIAN= skips the lintian check.
+# nfpm is pinned to the newest release whose modules the Go module proxy here
+# serves (v2.46 and later need modules from a host it does not reach).
+NFPM_VERSION  = v2.45.2
+NFPM          = $(shell $(GO) env GOPATH)/bin/nfpm
+DIST         ?= dist
+DEB_VERSION  ?=
+DEB_REVISION ?= 1
+LINTIAN      ?= lintian
+
+.PHONY: deb deb-build apt-repo nfpm
+
+deb: nfpm
+	@v='$(DEB_VERSION)'; [ -n "$$v" ] || v=$$($(GO) run ./packaging/gen version) || exit 1; \
+	$(GO) run ./packaging/gen check-version "$$v" && \
+	$(MAKE) --no-print-directory deb-build DEB_VERSION="$$v" VERSION="$$v"
+
+# Called by deb with VERSION=DEB_VERSION, so that LDFLAGS stamps the package's
+# version into the binaries. Every command in cmd/ but the daemon is static.
+# Stripped (-s -w: no symbol table or DWARF; panics still name their functions),
+# and the daemon is position-independent (ASLR), as Debian wants programs.
+deb-build:
+	rm -rf $(DIST)/build
+	$(GO) build -trimpath -buildmode=pie -ldflags '$(LDFLAGS) -s -w' -o $(DIST)/build/bin/ ./cmd/contextd
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS) -s -w' -o $(DIST)/build/bin/ $(filter-out ./cmd/contextd,$(wildcard ./cmd/*))
+	GO='$(GO)' NFPM='$(NFPM)' DIST='$(DIST)' DEB_VERSION='$(DEB_VERSION)' DEB_REVISION='$(DEB_REVISION)' \
+		LINTIAN='$(LINTIAN)' packaging/build-deb.sh
+
+apt-repo: deb
+	DIST='$(DIST)' packaging/apt-repo.sh
+
+nfpm:
+	@[ "$$($(GO) version -m '$(NFPM)' 2>/dev/null | awk '$$1 == "mod" { print $$3 }')" = '$(NFPM_VERSION)' ] || \
+		$(GO) install github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/embed"
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/sandbox"
@@ -105,6 +106,8 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 		return err
 	}
 	defer svc.closePipeline()
+	svc.setupMCP(cfg)
+	defer svc.closeMCP()
 	// The state store opens in the background: the first call need not
 	// wait for it, and the daemon starts without one if it cannot be opened.
 	svc.state = &stateStore{cfg: cfg.Store}
@@ -225,6 +228,10 @@ func (s *service) idleWatch(d time.Duration) <-chan struct{} {
 // cfg's settings.
 func Registry(cfg *config.Config) *tools.Registry {
 	sc := &state.Config{BranchBudget: cfg.Branch.DefaultBudget, ReturnTokens: cfg.Branch.SummaryMaxTokens}
+	// Only a configured endpoint makes a client: none, no network call.
+	if e := embed.FromConfig(cfg.Store); e != nil {
+		sc.Embedder = e
+	}
 	return tools.NewRegistry(append([]tools.Tool{tools.SafeBash{}, tools.SafeRead{}, tools.SafeWrite{}}, sc.Tools()...)...)
 }
 

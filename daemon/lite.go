@@ -114,6 +114,17 @@ func (m *mux) serveLite(conn net.Conn) {
 		lite.Write(conn, &lite.Event{Status: &lite.Status{Version: st.Version, PID: st.Pid, UptimeMS: st.UptimeMs,
 			CallsInFlight: st.CallsInFlight, SocketActivated: st.SocketActivated, Tools: st.Tools}})
 		return
+	case req.Wrap != nil:
+		conn.SetDeadline(time.Time{})
+		m.svc.serveWrap(conn, req.Wrap, cred)
+		return
+	case req.Inspect != nil:
+		conn.SetDeadline(time.Time{})
+		m.svc.serveInspect(conn, req.Inspect, cred)
+		return
+	case req.Admin != nil:
+		m.svc.serveAdmin(conn, req.Admin, cred)
+		return
 	case req.Call == nil:
 		lite.Write(conn, &lite.Event{Error: catalog.ToDetail(fmt.Errorf("request names no call: %w", catalog.ErrBadInput))})
 		return

@@ -6,6 +6,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/contextd/contextd/daemon/mcpwrap"
+
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/audit"
 	"github.com/contextd/contextd/daemon/budget"
@@ -39,6 +41,10 @@ type service struct {
 	state *stateStore
 	// unbranched: sessions with no open branch (see branchGate).
 	unbranched sessionSet
+
+	// mcp runs `mcp wrap` sessions (set up by Run).
+	mcp    *mcpwrap.Wrapper
+	mcpOwn mcpOwnStore
 }
 
 // Status implements wire.ToolsServer.

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/embed"
 	"github.com/contextd/contextd/daemon/store"
 	"github.com/contextd/contextd/daemon/store/qdrant"
 	"github.com/contextd/contextd/daemon/store/sqlite"
@@ -72,7 +74,20 @@ func openStore(ctx context.Context, c config.Store) (store.Store, error) {
 				return nil, fmt.Errorf("store.qdrant_api_key_env names %s, which is not set in the daemon's environment: %w", c.QdrantAPIKeyEnv, catalog.ErrStoreUnavailable)
 			}
 		}
+		// A new collection needs the embedding's dimension to hold dense
+		// vectors; an existing one keeps its own (DenseSize 0 accepts it).
+		if e := embed.FromConfig(c); e != nil {
+			if dims, _, err := e.Probe(ctx); err == nil {
+				o.DenseSize = dims
+			}
+		}
 		st, err := qdrant.Open(ctx, o)
+		if err != nil && o.DenseSize > 0 && !errors.Is(err, store.ErrUnavailable) {
+			// The collection was made for another model's dimension: open
+			// it anyway; memories then warn that their vectors do not fit.
+			o.DenseSize = 0
+			st, err = qdrant.Open(ctx, o)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("qdrant store at %s:%d: %v: %w", c.QdrantHost, c.QdrantPort, err, catalog.ErrStoreUnavailable)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/contextd/contextd/envallow"
 	"github.com/contextd/contextd/proxy/cli"
 	"github.com/contextd/contextd/proxy/client"
+	"github.com/contextd/contextd/proxy/hook"
 	"github.com/contextd/contextd/proxy/install"
 	"github.com/contextd/contextd/toolspec"
 	"github.com/contextd/contextd/wire/lite"
@@ -72,7 +73,20 @@ func run(ctx context.Context, argv []string, sio IO) (int, error) {
 	}
 	switch args[0] {
 	case "install":
-		return 0, runInstall(args[1:], sio)
+		return 0, runInstall(ctx, args[1:], sio)
+	case "uninstall":
+		return 0, runUninstall(ctx, args[1:], sio)
+	case "hook":
+		// Claude Code's PreToolUse hook speaks in exit statuses of its own
+		// (0 allow, 2 block, 1 a non-blocking error), never in sysexits.
+		return hook.Run(ctx, args[1:], sio.Stdin, sio.Stdout, sio.Stderr, hook.Options{}), nil
+	case "mcp":
+		if len(args) > 1 && args[1] == "wrap" {
+			// The wrap only copies bytes to the daemon: it needs no MCP SDK,
+			// so it stays in this binary.
+			return runWrap(ctx, args[2:], sio)
+		}
+		return 0, runMCP(args[1:])
 	case "tools":
 		for _, s := range toolspec.All() {
 			fmt.Fprintln(sio.Stdout, s.Name)
@@ -99,7 +113,14 @@ Through a symlink named after a tool (installed by "install"), it is that tool:
   checkpoint_save --summary S    checkpoint_restore [ID]        branch DESCRIPTION / return SUMMARY
 
 By its own name:
-  contextd-proxy install [DIR]   write the tools into DIR (default .claude/tools)
+  contextd-proxy install [--agent claude|opencode|none] [--project DIR] [--force] [TOOLS-DIR]
+                                 wire the project for an agent (default claude): the tools in
+                                 .claude/tools, the MCP server, the hook, CLAUDE.md (docs/cli.md)
+  contextd-proxy uninstall [--project DIR]
+                                 take back exactly what install added
+  contextd-proxy hook            Claude Code's PreToolUse hook (reads its JSON on stdin)
+  contextd-proxy mcp             serve the tools over MCP on stdin/stdout (docs/mcp.md)
+  contextd-proxy mcp wrap -- CMD put contextd's firewall in front of an MCP server (docs/mcp.md)
   contextd-proxy TOOL ARGS...    run a tool without a symlink
   contextd-proxy tools           list the tools
   contextd-proxy version
@@ -109,17 +130,13 @@ CONTEXTD_DAEMON_UID (uid the daemon must run as, when it is not yours).
 Errors start with a code CTXD-Exxx; docs/errors.md lists them.
 `
 
-func runInstall(args []string, sio IO) error {
-	dir := install.DefaultDir
-	switch len(args) {
-	case 0:
-	case 1:
-		if strings.HasPrefix(args[0], "-") {
-			return fmt.Errorf("install: unknown option %s; usage: contextd-proxy install [DIR]: %w", args[0], catalog.ErrUsage)
+func runInstall(ctx context.Context, args []string, sio IO) error {
+	o, help, err := install.ParseInstallArgs(args)
+	if err != nil || help {
+		if help {
+			fmt.Fprintln(sio.Stdout, "usage:", install.InstallUsage)
 		}
-		dir = args[0]
-	default:
-		return fmt.Errorf("install: usage: contextd-proxy install [DIR]: %w", catalog.ErrUsage)
+		return err
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -128,17 +145,47 @@ func runInstall(args []string, sio IO) error {
 	if exe, err = filepath.EvalSymlinks(exe); err != nil {
 		return fmt.Errorf("install: resolve own binary: %v: %w", err, catalog.ErrInternal)
 	}
-	rep, err := install.Install(dir, exe)
-	if rep != nil {
-		for _, a := range rep.Actions {
-			fmt.Fprintf(sio.Stdout, "%-10s %s\n", a.What, filepath.Join(rep.Dir, a.Path))
-		}
-	}
+	o.Proxy = exe
+	rep, err := install.Setup(ctx, o)
+	printAgentReport(rep, sio)
 	return err
+}
+
+func runUninstall(ctx context.Context, args []string, sio IO) error {
+	o, help, err := install.ParseUninstallArgs(args)
+	if err != nil || help {
+		if help {
+			fmt.Fprintln(sio.Stdout, "usage:", install.UninstallUsage)
+		}
+		return err
+	}
+	rep, err := install.Uninstall(ctx, o)
+	printAgentReport(rep, sio)
+	return err
+}
+
+func printAgentReport(rep *install.AgentReport, sio IO) {
+	if rep == nil {
+		return
+	}
+	fmt.Fprintf(sio.Stdout, "project %s\n", rep.Root)
+	for _, a := range rep.Actions {
+		fmt.Fprintf(sio.Stdout, "  %-28s %s\n", a.Path, a.What)
+	}
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(sio.Stderr, "contextd-proxy: note: %s\n", w)
+	}
 }
 
 // request builds the call for a parsed invocation.
 func request(tool string, inv *cli.Invocation) (*lite.Call, error) {
+	return NewCall(tool, inv.Input, inv.Continue, inv.MaxTokens)
+}
+
+// NewCall builds the daemon call every face of the proxy sends (a symlink, the
+// MCP server): the tool's input or a continuation reference, the working
+// directory, CONTEXTD_SESSION, and the environment without credentials.
+func NewCall(tool string, input json.RawMessage, cont string, maxTokens int) (*lite.Call, error) {
 	cwd, err := os.Getwd()
 	if err != nil {
 		return nil, fmt.Errorf("working directory: %v: %w", err, catalog.ErrBadInput)
@@ -154,12 +201,12 @@ func request(tool string, inv *cli.Invocation) (*lite.Call, error) {
 	}
 	return &lite.Call{
 		Tool:      tool,
-		Input:     inv.Input,
+		Input:     input,
 		Session:   os.Getenv("CONTEXTD_SESSION"),
 		Cwd:       cwd,
-		Continue:  inv.Continue,
+		Continue:  cont,
 		Env:       env,
-		MaxTokens: inv.MaxTokens,
+		MaxTokens: maxTokens,
 	}, nil
 }
 

@@ -72,7 +72,9 @@ func TestMainUsage(t *testing.T) {
 	}{
 		{[]string{"contextd-proxy", "nonsense"}, 64, "CTXD-E001", ""},
 		{[]string{"/usr/local/bin/contextd-proxy", "--frobnicate"}, 64, "CTXD-E001", ""},
-		{[]string{"contextd-proxy", "install", "--force"}, 64, "CTXD-E001", ""},
+		{[]string{"contextd-proxy", "install", "--frobnicate"}, 64, "CTXD-E001", ""},
+		{[]string{"contextd-proxy", "install", "--agent", "vim"}, 64, "CTXD-E001", ""},
+		{[]string{"contextd-proxy", "uninstall", "extra"}, 64, "CTXD-E001", ""},
 		{[]string{"contextd-proxy", "install", "a", "b"}, 64, "CTXD-E001", ""},
 		{[]string{}, 64, "CTXD-E001", ""},
 		{[]string{"contextd-proxy"}, 0, "", "contextd-proxy install"},

@@ -8,13 +8,19 @@ set -euo pipefail
 # (libseccomp-golang). util-linux (unshare, nsenter, setpriv), passwd (useradd),
 # procps (pgrep, ps): the tests and the e2e suite's user manager harness.
 # bubblewrap: the baseline of the sandbox benchmark. git: version stamping.
-# ca-certificates: the Go module proxy.
-pkgs=(systemd dbus-user-session gcc libc6-dev pkg-config libseccomp-dev util-linux passwd procps bubblewrap git ca-certificates)
+# ca-certificates: the Go module proxy. tmux: the e2e test of `contextd inspect`
+# drives its terminal UI in a tmux pane.
+pkgs=(systemd dbus-user-session gcc libc6-dev pkg-config libseccomp-dev util-linux passwd procps bubblewrap git ca-certificates tmux)
 
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# nodejs, npm: the e2e suite drives `contextd-proxy mcp` with the official MCP
+# TypeScript SDK client under Node (e2e/mcpjs, `npm ci`). Checked by command,
+# not by package: a Node that came from elsewhere (NodeSource bundles npm in
+# its nodejs package) serves as well, and Debian's npm would conflict with it.
+command -v npm >/dev/null || missing+=(nodejs npm)
 if ((${#missing[@]} == 0)); then
 	echo "deps: all present (${pkgs[*]})"
 	exit 0

@@ -53,12 +53,12 @@ home=$(getent passwd "$user" | cut -d: -f6)
 # Hand the user a copy of the binaries it can read, then install as that user.
 stage=$(mktemp -d /tmp/contextd-quickstart.XXXXXX)
 chmod 0755 "$stage"
-cp bin/contextd bin/contextd-proxy "$stage/"
+cp bin/contextd bin/contextd-proxy bin/contextd-proxy-mcp "$stage/"
 trap 'rm -rf "$stage"' EXIT
 bash e2e/usermgr.sh run "$user" -- bash -c "
 set -e
 install -d ~/.local/bin
-install -m 0755 $stage/contextd $stage/contextd-proxy ~/.local/bin/
+install -m 0755 $stage/contextd $stage/contextd-proxy $stage/contextd-proxy-mcp ~/.local/bin/
 ~/.local/bin/contextd install-units --enable
 "
 bash e2e/usermgr.sh run "$user" PATH="$home/.local/bin:/usr/local/bin:/usr/bin:/bin" -- bash -c "$demo_cmds"

@@ -102,6 +102,11 @@ type Config struct {
 	// have theirs in [tools.<tool>] max_tokens.
 	Budgets map[string]int `toml:"budgets"`
 	Branch  Branch         `toml:"branch"`
+	// Hook is read by `contextd-proxy hook` (Claude Code's PreToolUse hook);
+	// the daemon only accepts the table.
+	Hook Hook `toml:"hook"`
+	// MCP configures the firewall in front of third-party MCP servers.
+	MCP MCP `toml:"mcp"`
 
 	// Source is the file the configuration was read from ("" for defaults only).
 	Source string `toml:"-"`
@@ -202,6 +207,44 @@ type Store struct {
 	QdrantAPIKeyEnv string `toml:"qdrant_api_key_env"`
 	// CollectionPrefix starts the names of contextd's collections.
 	CollectionPrefix string `toml:"collection_prefix"`
+
+	// EmbedAPI names the protocol of an embedding endpoint that gives
+	// memories dense vectors, fused with the lexical ranking: "ollama"
+	// (POST /api/embed) or "openai" (an OpenAI-compatible POST
+	// /v1/embeddings). Empty: none, search is lexical only and contextd
+	// makes no network call for it.
+	EmbedAPI string `toml:"embed_api"`
+	// EmbedURL is the endpoint's base URL (http or https, no credentials).
+	// Empty with "ollama": http://localhost:11434; "openai" needs one.
+	EmbedURL string `toml:"embed_url"`
+	// EmbedModel is the embedding model's name; required with EmbedAPI.
+	EmbedModel string `toml:"embed_model"`
+	// EmbedAPIKeyEnv names the environment variable (of the daemon) holding
+	// the endpoint's API key, sent as a bearer token; the key itself is never
+	// written in this file. Empty: no key.
+	EmbedAPIKeyEnv string `toml:"embed_api_key_env"`
+	// EmbedTimeout bounds one request to the endpoint; a slower answer
+	// leaves that memory (or that search) lexical.
+	EmbedTimeout Duration `toml:"embed_timeout"`
+}
+
+// Protocols of Store.EmbedAPI.
+const (
+	EmbedNone   = ""
+	EmbedOllama = "ollama"
+	EmbedOpenAI = "openai"
+)
+
+// MaxEmbedTimeout bounds store.embed_timeout: a memory call waits that long
+// at most for its embedding.
+const MaxEmbedTimeout = time.Minute
+
+// Hook configures `contextd-proxy hook`.
+type Hook struct {
+	// Blocked are the agent's built-in tools the hook refuses. Unset: Bash,
+	// Read, Write, Edit, MultiEdit, NotebookEdit, Grep, Glob. contextd's own
+	// tools are never refused.
+	Blocked []string `toml:"blocked"`
 }
 
 // Branch configures context folding (branch / return).
@@ -280,9 +323,10 @@ func Default() *Config {
 		},
 		Pages:   Pages{TTL: Duration{time.Hour}, MaxTotal: 512 << 20},
 		Audit:   Audit{MaxFileSize: 16 << 20},
-		Store:   Store{Backend: "sqlite", QdrantHost: "localhost", QdrantPort: 6334, CollectionPrefix: "contextd_"},
+		Store:   Store{Backend: "sqlite", QdrantHost: "localhost", QdrantPort: 6334, CollectionPrefix: "contextd_", EmbedTimeout: Duration{5 * time.Second}},
 		Budgets: maps.Clone(DefaultBudgets),
 		Branch:  Branch{DefaultBudget: 8192, SummaryMaxTokens: 500},
+		MCP:     defaultMCP(),
 	}
 }
 
@@ -376,6 +420,12 @@ func (c *Config) validate() error {
 	}
 	if c.Store.Backend == "qdrant" && (c.Store.QdrantHost == "" || c.Store.QdrantPort <= 0 || c.Store.QdrantPort > 65535) {
 		return fmt.Errorf("store.qdrant_host/qdrant_port: %q:%d is not an address", c.Store.QdrantHost, c.Store.QdrantPort)
+	}
+	if err := c.Store.validateEmbed(); err != nil {
+		return err
+	}
+	if err := c.MCP.validate(); err != nil {
+		return err
 	}
 	if c.Branch.DefaultBudget < 100 || c.Branch.SummaryMaxTokens < 50 {
 		return fmt.Errorf("branch.default_budget (%d) must be at least 100 and branch.summary_max_tokens (%d) at least 50", c.Branch.DefaultBudget, c.Branch.SummaryMaxTokens)

@@ -41,8 +41,9 @@ const (
 
 // ---- memory_store
 
-// MemoryStore records a lesson (toolspec/memory_store).
-type MemoryStore struct{}
+// MemoryStore records a lesson (toolspec/memory_store); with an Embedder in
+// Config, it also stores the lesson's dense vector.
+type MemoryStore struct{ Config *Config }
 
 // Name implements tools.Tool.
 func (MemoryStore) Name() string { return "memory_store" }
@@ -59,7 +60,7 @@ type MemoryStoreInput struct {
 }
 
 // Decode implements tools.Tool.
-func (MemoryStore) Decode(input []byte) (tools.Call, error) {
+func (c MemoryStore) Decode(input []byte) (tools.Call, error) {
 	const tool = "memory_store"
 	var in MemoryStoreInput
 	if err := tools.DecodeStrict(tool, input, &in, true); err != nil {
@@ -93,7 +94,7 @@ func (MemoryStore) Decode(input []byte) (tools.Call, error) {
 	if in.Scope != "" && in.Scope != ScopeProject && in.Scope != ScopeGlobal {
 		return nil, badInput(tool, `scope must be "project" or "global"`)
 	}
-	return &memoryStoreCall{in}, nil
+	return &memoryStoreCall{in, c.Config.embedder()}, nil
 }
 
 // normalizeTags lower-cases, sorts and de-duplicates tags.
@@ -153,7 +154,10 @@ func sentences(s string) int {
 	return n
 }
 
-type memoryStoreCall struct{ in MemoryStoreInput }
+type memoryStoreCall struct {
+	in    MemoryStoreInput
+	embed Embedder // nil: lexical only
+}
 
 func (c *memoryStoreCall) Run(ctx context.Context, env *tools.Env) tools.Outcome {
 	const tool = "memory_store"
@@ -185,6 +189,7 @@ func (c *memoryStoreCall) Run(ctx context.Context, env *tools.Env) tools.Outcome
 	}
 
 	var msg string
+	var stored store.Memory // as written, for its vector
 	err = update(ctx, func() error {
 		hits, err := st.SearchMemories(ctx, store.MemoryQuery{
 			Text:     m.Title + " " + m.Description,
@@ -201,6 +206,7 @@ func (c *memoryStoreCall) Run(ctx context.Context, env *tools.Env) tools.Outcome
 				return err
 			}
 			msg = fmt.Sprintf("stored %s (%s, confidence %.2f)\n", n.ID, scopeName, n.Confidence)
+			stored = n
 			return nil
 		}
 		// Read it again: a hit may be a stale copy, and its Version is what
@@ -220,11 +226,16 @@ func (c *memoryStoreCall) Run(ctx context.Context, env *tools.Env) tools.Outcome
 		}
 		msg = fmt.Sprintf("updated %s (near-duplicate of %q, %s): text replaced, tags merged, confidence %.2f kept\n",
 			cur.ID, oldTitle, how, cur.Confidence)
+		stored = *cur
 		return nil
 	})
 	if err != nil {
 		return tools.Outcome{Err: storeErr(tool, "store the memory", err)}
 	}
+	// After the write, so that the memory is kept whatever the endpoint
+	// does. A merge replaced the text, and the store dropped the vector of
+	// the old one: this computes the new one.
+	embedMemory(ctx, env, c.embed, st, &stored)
 	_, err = fmt.Fprint(env.Out, msg)
 	return tools.Outcome{Err: err}
 }
@@ -244,8 +255,9 @@ func merge(old, m *store.Memory) {
 // ---- memory_search
 
 // MemorySearch finds memories by meaning and prints references to them
-// (toolspec/memory_search).
-type MemorySearch struct{}
+// (toolspec/memory_search). With an Embedder in Config, it ranks by words
+// and by dense vectors together.
+type MemorySearch struct{ Config *Config }
 
 // Name implements tools.Tool.
 func (MemorySearch) Name() string { return "memory_search" }
@@ -257,7 +269,7 @@ type MemorySearchInput struct {
 }
 
 // Decode implements tools.Tool.
-func (MemorySearch) Decode(input []byte) (tools.Call, error) {
+func (c MemorySearch) Decode(input []byte) (tools.Call, error) {
 	const tool = "memory_search"
 	var in MemorySearchInput
 	if err := tools.DecodeStrict(tool, input, &in, true); err != nil {
@@ -272,10 +284,13 @@ func (MemorySearch) Decode(input []byte) (tools.Call, error) {
 	if in.Limit != nil && (*in.Limit < 1 || *in.Limit > MaxSearchLimit) {
 		return nil, badInput(tool, "limit must be 1 to %d", MaxSearchLimit)
 	}
-	return &memorySearchCall{in}, nil
+	return &memorySearchCall{in, c.Config.embedder()}, nil
 }
 
-type memorySearchCall struct{ in MemorySearchInput }
+type memorySearchCall struct {
+	in    MemorySearchInput
+	embed Embedder // nil: lexical only
+}
 
 func (c *memorySearchCall) Run(ctx context.Context, env *tools.Env) tools.Outcome {
 	const tool = "memory_search"
@@ -292,6 +307,7 @@ func (c *memorySearchCall) Run(ctx context.Context, env *tools.Env) tools.Outcom
 		Projects:      []string{root, store.Global},
 		Limit:         limit,
 		MinConfidence: ConfidenceFloor,
+		Vector:        queryVector(ctx, env, c.embed, c.in.Query),
 	})
 	if err != nil {
 		return tools.Outcome{Err: storeErr(tool, "search", err)}

@@ -33,6 +33,11 @@ type Config struct {
 	// ReturnTokens caps the summary `return` stores (DefaultReturnTokens);
 	// a longer one is refused with its count.
 	ReturnTokens int
+	// Embedder, when set, gives memories dense vectors (memory_store) and
+	// memory_search queries theirs, so that the store fuses lexical and
+	// dense rankings. Nil (the default): search is lexical only and no
+	// embedding is ever computed.
+	Embedder Embedder
 }
 
 func (c *Config) branchBudget() int {
@@ -53,7 +58,7 @@ func (c *Config) returnTokens() int {
 // the same as the package's Tools.
 func (c *Config) Tools() []tools.Tool {
 	return []tools.Tool{
-		MemoryStore{}, MemorySearch{}, MemoryGet{}, MemoryFeedback{},
+		MemoryStore{Config: c}, MemorySearch{Config: c}, MemoryGet{}, MemoryFeedback{},
 		CheckpointSave{}, CheckpointRestore{}, CheckpointList{},
 		Branch{Config: c}, Return{Config: c},
 	}

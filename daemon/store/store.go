@@ -146,3 +146,17 @@ type Store interface {
 	Backend() string
 	Close() error
 }
+
+// Vectors is implemented by a backend that keeps dense embeddings of
+// memories for MemoryQuery.Vector (both backends do; the interface is
+// separate so that a backend without vectors still is a Store).
+type Vectors interface {
+	// SetMemoryVector stores v as the dense embedding of the memory with id
+	// in project (ErrNotFound when it is not there). It changes neither the
+	// memory nor its Version. PutMemory drops the vector when the memory's
+	// text changes, since it would describe the old text. A vector of
+	// another dimension than the query's is left out of dense ranking (a
+	// changed embedding model), never an error of the search; a backend
+	// that holds one dimension only refuses it here.
+	SetMemoryVector(ctx context.Context, id, project string, v []float32) error
+}

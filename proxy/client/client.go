@@ -6,6 +6,7 @@ package client
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -141,6 +142,39 @@ func (c *Conn) Status(ctx context.Context) (*lite.Status, error) {
 		return nil, fmt.Errorf("%s: the daemon answered a status request with something else: %w", c.Path, catalog.ErrInternal)
 	}
 	return ev.Status, nil
+}
+
+// Admin sends one request of contextd's own command line and decodes the
+// answer into out (nil: the answer is not read beyond success).
+func (c *Conn) Admin(ctx context.Context, op string, args, out any) error {
+	defer c.watch(ctx)()
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return fmt.Errorf("%s: encode: %v: %w", op, err, catalog.ErrInternal)
+	}
+	if err := c.send(&lite.Request{Admin: &lite.Admin{Op: op, Args: raw}}); err != nil {
+		return err
+	}
+	var ev lite.Event
+	if err := lite.Read(c.r, &ev, maxEvent); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: no answer in time: %w", c.Path, catalog.ErrDaemonUnavailable)
+		}
+		return c.classify(err, false)
+	}
+	if ev.Error != nil {
+		return catalog.FromDetail(ev.Error)
+	}
+	if ev.Admin == nil {
+		return fmt.Errorf("%s: the daemon answered %s with something else: %w", c.Path, op, catalog.ErrInternal)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(ev.Admin, out); err != nil {
+		return fmt.Errorf("%s: decode the answer: %v: %w", op, err, catalog.ErrInternal)
+	}
+	return nil
 }
 
 // interrupted reports a call the caller itself ended (SIGINT, SIGTERM) as such,

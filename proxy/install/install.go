@@ -205,6 +205,9 @@ func writeManifest(dir string, m *manifest) error {
 		return fmt.Errorf("encode manifest: %v: %w", err, catalog.ErrInternal)
 	}
 	p := filepath.Join(dir, ManifestName)
+	if cur, err := os.ReadFile(p); err == nil && string(cur) == string(b)+"\n" {
+		return nil // unchanged: a re-run leaves it alone
+	}
 	if err := os.WriteFile(p+".new", append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write %s: %v: %w", p, err, catalog.ErrIO)
 	}

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/contextd/contextd/catalog"
 )
@@ -27,10 +28,59 @@ import (
 // Magic opens every connection of the light protocol.
 const Magic = "CTXD/1\n"
 
-// Request is the one message a client sends after Magic: a Call or a Status.
+// Request is the one message a client sends after Magic: a Call, a Status, a
+// Wrap, an Inspect or an Admin request.
 type Request struct {
-	Call   *Call     `json:"call,omitempty"`
-	Status *struct{} `json:"status,omitempty"`
+	Call    *Call     `json:"call,omitempty"`
+	Status  *struct{} `json:"status,omitempty"`
+	Wrap    *Wrap     `json:"wrap,omitempty"`
+	Inspect *Inspect  `json:"inspect,omitempty"`
+	Admin   *Admin    `json:"admin,omitempty"`
+}
+
+// Wrap asks the daemon to stand between the caller, an MCP client, and an MCP
+// server: one it launches sandboxed (Command) or one it reaches at URL. The
+// daemon answers with one Event: WrapReady, or Error. After WrapReady the
+// connection is no longer framed: it carries the MCP conversation itself,
+// newline-delimited JSON-RPC messages in both directions, until either side
+// closes it (the client half-closes when its stdin ends).
+type Wrap struct {
+	// Name identifies the server: its [mcp.servers.NAME] configuration, its
+	// pinned tool descriptions and its session records.
+	Name    string   `json:"name"`
+	Command []string `json:"command,omitempty"`
+	URL     string   `json:"url,omitempty"`
+	// SSE selects the older HTTP+SSE transport for URL (Streamable HTTP
+	// otherwise).
+	SSE     bool              `json:"sse,omitempty"`
+	Cwd     string            `json:"cwd"`
+	Env     map[string]string `json:"env,omitempty"`
+	Session string            `json:"session,omitempty"`
+	// Replay marks the connection of `contextd mcp replay` (recorded as such).
+	Replay string `json:"replay,omitempty"`
+}
+
+// WrapReady says the server is up and the conversation may start.
+type WrapReady struct {
+	// Record is the id of the session record being written.
+	Record   string   `json:"record"`
+	Session  string   `json:"session"`
+	Sandbox  *Sandbox `json:"sandbox,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Inspect attaches to a live wrap session (Record id; "" for the newest).
+// The daemon then sends InspectEvents and reads InspectCommands, both framed,
+// until either side closes.
+type Inspect struct {
+	Record string `json:"record,omitempty"`
+}
+
+// Admin is a request of contextd's own command line (sessions, approvals);
+// the answer is one Event with Admin set, or Error.
+type Admin struct {
+	Op   string          `json:"op"`
+	Args json.RawMessage `json:"args,omitempty"`
 }
 
 // Call mirrors wire.CallRequest.
@@ -52,6 +102,8 @@ type Event struct {
 	Result *Result         `json:"result,omitempty"`
 	Error  *catalog.Detail `json:"error,omitempty"`
 	Status *Status         `json:"status,omitempty"`
+	Wrap   *WrapReady      `json:"wrap,omitempty"`
+	Admin  json.RawMessage `json:"admin,omitempty"`
 }
 
 // Result mirrors wire.Result.
@@ -125,4 +177,67 @@ func Read(r io.Reader, v any, max int) error {
 		return fmt.Errorf("lite: decode: %w", err)
 	}
 	return nil
+}
+
+// InspectEvent is one message from the daemon to an attached inspector
+// (`contextd inspect`); exactly one field is set. At attach the daemon sends
+// Hello, then every message recorded so far, then each new one as it passes.
+type InspectEvent struct {
+	Hello   *InspectHello   `json:"hello,omitempty"`
+	Message *InspectMessage `json:"message,omitempty"`
+	// Decided is the Seq of a held message that was forwarded, modified or
+	// dropped (by this inspector, another one, or the wrap shutting down).
+	Decided uint64 `json:"decided,omitempty"`
+	// Intercept reports the intercept switch after it changed.
+	Intercept *bool `json:"intercept,omitempty"`
+	// Ended: the wrap session is over (the connection closes after it).
+	Ended bool            `json:"ended,omitempty"`
+	Error *catalog.Detail `json:"error,omitempty"`
+}
+
+// InspectHello describes the session an inspector attached to.
+type InspectHello struct {
+	Record    string `json:"record"`
+	Server    string `json:"server"` // its name
+	Target    string `json:"target"` // command line or URL
+	Intercept bool   `json:"intercept"`
+}
+
+// InspectMessage is one message of the session as recorded.
+type InspectMessage struct {
+	Seq    uint64    `json:"seq"`
+	Dir    string    `json:"dir"` // "client->server" or "server->client"
+	Time   time.Time `json:"time"`
+	Kind   string    `json:"kind"` // request, notification, response, error, batch, invalid
+	ID     string    `json:"id,omitempty"`
+	Method string    `json:"method,omitempty"`
+	Tool   string    `json:"tool,omitempty"`
+	// Corr is the Seq of the request a response answers (0: unknown).
+	Corr uint64          `json:"corr,omitempty"`
+	Raw  json.RawMessage `json:"raw"`
+	// Original is the message as received, when a rule or the user changed it.
+	Original json.RawMessage `json:"original,omitempty"`
+	Action   string          `json:"action"` // forward, modify, drop, held
+	Rule     string          `json:"rule,omitempty"`
+}
+
+// InspectCommand is one message from an inspector; exactly one field is set.
+type InspectCommand struct {
+	// Intercept switches holding on or off. Off releases (forwards) every
+	// held message.
+	Intercept *bool `json:"intercept,omitempty"`
+	// Forward, Drop: decide a held message by Seq.
+	Forward uint64 `json:"forward,omitempty"`
+	Drop    uint64 `json:"drop,omitempty"`
+	// Modify forwards a held message with new content (one JSON-RPC message).
+	Modify *InspectModify `json:"modify,omitempty"`
+	// Replay sends the client request with this Seq to the server again, as
+	// a new request (new id); its response is recorded, not sent to the client.
+	Replay uint64 `json:"replay,omitempty"`
+}
+
+// InspectModify is a held message's replacement.
+type InspectModify struct {
+	Seq uint64          `json:"seq"`
+	Raw json.RawMessage `json:"raw"`
 }

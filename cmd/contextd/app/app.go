@@ -4,6 +4,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,6 +24,13 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if err := root.ExecuteContext(ctx); err != nil {
+		// A command's own verdict (replay found differences) is not an error
+		// of contextd's.
+		var ee *exitError
+		if errors.As(err, &ee) {
+			fmt.Fprintln(stderr, ee.msg)
+			return ee.code
+		}
 		fmt.Fprintln(stderr, catalog.Format(err))
 		return catalog.ExitCode(err)
 	}
@@ -45,7 +53,7 @@ through contextd-proxy symlinks (contextd-proxy install).`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%v (see %s --help): %w", err, c.CommandPath(), catalog.ErrUsage)
 	})
-	root.AddCommand(serveCommand(), installUnitsCommand(), statusCommand(), doctorCommand(), errorsCommand(), auditCommand())
+	root.AddCommand(serveCommand(), installUnitsCommand(), statusCommand(), doctorCommand(), errorsCommand(), auditCommand(), inspectCommand(), mcpCommand())
 	return root
 }
 
@@ -58,6 +66,15 @@ func errorsCommand() *cobra.Command {
 			fmt.Fprint(c.OutOrStdout(), catalog.Markdown())
 			return nil
 		},
+	}
+}
+
+func oneArg(what string) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return fmt.Errorf("usage: %s %s: %w", c.CommandPath(), what, catalog.ErrUsage)
+		}
+		return nil
 	}
 }
 

@@ -6,21 +6,27 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/sandbox"
 )
 
 func doctorCommand() *cobra.Command {
-	return &cobra.Command{
+	var cfgPath string
+	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check each sandbox layer on this machine and say how to fix what is missing",
 		Long: `Check each layer a tool call runs under by using it: user namespaces, openat2, the
 seccomp profiles (with any overrides), the systemd user manager and its cgroup controllers,
 and finally a complete sandbox running ` + "`true`" + `. A required layer that fails means every
-call is refused (exit 70); a missing user manager only removes the per-call limits.`,
+call is refused (exit 70); a missing user manager only removes the per-call limits.
+It also says how memory search ranks: lexical only, or lexical + dense through the
+configured embedding endpoint, which it then probes with one short text.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			failed := 0
-			for _, ch := range sandbox.Diagnose(c.Context()) {
+			cfg, cfgErr := config.Load(cfgPath)
+			checks := append(sandbox.Diagnose(c.Context()), memorySearchCheck(c.Context(), cfg, cfgErr))
+			for _, ch := range checks {
 				mark := "ok  "
 				switch {
 				case !ch.OK && ch.Required:
@@ -39,4 +45,6 @@ call is refused (exit 70); a missing user manager only removes the per-call limi
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&cfgPath, "config", "", "configuration file (default $XDG_CONFIG_HOME/contextd/config.toml)")
+	return cmd
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/contextd/contextd/daemon/audit"
 	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/embed"
 	"github.com/contextd/contextd/daemon/sandbox"
 	"github.com/contextd/contextd/daemon/store/sqlite"
 	"github.com/contextd/contextd/proxy/client"
@@ -229,7 +230,7 @@ func storeState(cfg *config.Config) StoreState {
 	switch cfg.Store.Backend {
 	case "qdrant":
 		s.Location = fmt.Sprintf("%s:%d", cfg.Store.QdrantHost, cfg.Store.QdrantPort)
-		s.Note = "lexical search (sparse vectors); dense embeddings are not configured"
+		s.Note = "memory search: " + embed.Describe(cfg.Store)
 	default:
 		p := cfg.Store.Path
 		if p == "" {
@@ -250,8 +251,11 @@ func storeState(cfg *config.Config) StoreState {
 		} else {
 			s.Note = "not created yet (the first memory or checkpoint creates it)"
 		}
+		search := "memory search: " + embed.Describe(cfg.Store)
 		if s.Note == "" {
-			s.Note = "lexical search (FTS5, BM25)"
+			s.Note = search
+		} else {
+			s.Note += "; " + search
 		}
 	}
 	return s

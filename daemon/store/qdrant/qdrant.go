@@ -155,6 +155,7 @@ func (s *Store) now() time.Time {
 }
 
 var _ store.Store = (*Store)(nil)
+var _ store.Vectors = (*Store)(nil)
 
 // withDefaults returns *o (nil: the zero Options) with each zero field set
 // to its default.

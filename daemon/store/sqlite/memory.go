@@ -155,10 +155,12 @@ func (s *Store) CountMemories(ctx context.Context, projects []string) (int, erro
 	return n, nil
 }
 
-// SetMemoryVector stores v as the dense embedding of memory id, used by
-// SearchMemories when a query carries a Vector; a nil v removes it. It is
-// not a change of the memory: Version and Updated stay as they are.
-func (s *Store) SetMemoryVector(ctx context.Context, id string, v []float32) error {
+// SetMemoryVector stores v as the dense embedding of memory id in project,
+// used by SearchMemories when a query carries a Vector; a nil v removes it.
+// It is not a change of the memory: Version and Updated stay as they are.
+// Vectors of any dimension are kept; a search compares only those of its
+// query's dimension. See store.Vectors.
+func (s *Store) SetMemoryVector(ctx context.Context, id, project string, v []float32) error {
 	var blob []byte
 	if v != nil {
 		blob = make([]byte, 4*len(v))
@@ -169,7 +171,7 @@ func (s *Store) SetMemoryVector(ctx context.Context, id string, v []float32) err
 			binary.LittleEndian.PutUint32(blob[4*i:], math.Float32bits(x))
 		}
 	}
-	res, err := s.w.ExecContext(ctx, `UPDATE memories SET vector = ? WHERE id = ?`, blob, id)
+	res, err := s.w.ExecContext(ctx, `UPDATE memories SET vector = ? WHERE id = ? AND project = ?`, blob, id, project)
 	if err != nil {
 		return fmt.Errorf("sqlite store: set vector of %q: %w", id, err)
 	}

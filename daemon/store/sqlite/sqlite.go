@@ -55,6 +55,7 @@ type Store struct {
 }
 
 var _ store.Store = (*Store)(nil)
+var _ store.Vectors = (*Store)(nil)
 
 // DefaultPath is the database path Open uses when Options.Path is empty.
 func DefaultPath() (string, error) {

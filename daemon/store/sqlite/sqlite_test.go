@@ -188,8 +188,8 @@ func TestSchemaVersion(t *testing.T) {
 	db := rawDB(t, path)
 	var v int
 	var mode string
-	if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != 1 {
-		t.Errorf("user_version = %d, %v; want 1", v, err)
+	if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != 2 {
+		t.Errorf("user_version = %d, %v; want 2", v, err)
 	}
 	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
 		t.Errorf("journal_mode = %q, %v; want wal", mode, err)
@@ -275,7 +275,7 @@ func TestVectorFusion(t *testing.T) {
 	}
 
 	for m, v := range map[*store.Memory][]float32{dockerA: {1, 0, 0}, dockerB: {0.9, 0.1, 0}, pods: {0, 1, 0}} {
-		if err := s.SetMemoryVector(ctx, m.ID, v); err != nil {
+		if err := s.SetMemoryVector(ctx, m.ID, m.Project, v); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -330,13 +330,17 @@ func TestVectorFusion(t *testing.T) {
 		t.Errorf("the vector survived a change of content: %q", titlesOf(hits))
 	}
 
-	if err := s.SetMemoryVector(ctx, "no-such-id", []float32{1}); !errors.Is(err, store.ErrNotFound) {
+	if err := s.SetMemoryVector(ctx, "no-such-id", pods.Project, []float32{1}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("SetMemoryVector(unknown id): %v, want ErrNotFound", err)
 	}
-	if err := s.SetMemoryVector(ctx, pods.ID, []float32{float32(math.NaN())}); err == nil {
+	// Another project's memory is not found, as with GetMemory.
+	if err := s.SetMemoryVector(ctx, pods.ID, "/other", []float32{1, 0, 0}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("SetMemoryVector in another project: %v, want ErrNotFound", err)
+	}
+	if err := s.SetMemoryVector(ctx, pods.ID, pods.Project, []float32{float32(math.NaN())}); err == nil {
 		t.Errorf("SetMemoryVector accepted NaN")
 	}
-	if err := s.SetMemoryVector(ctx, dockerA.ID, nil); err != nil {
+	if err := s.SetMemoryVector(ctx, dockerA.ID, dockerA.Project, nil); err != nil {
 		t.Errorf("SetMemoryVector(nil): %v", err)
 	}
 }

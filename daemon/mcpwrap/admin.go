@@ -1,0 +1,140 @@
+package mcpwrap
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/mcp/intercept"
+	"github.com/contextd/contextd/mcp/record"
+)
+
+// The admin operations `contextd mcp ...` sends (lite.Admin.Op).
+const (
+	OpSessions = "mcp.sessions" // SessionsArgs -> []SessionInfo
+	OpSession  = "mcp.session"  // SessionArgs -> the record as JSON (record.WriteJSON)
+	OpApprove  = "mcp.approve"  // ApproveArgs -> intercept.Pin
+	OpPins     = "mcp.pins"     // PinsArgs -> []intercept.Pin
+)
+
+// SessionsArgs lists recorded sessions.
+type SessionsArgs struct {
+	Limit int `json:"limit"`
+}
+
+// SessionInfo is one line of `contextd mcp sessions list`.
+type SessionInfo struct {
+	record.Session
+	Live bool `json:"live"`
+}
+
+// SessionArgs names one session.
+type SessionArgs struct {
+	ID string `json:"id"`
+}
+
+// ApproveArgs approves a tool's changed description.
+type ApproveArgs struct {
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+}
+
+// PinsArgs lists the pins of a server ("" for all).
+type PinsArgs struct {
+	Server string `json:"server"`
+}
+
+// Admin carries out one admin operation and returns its answer as JSON.
+func (w *Wrapper) Admin(ctx context.Context, op string, args json.RawMessage) (json.RawMessage, error) {
+	st, err := w.d.Stores(ctx)
+	if err != nil {
+		return nil, err
+	}
+	decode := func(v any) error {
+		if len(args) == 0 {
+			return nil
+		}
+		if err := json.Unmarshal(args, v); err != nil {
+			return fmt.Errorf("%s: arguments: %v: %w", op, err, catalog.ErrBadInput)
+		}
+		return nil
+	}
+	var out any
+	switch op {
+	case OpSessions:
+		var a SessionsArgs
+		if err := decode(&a); err != nil {
+			return nil, err
+		}
+		ss, err := st.ListSessions(ctx, a.Limit)
+		if err != nil {
+			return nil, err
+		}
+		infos := make([]SessionInfo, 0, len(ss))
+		w.mu.Lock()
+		for _, s := range ss {
+			_, live := w.live[s.ID]
+			infos = append(infos, SessionInfo{Session: s, Live: live})
+		}
+		w.mu.Unlock()
+		out = infos
+	case OpSession:
+		var a SessionArgs
+		if err := decode(&a); err != nil {
+			return nil, err
+		}
+		if a.ID == "" {
+			return nil, fmt.Errorf("%s: no session id: %w", op, catalog.ErrBadInput)
+		}
+		if s, err := w.lookup(a.ID); err == nil {
+			s.rec.Flush() // a live session's latest messages too
+		}
+		r, err := st.LoadSession(ctx, a.ID)
+		if err != nil {
+			return nil, err
+		}
+		var b jsonBuffer
+		if err := record.WriteJSON(&b, r); err != nil {
+			return nil, fmt.Errorf("%s: %v: %w", op, err, catalog.ErrInternal)
+		}
+		return json.RawMessage(b), nil
+	case OpApprove:
+		var a ApproveArgs
+		if err := decode(&a); err != nil {
+			return nil, err
+		}
+		if !validName(a.Server) || a.Tool == "" {
+			return nil, fmt.Errorf("%s: give a server name and a tool: %w", op, catalog.ErrBadInput)
+		}
+		p, err := intercept.Approve(ctx, st.Pins(), a.Server, a.Tool)
+		if err != nil {
+			return nil, err
+		}
+		out = p
+	case OpPins:
+		var a PinsArgs
+		if err := decode(&a); err != nil {
+			return nil, err
+		}
+		ps, err := st.Pins().List(ctx, a.Server)
+		if err != nil {
+			return nil, err
+		}
+		if ps == nil {
+			ps = []intercept.Pin{}
+		}
+		out = ps
+	default:
+		return nil, fmt.Errorf("unknown admin operation %q (a newer contextd command than this daemon?): %w", op, catalog.ErrBadInput)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("%s: encode: %v: %w", op, err, catalog.ErrInternal)
+	}
+	return b, nil
+}
+
+type jsonBuffer []byte
+
+func (b *jsonBuffer) Write(p []byte) (int, error) { *b = append(*b, p...); return len(p), nil }

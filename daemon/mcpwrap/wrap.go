@@ -1,0 +1,395 @@
+package mcpwrap
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+
+	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/budget"
+	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/pages"
+	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/daemon/workspace"
+	"github.com/contextd/contextd/mcp/intercept"
+	"github.com/contextd/contextd/mcp/jsonrpc"
+	"github.com/contextd/contextd/mcp/record"
+	"github.com/contextd/contextd/mcp/relay"
+	"github.com/contextd/contextd/mcp/transport"
+	"github.com/contextd/contextd/scrub"
+	"github.com/contextd/contextd/wire/lite"
+)
+
+// Stores is where wraps keep their records and pins.
+type Stores interface {
+	record.Store
+	record.Loader
+	Pins() intercept.PinStore
+}
+
+// Deps is what a Wrapper uses of the daemon. Every field is required.
+type Deps struct {
+	Runner   runner.Runner
+	Config   *config.Config
+	Log      *slog.Logger
+	Scrubber *scrub.Scrubber
+	// Vault returns the session's vault, shared with the session's tool
+	// calls: a secret has one placeholder in the whole session.
+	Vault   func(session string) *scrub.Vault
+	Pages   *pages.Store
+	Counter *budget.Counter
+	// Stores opens (once) the record and pin store.
+	Stores func(ctx context.Context) (Stores, error)
+	// Environ builds a server's environment from the caller's (the same
+	// allowlist as safe_bash's, plus the server's own env list).
+	Environ func(caller map[string]string, extra []string, session, workspace string) []string
+	// Home is the user's home directory, hidden from the server.
+	Home string
+}
+
+// Wrapper runs wrap sessions and keeps the live ones for inspectors.
+type Wrapper struct {
+	d Deps
+
+	mu     sync.Mutex
+	live   map[string]*session // by record id
+	newest string
+}
+
+// New returns a Wrapper.
+func New(d Deps) *Wrapper {
+	return &Wrapper{d: d, live: map[string]*session{}}
+}
+
+// maxNameLen bounds a server name (it keys config, pins and records).
+const maxNameLen = 64
+
+// validName reports whether name is a server name: lower-case letters,
+// digits, '-', '_', '.'.
+func validName(name string) bool {
+	if name == "" || len(name) > maxNameLen || name[0] == '.' {
+		return false
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// Serve runs one wrap session on conn, for the caller with the given
+// session: it launches or reaches the server, answers WrapReady (or an Error
+// event), then relays until either side ends. The returned error is for the
+// log; the caller has been told what it needs.
+func (w *Wrapper) Serve(ctx context.Context, conn net.Conn, req *lite.Wrap, sessionID string) error {
+	s, err := w.start(ctx, req, sessionID)
+	if err != nil {
+		lite.Write(conn, &lite.Event{Error: catalog.ToDetail(err)})
+		return err
+	}
+	defer s.finish(w)
+	if err := lite.Write(conn, &lite.Event{Wrap: &lite.WrapReady{Record: s.rec.Session().ID, Session: sessionID,
+		Sandbox: s.sandbox, Warnings: s.warnings}}); err != nil {
+		return fmt.Errorf("mcp wrap: answer the client: %w", err)
+	}
+	client := transport.NewStdio(conn, conn, &transport.StdioOptions{MaxMessage: w.d.Config.MCP.MaxMessageBytes})
+	err = relay.Run(ctx, client, s.server, &relay.Options{Handler: s, Observer: s})
+	client.Close()
+	if f := s.failure(); f != nil && err == nil {
+		err = f
+	}
+	return err
+}
+
+// start builds a session: engine, record, and the server connection.
+func (w *Wrapper) start(ctx context.Context, req *lite.Wrap, sessionID string) (*session, error) {
+	if !validName(req.Name) {
+		return nil, fmt.Errorf("mcp wrap: server name %q: use lower-case letters, digits, '-', '_' and '.' (--name): %w", req.Name, catalog.ErrBadInput)
+	}
+	if (len(req.Command) == 0) == (req.URL == "") {
+		return nil, fmt.Errorf("mcp wrap: give a command or a URL: %w", catalog.ErrBadInput)
+	}
+	cfg := w.d.Config
+	sc := cfg.MCP.Server(req.Name)
+	stores, err := w.d.Stores(ctx)
+	if err != nil {
+		return nil, err
+	}
+	vs := &intercept.VaultScrubber{Scrubber: w.d.Scrubber, Vault: w.d.Vault(sessionID), Source: "mcp:" + req.Name}
+	s := &session{name: req.Name, log: w.d.Log.With("mcp_server", req.Name, "session", sessionID), inspectors: map[*inspector]bool{}}
+	eng, err := intercept.New(&intercept.Options{
+		Server:   req.Name,
+		Config:   &cfg.MCP.Intercept,
+		Scrubber: vs,
+		Budgeter: &intercept.CounterBudgeter{Counter: w.d.Counter, Tokens: cfg.MCP.MaxTokens,
+			Keep: w.keeper(sessionID), Command: "contextd-proxy safe_read"},
+		Pins:    stores.Pins(),
+		OnEvent: s.onHoldEvent,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.engine = eng
+	target := req.URL
+	if target == "" {
+		target = strings.Join(req.Command, " ")
+	}
+	s.target = target
+	rec, err := record.Start(ctx, record.Session{Server: target}, &record.Options{Store: stores, Redact: eng.Redact})
+	if err != nil {
+		return nil, fmt.Errorf("mcp wrap: start the session record: %v: %w", err, catalog.ErrStoreUnavailable)
+	}
+	s.rec = rec
+	if req.URL != "" {
+		if s.server, err = dialURL(ctx, req); err != nil {
+			rec.Close()
+			return nil, err
+		}
+	} else {
+		place, err := workspace.Find(req.Cwd, cfg.WorkspaceMarkers)
+		if err != nil {
+			rec.Close()
+			return nil, err
+		}
+		spec := runner.Spec{
+			Path:      req.Command[0],
+			Args:      req.Command,
+			Dir:       req.Cwd,
+			Env:       w.d.Environ(req.Env, sc.Env, sessionID, place.Root),
+			Workspace: place.Root,
+			Home:      w.d.Home,
+			ReadOnly:  sc.ReadOnly,
+			ReadWrite: sc.ReadWrite,
+			Network:   sc.Network,
+			Limits:    runner.Limits{MemoryMax: uint64(sc.MemoryMax), TasksMax: sc.TasksMax},
+		}
+		s.proc = launch(context.WithoutCancel(ctx), w.d.Runner, spec, s.log, eng.Redact)
+		s.server = transport.NewStdio(s.proc.stdout, s.proc.stdin, &transport.StdioOptions{MaxMessage: cfg.MCP.MaxMessageBytes})
+		s.sandbox = &lite.Sandbox{Namespaces: true, Seccomp: "embedded:" + Profile + ".json", Network: sc.Network}
+		if sc.Network {
+			s.warnings = append(s.warnings, fmt.Sprintf("server %s shares the host network ([mcp.servers.%s] network = true)", req.Name, req.Name))
+		}
+	}
+	w.mu.Lock()
+	w.live[rec.Session().ID] = s
+	w.newest = rec.Session().ID
+	w.mu.Unlock()
+	s.log.Info("mcp wrap started", "record", rec.Session().ID, "target", eng.Redact([]byte(target)))
+	return s, nil
+}
+
+// keeper stores a cut tools/call result whole in the page store, so that the
+// agent can read the rest with --continue through contextd.
+func (w *Wrapper) keeper(sessionID string) func(ctx context.Context, server, tool string, text []byte) (string, error) {
+	return func(ctx context.Context, server, tool string, text []byte) (string, error) {
+		e, err := w.d.Pages.Create(sessionID, "mcp:"+server+"/"+tool)
+		if err != nil {
+			return "", err
+		}
+		if _, err := e.Write(text); err != nil {
+			e.Discard()
+			return "", err
+		}
+		return e.Commit(pages.Meta{"tool": "mcp:" + server + "/" + tool})
+	}
+}
+
+func dialURL(ctx context.Context, req *lite.Wrap) (transport.Conn, error) {
+	if !strings.HasPrefix(req.URL, "http://") && !strings.HasPrefix(req.URL, "https://") {
+		return nil, fmt.Errorf("mcp wrap: --url %q: only http:// and https:// URLs: %w", req.URL, catalog.ErrBadInput)
+	}
+	if req.SSE {
+		c, err := transport.NewSSE(ctx, req.URL, nil)
+		if err != nil {
+			return nil, fmt.Errorf("mcp wrap: connect to %s (SSE): %v: %w", req.URL, err, catalog.ErrLaunch)
+		}
+		return c, nil
+	}
+	c, err := transport.NewStreamableHTTP(req.URL, nil)
+	if err != nil {
+		return nil, fmt.Errorf("mcp wrap: %s: %v: %w", req.URL, err, catalog.ErrBadInput)
+	}
+	return c, nil
+}
+
+// session is one live wrap.
+type session struct {
+	name, target string
+	log          *slog.Logger
+	engine       *intercept.Engine
+	rec          *record.Recorder
+	server       transport.Conn
+	proc         *process // nil for a URL
+	sandbox      *lite.Sandbox
+	warnings     []string
+
+	mu         sync.Mutex
+	backlog    []lite.InspectMessage // the newest messages, for inspectors that attach
+	inspectors map[*inspector]bool
+	replays    map[string]bool // ids of requests Replay sent, whose answers stay here
+	replaySeq  int
+}
+
+// maxBacklog bounds the messages kept for inspectors that attach later (the
+// whole session is in the record).
+const maxBacklog = 5000
+
+// Handle implements relay.Handler: answers to replayed requests are recorded
+// and kept from the client; everything else goes to the engine.
+func (s *session) Handle(ctx context.Context, m *jsonrpc.Message) (relay.Verdict, error) {
+	if m.Dir == jsonrpc.ServerToClient && (m.Info.Kind == jsonrpc.KindResponse || m.Info.Kind == jsonrpc.KindError) {
+		s.mu.Lock()
+		own := s.replays[string(m.Info.ID)]
+		delete(s.replays, string(m.Info.ID))
+		s.mu.Unlock()
+		if own {
+			return relay.Verdict{Action: relay.Drop, Rule: "replay"}, nil
+		}
+	}
+	return s.engine.Handle(ctx, m)
+}
+
+// Observe implements relay.Observer: the record, then the inspectors.
+func (s *session) Observe(m *jsonrpc.Message, v relay.Verdict, err error) {
+	s.rec.Observe(m, v, err)
+	im := lite.InspectMessage{Seq: m.Seq, Dir: m.Dir.String(), Time: m.Time, Kind: m.Info.Kind.String(),
+		ID: string(m.Info.ID), Method: m.Info.Method, Tool: m.Info.Tool, Corr: m.Corr, Action: v.Action.String(), Rule: v.Rule}
+	raw := m.Raw
+	if v.Action == relay.Modify {
+		im.Original = json.RawMessage(s.engine.Redact(m.Raw))
+		raw = v.Raw
+	}
+	im.Raw = jsonOrString(s.engine.Redact(raw))
+	if im.Original != nil {
+		im.Original = jsonOrString(im.Original)
+	}
+	if err != nil {
+		im.Action, im.Rule = "blocked", err.Error()
+	}
+	s.mu.Lock()
+	s.backlog = append(s.backlog, im)
+	if len(s.backlog) > maxBacklog {
+		s.backlog = append(s.backlog[:0], s.backlog[len(s.backlog)-maxBacklog/2:]...)
+	}
+	for in := range s.inspectors {
+		in.send(lite.InspectEvent{Message: &im})
+	}
+	s.mu.Unlock()
+}
+
+// onHoldEvent tells the inspectors about held and released messages.
+func (s *session) onHoldEvent(e intercept.Event) {
+	var ev lite.InspectEvent
+	switch e.Type {
+	case intercept.EventHeld:
+		raw := jsonOrString(s.engine.Redact(e.Held.Raw))
+		ev.Message = &lite.InspectMessage{Seq: e.Held.Seq, Dir: e.Held.Dir.String(), Time: e.Held.Since,
+			Kind: e.Held.Kind.String(), Method: e.Held.Method, Tool: e.Held.Tool, Raw: raw, Action: "held"}
+	case intercept.EventReleased:
+		ev.Decided = e.Held.Seq
+	default:
+		return
+	}
+	s.mu.Lock()
+	for in := range s.inspectors {
+		in.send(ev)
+	}
+	s.mu.Unlock()
+}
+
+// replay sends the client request with seq to the server again under a new
+// id; its answer is recorded and not passed to the client.
+func (s *session) replay(ctx context.Context, seq uint64) error {
+	var raw json.RawMessage
+	s.mu.Lock()
+	for _, m := range s.backlog {
+		if m.Seq == seq {
+			raw = m.Raw
+		}
+	}
+	s.mu.Unlock()
+	if raw == nil {
+		return fmt.Errorf("replay: no message %d in this session's recent messages: %w", seq, catalog.ErrBadInput)
+	}
+	var msg map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &msg); err != nil || msg["method"] == nil || msg["id"] == nil {
+		return fmt.Errorf("replay: message %d is not a request: %w", seq, catalog.ErrBadInput)
+	}
+	s.mu.Lock()
+	s.replaySeq++
+	id, _ := json.Marshal(fmt.Sprintf("contextd-replay-%d", s.replaySeq))
+	if s.replays == nil {
+		s.replays = map[string]bool{}
+	}
+	s.replays[string(id)] = true
+	s.mu.Unlock()
+	msg["id"] = id
+	out, _ := json.Marshal(msg)
+	return s.server.Write(ctx, out)
+}
+
+// failure is how the server ended, if it failed.
+func (s *session) failure() error {
+	if s.proc == nil {
+		return nil
+	}
+	return s.proc.failure()
+}
+
+// finish releases held messages, ends the server and the record, and tells
+// the inspectors.
+func (s *session) finish(w *Wrapper) {
+	s.engine.ReleaseAll()
+	s.server.Close()
+	if s.proc != nil {
+		ex, err := s.proc.stop()
+		s.log.Info("mcp wrap server ended", "exit", ex.Code, "err", err)
+	}
+	if err := s.rec.Close(); err != nil {
+		s.log.Warn("mcp wrap: session record", "err", err)
+	}
+	w.mu.Lock()
+	delete(w.live, s.rec.Session().ID)
+	w.mu.Unlock()
+	s.mu.Lock()
+	for in := range s.inspectors {
+		in.send(lite.InspectEvent{Ended: true})
+		in.close()
+	}
+	s.inspectors = map[*inspector]bool{}
+	s.mu.Unlock()
+}
+
+// lookup finds a live session (the newest for "").
+func (w *Wrapper) lookup(id string) (*session, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if id == "" {
+		id = w.newest
+	}
+	s, ok := w.live[id]
+	if !ok {
+		if id == "" {
+			return nil, fmt.Errorf("no mcp wrap session is running (start one with contextd-proxy mcp wrap): %w", catalog.ErrNoRecord)
+		}
+		return nil, fmt.Errorf("no running mcp wrap session %q (contextd mcp sessions list shows recorded ones): %w", id, catalog.ErrNoRecord)
+	}
+	return s, nil
+}
+
+// jsonOrString is b as a JSON value for an inspector: itself when it is
+// JSON, else (a message that failed to parse) a JSON string of it.
+func jsonOrString(b []byte) json.RawMessage {
+	if json.Valid(b) {
+		return json.RawMessage(b)
+	}
+	out, _ := json.Marshal(string(b))
+	return out
+}
+
+func jsonValid(b []byte) bool { return len(b) > 0 && json.Valid(b) }

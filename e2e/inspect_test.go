@@ -1,0 +1,230 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// `contextd inspect` in a real terminal: tmux, 80x24, as the test user, driven
+// with send-keys and read with capture-pane, attached to a live wrap session
+// of server-everything that wrapclient.mjs drives.
+
+// inspTmux runs tmux as the test user on the test's own server socket.
+func inspTmux(t *testing.T, args ...string) result {
+	t.Helper()
+	return runAs(t, "", nil, "", append([]string{"tmux", "-L", "ctxd-e2e-inspect"}, args...)...)
+}
+
+// inspScreen is what the pane shows now.
+func inspScreen(t *testing.T, pane string) string {
+	t.Helper()
+	r := inspTmux(t, "capture-pane", "-p", "-t", pane)
+	if r.code != 0 {
+		t.Fatalf("capture-pane: %s", r)
+	}
+	return r.stdout
+}
+
+// inspWait polls the pane until cond holds, and fails with the last screen.
+func inspWait(t *testing.T, pane, what string, cond func(screen string) bool) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s := inspScreen(t, pane)
+		if cond(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; the screen:\n%s", what, s)
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+}
+
+func inspHas(subs ...string) func(string) bool {
+	return func(s string) bool {
+		for _, sub := range subs {
+			if !strings.Contains(s, sub) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+func inspKeys(t *testing.T, pane string, keys ...string) {
+	t.Helper()
+	if r := inspTmux(t, append([]string{"send-keys", "-t", pane}, keys...)...); r.code != 0 {
+		t.Fatalf("send-keys %v: %s", keys, r)
+	}
+}
+
+// inspStart opens a detached 80x24 tmux session running command, which is
+// followed by a line with its exit status; the pane stays for capture.
+func inspStart(t *testing.T, name string, vars []string, command string) {
+	t.Helper()
+	args := []string{"new-session", "-d", "-s", name, "-x", "80", "-y", "24"}
+	for _, v := range vars {
+		args = append(args, "-e", v)
+	}
+	args = append(args, "sh -c '"+command+"; echo \"inspect exited $?\"; sleep 600'")
+	if r := inspTmux(t, args...); r.code != 0 {
+		t.Fatalf("tmux new-session: %s", r)
+	}
+}
+
+// TestInspectTmux: attach, enable intercept, see a call held, edit it in
+// $EDITOR, and the server receives the edited call; forward another one as
+// it is; save the session; quit.
+func TestInspectTmux(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Fatal("tmux is missing: run scripts/deps.sh")
+	}
+	t.Cleanup(func() { inspTmux(t, "kill-server") })
+	inspect := filepath.Join(env.bin, "contextd") + " inspect"
+
+	// Without a live wrap session, inspect says so and exits.
+	inspStart(t, "none", nil, inspect)
+	s := inspWait(t, "none", "inspect to refuse", inspHas("inspect exited"))
+	if !strings.Contains(s, "CTXD-E") || !strings.Contains(s, "wrap session") || strings.Contains(s, "inspect exited 0") {
+		t.Fatalf("inspect without a live wrap session:\n%s", s)
+	}
+
+	w := startWrap(t, "everything-inspect", nil, "node", everythingEntry(t), "stdio")
+	w.do(map[string]any{"op": "list"})
+
+	editor := ".inspect-editor.sh"
+	writeProjectFile(t, editor, "#!/bin/sh\n# the test's $EDITOR: changes the argument of the held call\nexec sed -i 's/words from the agent/words from the inspector/' \"$1\"\n")
+	if err := os.Chmod(filepath.Join(env.project, editor), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(filepath.Join(env.project, editor)) })
+	saved, _ := filepath.Glob(filepath.Join(env.project, "contextd-inspect-*.json"))
+	for _, f := range saved {
+		os.Remove(f)
+	}
+
+	inspStart(t, "tui", []string{"EDITOR=" + filepath.Join(env.project, editor)}, inspect)
+	s = inspWait(t, "tui", "the attached UI with the backlog", inspHas("contextd inspect | intercept off", "initialize", "tools/list"))
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) != 24 {
+		t.Errorf("the UI drew %d lines in a 24-line pane:\n%s", len(lines), s)
+	}
+	for i, l := range lines {
+		if len([]rune(l)) > 80 {
+			t.Errorf("line %d is wider than 80 columns: %q", i+1, l)
+		}
+	}
+
+	inspKeys(t, "tui", "i")
+	inspWait(t, "tui", "intercept on", inspHas("intercept ON"))
+
+	// The agent calls; the call is held until the user decides.
+	answer := w.send(map[string]any{"op": "call", "name": "echo", "arguments": map[string]any{"message": "words from the agent"}})
+	s = inspWait(t, "tui", "the held call", inspHas("1 HELD", "tools/call echo", "words from the agent"))
+	var heldRow string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, "tools/call echo") && strings.Contains(l, "HELD") {
+			heldRow = l
+		}
+	}
+	if len(heldRow) < 2 || heldRow[1] != '!' {
+		t.Errorf("the held call's row is not marked held (!): %q\n%s", heldRow, s)
+	}
+	select {
+	case a := <-answer:
+		t.Fatalf("the held call was answered before anyone decided: %+v", a)
+	case <-time.After(time.Second):
+	}
+
+	// m: the editor changes the argument, and the call goes on as edited.
+	inspKeys(t, "tui", "n", "m")
+	a := w.wait("the edited call", answer)
+	r := w.resultOK("echo", a)
+	if got := strings.TrimSpace(r.Text()); got != "Echo: words from the inspector" {
+		t.Fatalf("the server received something else than the edited call: %q", got)
+	}
+	inspWait(t, "tui", "the edited call as modified", func(s string) bool {
+		return !strings.Contains(s, "HELD") && strings.Contains(s, " mod ")
+	})
+
+	// f: forwarded as it is.
+	answer = w.send(map[string]any{"op": "call", "name": "echo", "arguments": map[string]any{"message": "second call"}})
+	inspWait(t, "tui", "the second held call", inspHas("1 HELD", "second call"))
+	inspKeys(t, "tui", "n", "f")
+	r = w.resultOK("echo", w.wait("the forwarded call", answer))
+	if got := strings.TrimSpace(r.Text()); got != "Echo: second call" {
+		t.Fatalf("the forwarded call: %q", got)
+	}
+
+	// s: the session as received, backlog included, in a file in the cwd.
+	inspKeys(t, "tui", "s")
+	inspWait(t, "tui", "the save", inspHas("saved the session to"))
+	saved, _ = filepath.Glob(filepath.Join(env.project, "contextd-inspect-*.json"))
+	if len(saved) != 1 {
+		t.Fatalf("saved files: %v", saved)
+	}
+	t.Cleanup(func() { os.Remove(saved[0]) })
+	b, err := os.ReadFile(saved[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Record   string `json:"record"`
+		Server   string `json:"server"`
+		Messages []struct {
+			Seq      uint64          `json:"seq"`
+			Method   string          `json:"method"`
+			Tool     string          `json:"tool"`
+			Raw      json.RawMessage `json:"raw"`
+			Original json.RawMessage `json:"original"`
+			Action   string          `json:"action"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(b, &file); err != nil {
+		t.Fatalf("the saved session is not JSON: %v\n%.2000s", err, b)
+	}
+	if file.Server != "everything-inspect" || len(file.Messages) == 0 || file.Messages[0].Seq != 1 || file.Messages[0].Method != "initialize" {
+		t.Fatalf("the saved session does not start with the backlog: %.2000s", b)
+	}
+	modified := false
+	for _, m := range file.Messages {
+		if m.Tool == "echo" && m.Action == "modify" && strings.Contains(string(m.Raw), "words from the inspector") && strings.Contains(string(m.Original), "words from the agent") {
+			modified = true
+		}
+	}
+	if !modified {
+		t.Errorf("the saved session lacks the modified call with its original:\n%s", b)
+	}
+
+	// Intercept off, then q quits at once.
+	inspKeys(t, "tui", "i")
+	inspWait(t, "tui", "intercept off", inspHas("intercept off"))
+	inspKeys(t, "tui", "q")
+	inspWait(t, "tui", "inspect to exit", inspHas("inspect exited 0"))
+
+	w.close()
+	id, _ := newestSession(t, "everything-inspect", everythingEntry(t))
+	rec := exportRecord(t, id)
+	checkRecord(t, rec)
+	found := false
+	for _, e := range rec.Entries {
+		if e.Tool == "echo" && e.Dir == "client->server" && e.Action == "modify" && e.Raw != nil && e.Original != nil &&
+			strings.Contains(*e.Raw, "words from the inspector") && strings.Contains(*e.Original, "words from the agent") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("the record of %s does not hold the call as modified in the inspector, with its original", id)
+	}
+	if file.Record != id {
+		t.Errorf("the saved session names record %q, the session list %q", file.Record, id)
+	}
+}

@@ -1,0 +1,882 @@
+// Package intercept is the MCP firewall's decision engine: every message a
+// wrap relays passes its built-in rules (secret scrubbing, token budgets, tool
+// allowlists, tool pinning), then the user's rules, and, while the user
+// intercepts, waits for them to forward, edit or drop it.
+package intercept
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/mcp/jsonrpc"
+	"github.com/contextd/contextd/mcp/relay"
+)
+
+// Names of the built-in rules, as verdicts and records give them.
+const (
+	RuleScrub     = "scrub"
+	RuleBudget    = "budget"
+	RuleAllowlist = "allowlist"
+	RulePin       = "pin"
+	RuleUser      = "user" // a held message the user edited or dropped
+)
+
+// ErrCodeRefused is the JSON-RPC error code of the replies the engine sends
+// for requests it refuses (a tool off the allowlist, a changed pin, a drop
+// rule). It is in the range JSON-RPC leaves to implementations.
+const ErrCodeRefused = -32001
+
+// Options configure an Engine. A nil *Options and zero fields mean the
+// defaults given on each field.
+type Options struct {
+	// Server names the wrapped server: the key of its allowlist
+	// (Config.Allow) and of its pins, and what refusals tell the user to
+	// approve. Required when pinning is on or the server has an allowlist.
+	Server string
+	// Config is the configuration; nil means DefaultConfig().
+	Config *Config
+	// Scrubber finds secrets. Required while ScrubResults or ScrubArguments
+	// is on: New refuses to build an engine that would let secrets through.
+	Scrubber Scrubber
+	// Budgeter cuts tools/call results; nil means results are not cut.
+	Budgeter Budgeter
+	// Pins keeps tool pins; nil means a MemoryPins of the engine's own, so
+	// that pins last for this session only.
+	Pins PinStore
+	// OnEvent, if set, is told when a message is held and when it is
+	// released. It is called without the engine's locks held, from the
+	// forward loops and from the callers of Forward, Modify, Drop and
+	// ReleaseAll, and must return quickly (hand the event to a channel).
+	OnEvent func(Event)
+	// MaxPending bounds how many unanswered requests the engine remembers
+	// (to know what a response answers); default 65536. When it is full the
+	// oldest is forgotten, and its response is treated as answering an
+	// unknown request.
+	MaxPending int
+}
+
+// Engine decides the fate of every message of one wrapped server. It
+// implements relay.Handler, and is safe for the two forward loops and a
+// controller (the TUI) to use at once.
+type Engine struct {
+	o       Options
+	cfg     *Config
+	cc      *compiledConfig
+	allow   []*glob // the server's allowlist
+	isAllow bool    // the server has one
+
+	mu       sync.Mutex
+	pending  map[string]pendingReq
+	queue    []pendingKey
+	gen      uint64
+	listed   map[string]string // tool -> hash the latest tools/list showed
+	approved map[string]string // tool -> listed hash known to equal the pin
+
+	hold holdState
+}
+
+type pendingReq struct {
+	method, tool string
+	gen          uint64
+}
+
+type pendingKey struct {
+	key string
+	gen uint64
+}
+
+var _ relay.Handler = (*Engine)(nil)
+
+// New builds an engine. A configuration that does not compile wraps
+// catalog.ErrConfig.
+func New(o *Options) (*Engine, error) {
+	var opt Options
+	if o != nil {
+		opt = *o
+	}
+	cfg := opt.Config
+	if cfg == nil {
+		cfg = DefaultConfig()
+	}
+	cc, err := cfg.compile()
+	if err != nil {
+		return nil, err
+	}
+	if (cfg.ScrubResults || cfg.ScrubArguments) && opt.Scrubber == nil {
+		return nil, fmt.Errorf("intercept: scrubbing is on (%s.scrub_results, scrub_arguments) but no scrubber was given: %w",
+			ConfigTable, catalog.ErrInternal)
+	}
+	if opt.Pins == nil {
+		opt.Pins = &MemoryPins{}
+	}
+	if opt.MaxPending <= 0 {
+		opt.MaxPending = 65536
+	}
+	e := &Engine{o: opt, cfg: cfg, cc: cc, pending: map[string]pendingReq{},
+		listed: map[string]string{}, approved: map[string]string{}}
+	e.allow, e.isAllow = cc.allow[opt.Server]
+	if (cfg.Pin || e.isAllow) && opt.Server == "" {
+		return nil, fmt.Errorf("intercept: pinning and allowlists need the server's name: %w", catalog.ErrInternal)
+	}
+	e.hold.init()
+	return e, nil
+}
+
+// Handle implements relay.Handler.
+func (e *Engine) Handle(ctx context.Context, m *jsonrpc.Message) (relay.Verdict, error) {
+	d, err := e.decide(ctx, m.Dir, m.Raw, nil)
+	if err != nil {
+		return relay.Verdict{Action: relay.Drop, Rule: d.rule()}, err
+	}
+	v := d.verdict(m.Raw)
+	if v.Action == relay.Drop || !e.hold.wants(e, m.Dir, d.env, d.req) {
+		return v, nil
+	}
+	return e.holdMessage(ctx, m, d, v)
+}
+
+// decision is what the rules made of one message.
+type decision struct {
+	raw   []byte // the message as it is to be passed on
+	drop  bool
+	reply []byte
+	rules []string
+	// For matching: the envelope of the message as received, and, for a
+	// response, the request it answers.
+	env envelope
+	req *pendingReq
+}
+
+func (d *decision) add(rule string) {
+	for _, r := range d.rules {
+		if r == rule {
+			return
+		}
+	}
+	d.rules = append(d.rules, rule)
+}
+
+func (d *decision) rule() string { return strings.Join(d.rules, ",") }
+
+func (d *decision) verdict(orig []byte) relay.Verdict {
+	v := relay.Verdict{Rule: d.rule(), Reply: d.reply}
+	switch {
+	case d.drop:
+		v.Action = relay.Drop
+	case !bytes.Equal(d.raw, orig):
+		v.Action, v.Raw = relay.Modify, d.raw
+	}
+	return v
+}
+
+// decide runs the rules on raw. req, when not nil, is the request a
+// response answers, already looked up (a held message edited by the user is
+// decided again without tracking it twice).
+func (e *Engine) decide(ctx context.Context, dir jsonrpc.Direction, raw []byte, again *decision) (*decision, error) {
+	s, end, err := document(raw)
+	if err == nil && raw[s] == '[' {
+		return e.decideBatch(ctx, dir, raw, s, end, again)
+	}
+	d := &decision{raw: raw}
+	if err := e.decideOne(ctx, dir, d, again); err != nil {
+		return d, err
+	}
+	return d, nil
+}
+
+// decideBatch decides each element of a batch on its own and puts the batch
+// back together: refused elements are taken out and their replies sent back
+// as a batch of their own.
+func (e *Engine) decideBatch(ctx context.Context, dir jsonrpc.Direction, raw []byte, s, end int, again *decision) (*decision, error) {
+	d := &decision{raw: raw}
+	var elems [][2]int
+	if _, err := scanArray(raw, s, 0, func(_, a, z int) error {
+		elems = append(elems, [2]int{a, z})
+		return nil
+	}); err != nil {
+		return d, fmt.Errorf("batch: %v: %w", err, catalog.ErrBadInput)
+	}
+	if len(elems) == 0 {
+		return d, nil // an empty batch is the receiver's to reject
+	}
+	var kept, replies [][]byte
+	changed := false
+	for _, el := range elems {
+		ed := &decision{raw: raw[el[0]:el[1]:el[1]]}
+		if err := e.decideOne(ctx, dir, ed, nil); err != nil {
+			d.rules = ed.rules
+			return d, err
+		}
+		for _, r := range ed.rules {
+			d.add(r)
+		}
+		if ed.reply != nil {
+			replies = append(replies, ed.reply)
+		}
+		if ed.drop {
+			changed = true
+			continue
+		}
+		if !bytes.Equal(ed.raw, raw[el[0]:el[1]]) {
+			changed = true
+		}
+		kept = append(kept, ed.raw)
+	}
+	if len(replies) > 0 {
+		d.reply = joinArray(replies)
+	}
+	switch {
+	case len(kept) == 0:
+		d.drop = true
+	case changed:
+		d.raw = joinArray(kept)
+	}
+	if again != nil && len(d.rules) == 0 {
+		d.rules = []string{RuleUser}
+	}
+	return d, nil
+}
+
+func joinArray(items [][]byte) []byte {
+	return append(append([]byte{'['}, bytes.Join(items, []byte{','})...), ']')
+}
+
+// decideOne runs the built-in rules and then the user's rules on one message
+// (d.raw), leaving the outcome in d.
+func (e *Engine) decideOne(ctx context.Context, dir jsonrpc.Direction, d *decision, again *decision) error {
+	env, err := readEnvelope(d.raw)
+	if err != nil {
+		return fmt.Errorf("refused a %s message: %v: %w", dir, err, catalog.ErrBadInput)
+	}
+	d.env = env
+	switch {
+	case again != nil:
+		d.req = again.req
+		if env.kind == jsonrpc.KindRequest {
+			e.track(dir, env)
+		}
+	case env.kind == jsonrpc.KindRequest:
+		e.track(dir, env)
+	case env.kind == jsonrpc.KindResponse || env.kind == jsonrpc.KindError:
+		d.req = e.answered(dir, env.id)
+	}
+	if !env.object {
+		// Not a JSON-RPC message: nothing to route or match, but what a
+		// server writes still goes to the client, and is scrubbed as text.
+		if dir == jsonrpc.ServerToClient && e.cfg.ScrubResults {
+			var out []byte
+			var n int
+			var err error
+			if env.valid {
+				// JSON all the same (an element of a batch): its strings
+				// are scrubbed as strings, so that the JSON stays valid.
+				out, n, err = scrubMessage(e.o.Scrubber, d.raw, env.start, env.end)
+			} else {
+				out, n, err = scrubText(e.o.Scrubber, d.raw)
+			}
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				d.raw = out
+				d.add(RuleScrub)
+			}
+		}
+		return nil
+	}
+	if err := e.builtins(ctx, dir, d); err != nil {
+		return err
+	}
+	if d.drop {
+		return nil
+	}
+	return e.userRules(dir, d)
+}
+
+// builtins applies the built-in rules.
+func (e *Engine) builtins(ctx context.Context, dir jsonrpc.Direction, d *decision) error {
+	env := d.env
+	if dir == jsonrpc.ClientToServer {
+		if env.method != "tools/call" || env.kind != jsonrpc.KindRequest && env.kind != jsonrpc.KindNotification {
+			return nil
+		}
+		if e.isAllow && !e.allowed(env.tool) {
+			d.add(RuleAllowlist)
+			d.drop = true
+			d.reply = e.refusal(env, RuleAllowlist, fmt.Sprintf(
+				"contextd refused the call: tool %q is not on the allowlist of server %q (configuration key %s)",
+				env.tool, e.o.Server, allowKey(e.o.Server)))
+			return nil
+		}
+		if e.cfg.Pin {
+			refuse, err := e.pinRefuses(ctx, env.tool)
+			if err != nil {
+				d.add(RulePin)
+				return err
+			}
+			if refuse {
+				d.add(RulePin)
+				d.drop = true
+				d.reply = e.refusal(env, RulePin, fmt.Sprintf(
+					"contextd refused the call: tool %q of server %q changed its description or schema since it was pinned "+
+						"(a possible rug pull); review the change and run `%s` to allow calls again",
+					env.tool, e.o.Server, approveCommand(e.o.Server, env.tool)))
+				return nil
+			}
+		}
+		if e.cfg.ScrubArguments {
+			out, n, err := scrubAt(e.o.Scrubber, d.raw, argumentsPath)
+			if err != nil {
+				d.add(RuleScrub)
+				return fmt.Errorf("scrub the arguments of %q: %v: %w", env.tool, err, catalog.ErrBadInput)
+			}
+			if n > 0 {
+				d.raw = out
+				d.add(RuleScrub)
+			}
+		}
+		return nil
+	}
+
+	// Server to client.
+	if env.kind == jsonrpc.KindResponse && (d.req != nil && d.req.method == "tools/list" || d.req == nil && looksLikeToolList(d.raw)) &&
+		(e.isAllow || e.cfg.Pin) {
+		if err := e.filterToolList(ctx, d); err != nil {
+			return err
+		}
+	}
+	if e.cfg.ScrubResults {
+		out, n, err := scrubMessage(e.o.Scrubber, d.raw, skipSpace(d.raw, 0), len(d.raw))
+		if err != nil {
+			d.add(RuleScrub)
+			return fmt.Errorf("scrub a server message: %v: %w", err, catalog.ErrBadInput)
+		}
+		if n > 0 {
+			d.raw = out
+			d.add(RuleScrub)
+		}
+	}
+	if e.cfg.Budget && e.o.Budgeter != nil && env.kind == jsonrpc.KindResponse && d.req != nil && d.req.method == "tools/call" {
+		if err := e.fitResult(ctx, d); err != nil {
+			d.add(RuleBudget)
+			return err
+		}
+	}
+	return nil
+}
+
+var (
+	argumentsPath = MustPath("params.arguments")
+	toolsPath     = MustPath("result.tools")
+	contentPath   = MustPath("result.content")
+	structPath    = MustPath("result.structuredContent")
+)
+
+// refusal is the JSON-RPC error that answers a refused request (nil for a
+// notification, which gets no answer).
+func (e *Engine) refusal(env envelope, rule, msg string) []byte {
+	if env.kind != jsonrpc.KindRequest {
+		return nil
+	}
+	return errorResponse(env.id, ErrCodeRefused, msg, rule)
+}
+
+// errorResponse builds a JSON-RPC error response. id is the request's id
+// JSON, copied as it was.
+func errorResponse(id []byte, code int, msg, rule string) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"jsonrpc":"2.0","id":`)
+	b.Write(id)
+	fmt.Fprintf(&b, `,"error":{"code":%d,"message":`, code)
+	b.Write(quote(msg))
+	b.WriteString(`,"data":{"contextd":`)
+	b.Write(quote(catalog.ErrPolicy.Code))
+	b.WriteString(`,"rule":`)
+	b.Write(quote(rule))
+	b.WriteString(`}}}`)
+	return b.Bytes()
+}
+
+// approveCommand is the command line that approves a changed tool, quoted
+// for a POSIX shell where needed.
+func approveCommand(server, tool string) string {
+	return "contextd mcp approve " + shellQuote(server) + " " + shellQuote(tool)
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@=+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func (e *Engine) allowed(tool string) bool {
+	for _, g := range e.allow {
+		if g.match(tool) {
+			return true
+		}
+	}
+	return false
+}
+
+// track remembers a request so that its response can be matched to it.
+func (e *Engine) track(dir jsonrpc.Direction, env envelope) {
+	key := jsonrpc.Key(dir, env.id)
+	if key == "" {
+		return // a null or malformed id: no response can be matched to it
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.gen++
+	e.pending[key] = pendingReq{method: env.method, tool: env.tool, gen: e.gen}
+	e.queue = append(e.queue, pendingKey{key, e.gen})
+	for len(e.pending) > e.o.MaxPending && len(e.queue) > 0 {
+		old := e.queue[0]
+		e.queue = e.queue[1:]
+		if p, ok := e.pending[old.key]; ok && p.gen == old.gen {
+			delete(e.pending, old.key)
+		}
+	}
+	// Keep the queue from growing with answered requests' keys.
+	if len(e.queue) > 2*e.o.MaxPending && len(e.queue) > 1024 {
+		q := e.queue[:0]
+		for _, k := range e.queue {
+			if p, ok := e.pending[k.key]; ok && p.gen == k.gen {
+				q = append(q, k)
+			}
+		}
+		e.queue = q
+	}
+}
+
+// answered returns (and forgets) the request a response traveling in dir
+// answers, or nil.
+func (e *Engine) answered(dir jsonrpc.Direction, id []byte) *pendingReq {
+	key := jsonrpc.Key(dir.Reverse(), id)
+	if key == "" {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p, ok := e.pending[key]
+	if !ok {
+		return nil
+	}
+	delete(e.pending, key)
+	return &p
+}
+
+// looksLikeToolList reports whether a response whose request is unknown has
+// a tools/list result's shape. Such a response is filtered and pinned anyway:
+// the allowlist must not depend on the engine having seen the request.
+func looksLikeToolList(b []byte) bool {
+	s, e, err := document(b)
+	if err != nil {
+		return false
+	}
+	ts, _, ok, err := lookup(b, s, e, toolsPath)
+	return err == nil && ok && b[ts] == '['
+}
+
+// pinNotice replaces the description of a tool whose pin changed: the new
+// description may be the attack (instructions to the model), so it is not
+// passed on while the change waits for the user.
+const pinNotice = "contextd: the server changed this tool's description or schema since it was pinned; " +
+	"its new description is withheld and calls to it are refused until the user reviews the change and runs `%s`."
+
+// filterToolList takes the tools off a tools/list result that the allowlist
+// does not allow, and pins the others, withholding the description of those
+// whose pin changed.
+func (e *Engine) filterToolList(ctx context.Context, d *decision) error {
+	b := d.raw
+	s, end, err := document(b)
+	if err != nil {
+		return err
+	}
+	ts, te, ok, err := lookup(b, s, end, toolsPath)
+	if err != nil {
+		return fmt.Errorf("tools/list result: %v: %w", err, catalog.ErrBadInput)
+	}
+	if !ok || b[ts] != '[' {
+		return nil
+	}
+	var elems [][2]int
+	if _, err := scanArray(b, ts, 0, func(_, a, z int) error {
+		elems = append(elems, [2]int{a, z})
+		return nil
+	}); err != nil {
+		return err
+	}
+	var kept [][]byte
+	changed := false
+	for _, el := range elems {
+		tool := b[el[0]:el[1]:el[1]]
+		name, named := toolName(tool)
+		if e.isAllow && (!named || !e.allowed(name)) {
+			d.add(RuleAllowlist)
+			changed = true
+			continue
+		}
+		if e.cfg.Pin && named {
+			hash, err := ToolHash(tool)
+			if err != nil {
+				d.add(RulePin)
+				return fmt.Errorf("pin tool %q: %v: %w", name, err, catalog.ErrBadInput)
+			}
+			differs, err := e.pinList(ctx, name, hash)
+			if err != nil {
+				d.add(RulePin)
+				return err
+			}
+			if differs {
+				out, err := setPath(tool, Path{{Name: "description", Index: -1}},
+					quote(fmt.Sprintf(pinNotice, approveCommand(e.o.Server, name))))
+				if err != nil {
+					d.add(RulePin)
+					return fmt.Errorf("mark changed tool %q: %v: %w", name, err, catalog.ErrBadInput)
+				}
+				tool = out
+				d.add(RulePin)
+				changed = true
+			}
+		}
+		kept = append(kept, tool)
+	}
+	if changed {
+		d.raw = splice(b, ts, te, joinArray(kept))
+	}
+	return nil
+}
+
+// toolName returns the name of a tool in a tools/list result.
+func toolName(tool []byte) (string, bool) {
+	s, _, err := document(tool)
+	if err != nil || tool[s] != '{' {
+		return "", false
+	}
+	m, ok, err := findMember(tool, s, "name")
+	if err != nil || !ok || tool[m.valStart] != '"' {
+		return "", false
+	}
+	_, esc, _ := scanString(tool, m.valStart)
+	name, err := unquote(tool[m.valStart:m.valEnd], esc)
+	return name, err == nil
+}
+
+// pinList records that tools/list showed tool with hash: a tool never seen
+// is pinned; a hash other than the pinned one is stored as pending (once).
+// It reports whether hash differs from the pin.
+func (e *Engine) pinList(ctx context.Context, tool, hash string) (bool, error) {
+	e.mu.Lock()
+	e.listed[tool] = hash
+	known := e.approved[tool] == hash
+	e.mu.Unlock()
+	if known {
+		return false, nil
+	}
+	p, ok, err := e.o.Pins.Get(ctx, e.o.Server, tool)
+	if err != nil {
+		return false, pinStoreErr(err)
+	}
+	now := nowUTC()
+	switch {
+	case !ok:
+		if err := e.o.Pins.Put(ctx, e.o.Server, Pin{Tool: tool, Hash: hash, Pinned: now}); err != nil {
+			return false, pinStoreErr(err)
+		}
+	case p.Hash == hash:
+		if p.Pending != "" {
+			// The server went back to what was approved.
+			p.Pending, p.Changed = "", timeZero
+			if err := e.o.Pins.Put(ctx, e.o.Server, p); err != nil {
+				return false, pinStoreErr(err)
+			}
+		}
+	default:
+		if p.Pending != hash {
+			p.Pending, p.Changed = hash, now
+			if err := e.o.Pins.Put(ctx, e.o.Server, p); err != nil {
+				return false, pinStoreErr(err)
+			}
+		}
+		return true, nil
+	}
+	e.mu.Lock()
+	e.approved[tool] = hash
+	e.mu.Unlock()
+	return false, nil
+}
+
+// pinRefuses reports whether a call to tool must be refused: the latest
+// tools/list of this session showed it with a hash other than its pin. A
+// tool no list showed in this session is not refused: the client got its
+// description elsewhere (an earlier session, whose list was checked then).
+func (e *Engine) pinRefuses(ctx context.Context, tool string) (bool, error) {
+	e.mu.Lock()
+	hash, listed := e.listed[tool]
+	known := listed && e.approved[tool] == hash
+	e.mu.Unlock()
+	if !listed || known {
+		return false, nil
+	}
+	p, ok, err := e.o.Pins.Get(ctx, e.o.Server, tool)
+	if err != nil {
+		return false, pinStoreErr(err)
+	}
+	if !ok {
+		// The pin was removed since the list: pin what was listed.
+		if err := e.o.Pins.Put(ctx, e.o.Server, Pin{Tool: tool, Hash: hash, Pinned: nowUTC()}); err != nil {
+			return false, pinStoreErr(err)
+		}
+	} else if p.Hash != hash {
+		return true, nil
+	}
+	e.mu.Lock()
+	e.approved[tool] = hash
+	e.mu.Unlock()
+	return false, nil
+}
+
+func pinStoreErr(err error) error {
+	return fmt.Errorf("tool pins: %w: %w", err, catalog.ErrStoreUnavailable)
+}
+
+// fitResult cuts the text content of a tools/call result to its budget.
+// Text items are joined (one line break between them) and cut as one text;
+// the cut text replaces the first, the others are taken out, and items of
+// other types (images, resources) stay. structuredContent, which repeats the
+// result in another form, is taken out of a cut result: kept, it would carry
+// the whole output past the budget.
+func (e *Engine) fitResult(ctx context.Context, d *decision) error {
+	b := d.raw
+	s, end, err := document(b)
+	if err != nil {
+		return err
+	}
+	cs, ce, ok, err := lookup(b, s, end, contentPath)
+	if err != nil || !ok || b[cs] != '[' {
+		return err
+	}
+	type item struct {
+		a, z int
+		text bool
+	}
+	var items []item
+	var texts [][]byte
+	if _, err := scanArray(b, cs, 0, func(_, a, z int) error {
+		it := item{a: a, z: z}
+		if b[a] == '{' {
+			tm, ok, err := findMember(b, a, "type")
+			if err != nil {
+				return err
+			}
+			if ok && string(b[tm.valStart:tm.valEnd]) == `"text"` {
+				xm, ok, err := findMember(b, a, "text")
+				if err != nil {
+					return err
+				}
+				if ok && b[xm.valStart] == '"' {
+					_, esc, _ := scanString(b, xm.valStart)
+					t, err := unquote(b[xm.valStart:xm.valEnd], esc)
+					if err != nil {
+						return err
+					}
+					texts = append(texts, []byte(t))
+					it.text = true
+				}
+			}
+		}
+		items = append(items, it)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("tools/call result: %v: %w", err, catalog.ErrBadInput)
+	}
+	if len(texts) == 0 {
+		return nil
+	}
+	tool := ""
+	if d.req != nil {
+		tool = d.req.tool
+	}
+	out, cut, err := e.o.Budgeter.Fit(ctx, e.o.Server, tool, bytes.Join(texts, []byte{'\n'}))
+	if err != nil {
+		return fmt.Errorf("budget of %q's result: %w", tool, err)
+	}
+	if !cut {
+		return nil
+	}
+	var kept [][]byte
+	first := true
+	for _, it := range items {
+		el := b[it.a:it.z:it.z]
+		if it.text {
+			if !first {
+				continue
+			}
+			first = false
+			if el, err = setPath(el, Path{{Name: "text", Index: -1}}, quote(string(out))); err != nil {
+				return err
+			}
+		}
+		kept = append(kept, el)
+	}
+	nb := splice(b, cs, ce, joinArray(kept))
+	if nb, _, err = deletePath(nb, structPath); err != nil {
+		return err
+	}
+	d.raw = nb
+	d.add(RuleBudget)
+	return nil
+}
+
+// userRules applies the first of the user's rules that matches.
+func (e *Engine) userRules(dir jsonrpc.Direction, d *decision) error {
+	if len(e.cc.rules) == 0 {
+		return nil
+	}
+	mc := e.matchCtx(dir, d)
+	for _, r := range e.cc.rules {
+		ok, err := r.match.matches(mc)
+		if err != nil {
+			d.add(r.name)
+			return fmt.Errorf("rule %q: %v; the message is blocked: %w", r.name, err, catalog.ErrPolicy)
+		}
+		if !ok {
+			continue
+		}
+		d.add(r.name)
+		switch r.action {
+		case actDrop:
+			d.drop = true
+			d.reply = e.refusal(d.env, r.name, fmt.Sprintf("contextd dropped the message: rule %q", r.name))
+		case actModify:
+			out := d.raw
+			for _, s := range r.set {
+				if out, err = setPath(out, s.path, s.value); err != nil {
+					return fmt.Errorf("rule %q: set %s: %v; the message is blocked: %w", r.name, s.path, err, catalog.ErrPolicy)
+				}
+			}
+			for _, p := range r.del {
+				if out, _, err = deletePath(out, p); err != nil {
+					return fmt.Errorf("rule %q: delete %s: %v; the message is blocked: %w", r.name, p, err, catalog.ErrPolicy)
+				}
+			}
+			if _, _, err := document(out); err != nil {
+				return fmt.Errorf("rule %q made invalid JSON (%v); the message is blocked: %w", r.name, err, catalog.ErrPolicy)
+			}
+			d.raw = out
+		}
+		return nil
+	}
+	return nil
+}
+
+// matchCtx is what a matcher looks at.
+type matchCtx struct {
+	server       string
+	dir          jsonrpc.Direction
+	kind         jsonrpc.Kind
+	method, tool string
+	raw          []byte
+}
+
+func (e *Engine) matchCtx(dir jsonrpc.Direction, d *decision) *matchCtx {
+	mc := &matchCtx{server: e.o.Server, dir: dir, kind: d.env.kind, method: d.env.method, tool: d.env.tool, raw: d.raw}
+	if d.req != nil {
+		mc.method, mc.tool = d.req.method, d.req.tool
+	}
+	return mc
+}
+
+func (m *matcher) matches(mc *matchCtx) (bool, error) {
+	if m.dir != 0 && m.dir != mc.dir {
+		return false, nil
+	}
+	if len(m.kinds) > 0 {
+		found := false
+		for _, k := range m.kinds {
+			found = found || k == mc.kind
+		}
+		if !found {
+			return false, nil
+		}
+	}
+	if m.method != nil && !m.method.match(mc.method) ||
+		m.tool != nil && (mc.tool == "" || !m.tool.match(mc.tool)) ||
+		m.server != nil && !m.server.match(mc.server) {
+		return false, nil
+	}
+	if len(m.when) == 0 {
+		return true, nil
+	}
+	s, e, err := document(mc.raw)
+	if err != nil {
+		return false, err
+	}
+	for _, c := range m.when {
+		ok, err := c.holds(mc.raw, s, e)
+		if err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// holds evaluates one condition on the message at b[s:e].
+func (c *compiledCond) holds(b []byte, s, e int) (bool, error) {
+	vs, ve, ok, err := lookup(b, s, e, c.path)
+	if err != nil {
+		return false, fmt.Errorf("path %s: %v", c.src, err)
+	}
+	if c.exists != nil && *c.exists != ok {
+		return false, nil
+	}
+	if !ok {
+		// Only "exists = false" holds on a missing value.
+		return c.exists != nil && !c.hasEq && c.matches == nil, nil
+	}
+	val := b[vs:ve]
+	if c.hasEq && !equalJSON(canonical(val), c.equals) {
+		return false, nil
+	}
+	if c.matches != nil {
+		text := string(val)
+		if val[0] == '"' {
+			_, esc, _ := scanString(val, 0)
+			if text, err = unquote(val, esc); err != nil {
+				return false, fmt.Errorf("path %s: %v", c.src, err)
+			}
+		}
+		if !c.matches.MatchString(text) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// Redact scrubs a message for storage (the session record's originals and
+// replies): every string outside the envelope, whichever way it went. It
+// returns raw itself when there is nothing to hide, or when the engine has no
+// scrubber (scrubbing turned off in the configuration).
+func (e *Engine) Redact(raw []byte) []byte {
+	if e.o.Scrubber == nil {
+		return raw
+	}
+	out, err := ScrubJSON(e.o.Scrubber, raw)
+	if err != nil {
+		// Valid JSON that the walker refuses (nesting too deep): fall back
+		// to scrubbing it as text, which may break its JSON but hides the
+		// secrets.
+		out, _, _ = scrubText(e.o.Scrubber, raw)
+	}
+	return out
+}
+
+// errNotHeld: the seq given to Forward, Modify or Drop is not held (never
+// was, or was released already).
+var errNotHeld = errors.New("no held message with that sequence number")

@@ -1,0 +1,101 @@
+package intercept
+
+import (
+	"fmt"
+
+	"github.com/contextd/contextd/mcp/jsonrpc"
+)
+
+// envelope is what the engine reads of a message before deciding on it. The
+// engine reads it itself, strictly, rather than trusting a classification
+// made elsewhere: the tool name it checks against allowlists and pins must be
+// the one the receiver will act on, so a message whose envelope names a
+// member twice ("name":"allowed","name":"evil"), where parsers disagree on
+// which copy counts, is refused.
+type envelope struct {
+	start, end int  // the value's span in the raw bytes
+	valid      bool // the bytes are one JSON value
+	object     bool
+	kind       jsonrpc.Kind
+	id         []byte // the id's JSON, nil when absent
+	method     string
+	tool       string // params.name of tools/call
+	params     [2]int // span of params, zero when absent
+}
+
+var trackedMembers = map[string]bool{"jsonrpc": true, "id": true, "method": true, "params": true, "result": true, "error": true}
+
+// readEnvelope reads the envelope of one message (not a batch). Bytes that
+// are not JSON, or JSON that is not an object, come back with kind
+// KindInvalid and no error; an ambiguous envelope is an error.
+func readEnvelope(b []byte) (envelope, error) {
+	var env envelope
+	s, e, err := document(b)
+	if err != nil {
+		return env, nil
+	}
+	env.start, env.end, env.valid = s, e, true
+	if b[s] != '{' {
+		return env, nil
+	}
+	env.object = true
+	seen := map[string]member{}
+	if _, err := scanObject(b, s, 0, func(m member) error {
+		k, err := m.key(b)
+		if err != nil {
+			return err
+		}
+		if !trackedMembers[k] {
+			return nil
+		}
+		if _, dup := seen[k]; dup {
+			return fmt.Errorf("%w %q in the envelope", errDuplicate, k)
+		}
+		seen[k] = m
+		return nil
+	}); err != nil {
+		return env, err
+	}
+	method, hasMethod := seen["method"]
+	if hasMethod {
+		if b[method.valStart] != '"' {
+			return env, nil // not JSON-RPC: method must be a string
+		}
+		_, esc, _ := scanString(b, method.valStart)
+		if env.method, err = unquote(b[method.valStart:method.valEnd], esc); err != nil {
+			return env, err
+		}
+	}
+	id, hasID := seen["id"]
+	if hasID {
+		env.id = b[id.valStart:id.valEnd]
+	}
+	_, hasResult := seen["result"]
+	_, hasError := seen["error"]
+	switch {
+	case hasMethod && hasID:
+		env.kind = jsonrpc.KindRequest
+	case hasMethod:
+		env.kind = jsonrpc.KindNotification
+	case hasID && hasResult && !hasError:
+		env.kind = jsonrpc.KindResponse
+	case hasID && hasError && !hasResult:
+		env.kind = jsonrpc.KindError
+	}
+	if p, ok := seen["params"]; ok {
+		env.params = [2]int{p.valStart, p.valEnd}
+		if env.method == "tools/call" && b[p.valStart] == '{' {
+			m, ok, err := findMember(b, p.valStart, "name")
+			if err != nil {
+				return env, err
+			}
+			if ok && b[m.valStart] == '"' {
+				_, esc, _ := scanString(b, m.valStart)
+				if env.tool, err = unquote(b[m.valStart:m.valEnd], esc); err != nil {
+					return env, err
+				}
+			}
+		}
+	}
+	return env, nil
+}

@@ -1,0 +1,1016 @@
+package install
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/workspace"
+)
+
+// The agents install knows how to wire.
+const (
+	AgentClaude   = "claude"
+	AgentOpenCode = "opencode"
+	AgentNone     = "none"
+)
+
+// AgentManifestName is the file at the project root that records what install
+// added to the agent's files, so that uninstall takes back exactly that.
+const AgentManifestName = ".contextd-agent.json"
+
+// HookMatcher is the PreToolUse matcher install writes: Claude Code's built-in
+// tools that contextd replaces.
+const HookMatcher = "Bash|Read|Write|Edit|MultiEdit|NotebookEdit|Grep|Glob"
+
+// MCPServerName is the name contextd's MCP face is registered under; Claude
+// Code calls its tools mcp__contextd__<tool>.
+const MCPServerName = "contextd"
+
+// Options says what Setup and Uninstall do. The zero value of every field is a
+// documented default.
+type Options struct {
+	// Agent is claude, opencode or none. Default: claude.
+	Agent string
+	// Project is the project root. Default: the nearest ancestor of the working
+	// directory holding .git (as the daemon finds a workspace), else the
+	// working directory.
+	Project string
+	// ToolsDir is where the tool symlinks go (relative to the working
+	// directory, or absolute). Default: <project>/.claude/tools.
+	ToolsDir string
+	// Proxy is the absolute path of contextd-proxy. Required by Setup.
+	Proxy string
+	// Force replaces a contextd entry the user wrote (in .mcp.json,
+	// opencode.json or CLAUDE.md) instead of refusing; uninstall puts the
+	// user's entry back.
+	Force bool
+	// Claude is the claude CLI to register the server with (`claude mcp add
+	// --scope local`). Default: "claude" looked up on PATH; nothing is run when
+	// it is not there.
+	Claude string
+	// NoClaudeCLI never runs the claude CLI.
+	NoClaudeCLI bool
+}
+
+// AgentReport is what Setup or Uninstall did.
+type AgentReport struct {
+	Root     string   // the project root
+	Actions  []Action // paths relative to Root (or absolute outside it)
+	Warnings []string // things left alone or that failed without stopping the rest
+}
+
+func (r *AgentReport) did(path, what string) { r.Actions = append(r.Actions, Action{path, what}) }
+func (r *AgentReport) warn(format string, a ...any) {
+	r.Warnings = append(r.Warnings, fmt.Sprintf(format, a...))
+}
+
+// agentManifest is the project-level record. Entries are kept in the order they
+// were first made; uninstall undoes them in reverse.
+type agentManifest struct {
+	Version int      `json:"version"`
+	Kind    string   `json:"kind"` // "contextd-agent"
+	Proxy   string   `json:"proxy"`
+	Agents  []string `json:"agents"`
+	// MCP: Claude Code knows contextd's MCP server in this project (the hook
+	// then names the mcp__contextd__ tools).
+	MCP       bool        `json:"mcp,omitempty"`
+	ToolsDirs []string    `json:"tools_dirs,omitempty"`
+	JSON      []jsonEntry `json:"json,omitempty"`
+	Markdown  []mdEntry   `json:"markdown,omitempty"`
+	// ClaudeLocal: install ran `claude mcp add --scope local contextd`.
+	ClaudeLocal bool `json:"claude_mcp_local,omitempty"`
+	// Dirs install created (relative to the root), removed again when empty.
+	Dirs []string `json:"dirs_created,omitempty"`
+}
+
+// jsonEntry is one thing added to a JSON file: the member at Path, or (Append)
+// an element of the array at Path.
+type jsonEntry struct {
+	File   string          `json:"file"`
+	Path   []string        `json:"path"`
+	Append bool            `json:"append,omitempty"`
+	Value  json.RawMessage `json:"value"`
+	// Existed is how many of the containers on the way (Path for an append,
+	// Path without its last key for a member) were there before install;
+	// uninstall removes the others again when they are left empty.
+	Existed     int  `json:"existed"`
+	CreatedFile bool `json:"created_file,omitempty"`
+	// Replaced is the text of the user's own entry that --force replaced.
+	Replaced string `json:"replaced,omitempty"`
+}
+
+// mdEntry is the marked section appended to a Markdown file.
+type mdEntry struct {
+	File        string `json:"file"`
+	SHA256      string `json:"sha256"`
+	Prefix      string `json:"prefix"` // blank line(s) written before the section
+	CreatedFile bool   `json:"created_file,omitempty"`
+	Replaced    string `json:"replaced,omitempty"`
+}
+
+// FindRoot is the project root for a working directory: the nearest ancestor
+// holding .git, else the directory itself.
+func FindRoot(cwd string) (string, error) {
+	pl, err := workspace.Find(cwd, []string{".git"})
+	if err != nil {
+		return "", err
+	}
+	return pl.LogicalRoot, nil
+}
+
+func (o *Options) resolve() (root string, err error) {
+	switch o.Agent {
+	case "":
+		o.Agent = AgentClaude
+	case AgentClaude, AgentOpenCode, AgentNone:
+	default:
+		return "", fmt.Errorf("unknown agent %q (claude, opencode or none): %w", o.Agent, catalog.ErrUsage)
+	}
+	if o.Project != "" {
+		root, err = filepath.Abs(o.Project)
+		if err != nil {
+			return "", fmt.Errorf("project %s: %v: %w", o.Project, err, catalog.ErrUsage)
+		}
+		fi, err := os.Stat(root)
+		if err != nil || !fi.IsDir() {
+			return "", fmt.Errorf("project %s is not a directory: %w", o.Project, catalog.ErrUsage)
+		}
+		return root, nil
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("working directory: %v: %w", err, catalog.ErrIO)
+	}
+	return FindRoot(cwd)
+}
+
+// rel names p relative to root when it lies inside it, else absolutely.
+func rel(root, p string) string {
+	if r, err := filepath.Rel(root, p); err == nil && r != ".." && !strings.HasPrefix(r, "../") {
+		return r
+	}
+	return p
+}
+
+func abs(root, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(root, p)
+}
+
+// Setup wires the project for an agent: the tools, and for Claude Code the MCP
+// server in .mcp.json, the PreToolUse hook in .claude/settings.json and a
+// section of CLAUDE.md; for OpenCode the MCP server in opencode.json. It
+// plans every edit first: when a file is not valid JSON or holds a different
+// contextd entry (without Force), it returns an error wrapping ErrConflict and
+// has changed nothing.
+func Setup(ctx context.Context, o Options) (*AgentReport, error) {
+	if !filepath.IsAbs(o.Proxy) {
+		return nil, fmt.Errorf("proxy path %q is not absolute: %w", o.Proxy, catalog.ErrInternal)
+	}
+	root, err := o.resolve()
+	if err != nil {
+		return nil, err
+	}
+	rep := &AgentReport{Root: root}
+	m := readAgentManifest(root)
+	m.Proxy = o.Proxy
+	if !slices.Contains(m.Agents, o.Agent) {
+		m.Agents = append(m.Agents, o.Agent)
+		slices.Sort(m.Agents)
+	}
+
+	// Plan: every file edit in memory, nothing written yet.
+	var edits []*fileEdit
+	switch o.Agent {
+	case AgentClaude:
+		mcp, err := planMember(root, ".mcp.json", false, []string{"mcpServers", MCPServerName}, claudeMCPValue(o.Proxy), m, o.Force)
+		if err != nil {
+			return nil, err
+		}
+		hook, err := planElement(root, filepath.Join(".claude", "settings.json"), []string{"hooks", "PreToolUse"}, claudeHookValue(o.Proxy), m)
+		if err != nil {
+			return nil, err
+		}
+		md, err := planSection(root, "CLAUDE.md", claudeSection(rel(root, toolsDir(root, o.ToolsDir))), m, o.Force)
+		if err != nil {
+			return nil, err
+		}
+		edits = append(edits, mcp, hook, md)
+	case AgentOpenCode:
+		oc, err := planOpenCode(root, o.Proxy, m, o.Force)
+		if err != nil {
+			return nil, err
+		}
+		edits = append(edits, oc)
+	}
+
+	// Record first: if anything below fails half-way, uninstall still knows
+	// everything that may have been written.
+	for _, e := range edits {
+		e.record(m)
+	}
+	if o.Agent == AgentClaude {
+		m.MCP = true
+	}
+	var dirs []string
+	if o.Agent != AgentOpenCode {
+		td := toolsDir(root, o.ToolsDir)
+		dirs = append(dirs, missingDirs(root, td)...)
+		if r := rel(root, td); !slices.Contains(m.ToolsDirs, r) {
+			m.ToolsDirs = append(m.ToolsDirs, r)
+		}
+	}
+	for _, e := range edits {
+		if e.changed && !e.exists {
+			dirs = append(dirs, missingDirs(root, filepath.Dir(e.abs))...)
+		}
+	}
+	for _, d := range dirs {
+		if r := rel(root, d); !slices.Contains(m.Dirs, r) {
+			m.Dirs = append(m.Dirs, r)
+		}
+	}
+	if err := writeAgentManifest(root, m); err != nil {
+		return rep, err
+	}
+
+	// Apply.
+	for _, e := range edits {
+		for _, a := range e.actions {
+			rep.did(e.rel, a)
+		}
+		rep.Warnings = append(rep.Warnings, e.warnings...)
+		if !e.changed {
+			continue
+		}
+		if err := e.write(); err != nil {
+			return rep, err
+		}
+	}
+	var toolErr error
+	if o.Agent != AgentOpenCode {
+		td := toolsDir(root, o.ToolsDir)
+		trep, err := Install(td, o.Proxy)
+		if trep != nil {
+			summarize(rep, root, td, trep.Actions)
+		}
+		if err != nil && !errors.Is(err, catalog.ErrConflict) {
+			return rep, err
+		}
+		toolErr = err
+	}
+	if o.Agent == AgentClaude && !o.NoClaudeCLI {
+		if added, ok := claudeRegister(ctx, o.claudeBin(), root, o.Proxy, m.ClaudeLocal, rep); ok && added != m.ClaudeLocal {
+			m.ClaudeLocal = added
+			if err := writeAgentManifest(root, m); err != nil {
+				return rep, err
+			}
+		}
+	}
+	return rep, toolErr
+}
+
+// summarize reports the tools directory in one line per kind of action
+// (created 36 files), and each file left alone on a line of its own.
+func summarize(rep *AgentReport, root, dir string, as []Action) {
+	counts := map[string]int{}
+	var order []string
+	var single []Action
+	defer func() {
+		for _, a := range single {
+			rep.did(rel(root, filepath.Join(dir, a.Path)), a.What)
+		}
+	}()
+	for _, a := range as {
+		if strings.HasPrefix(a.What, "kept") || a.Path == "." {
+			single = append(single, a)
+			continue
+		}
+		if counts[a.What] == 0 {
+			order = append(order, a.What)
+		}
+		counts[a.What]++
+	}
+	for _, what := range order {
+		if what == "unchanged" && len(order) == 1 {
+			rep.did(rel(root, dir), "unchanged")
+			continue
+		}
+		rep.did(rel(root, dir), fmt.Sprintf("%s %d files", what, counts[what]))
+	}
+}
+
+func toolsDir(root, dir string) string {
+	if dir == "" {
+		return filepath.Join(root, DefaultDir)
+	}
+	if filepath.IsAbs(dir) {
+		return filepath.Clean(dir)
+	}
+	if cwd, err := os.Getwd(); err == nil {
+		return filepath.Join(cwd, dir)
+	}
+	return filepath.Join(root, dir)
+}
+
+// missingDirs lists the directories from dir up to (not including) root that
+// do not exist yet, deepest last; dirs outside root are never listed.
+func missingDirs(root, dir string) []string {
+	var out []string
+	for d := filepath.Clean(dir); d != root && strings.HasPrefix(d, root+"/"); d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		}
+		out = append([]string{d}, out...)
+	}
+	return out
+}
+
+// Uninstall takes back what Setup recorded in the project's manifest (and, for
+// a project installed before the manifest existed, the tools in the default
+// directory): each entry only while it is still as install wrote it. Files
+// install created are removed when nothing else is left in them. Entries it
+// could not undo because a file no longer parses stay in the manifest and make
+// the error wrap ErrConflict.
+func Uninstall(ctx context.Context, o Options) (*AgentReport, error) {
+	o.Agent = AgentNone // not used, but resolve checks it
+	root, err := o.resolve()
+	if err != nil {
+		return nil, err
+	}
+	rep := &AgentReport{Root: root}
+	m, found := readAgentManifestFound(root)
+	if !found {
+		td := filepath.Join(root, DefaultDir)
+		if _, err := os.Stat(filepath.Join(td, ManifestName)); err != nil {
+			rep.did(".", "nothing installed here")
+			return rep, nil
+		}
+		m.ToolsDirs = []string{DefaultDir}
+	}
+	left := &agentManifest{Version: 1, Kind: m.Kind, Proxy: m.Proxy, Agents: m.Agents}
+
+	if m.ClaudeLocal && !o.NoClaudeCLI {
+		claudeUnregister(ctx, o.claudeBin(), root, m.Proxy, rep)
+	} else if m.ClaudeLocal {
+		rep.warn("contextd is still registered with Claude Code for this project; remove it with: claude mcp remove --scope local %s", MCPServerName)
+	}
+	for i := len(m.Markdown) - 1; i >= 0; i-- {
+		e := m.Markdown[i]
+		if err := undoSection(root, e, rep); err != nil {
+			rep.warn("%s: %v", e.File, err)
+			left.Markdown = append([]mdEntry{e}, left.Markdown...)
+		}
+	}
+	for i := len(m.JSON) - 1; i >= 0; i-- {
+		e := m.JSON[i]
+		if err := undoJSON(root, e, rep); err != nil {
+			rep.warn("%s: %v", e.File, err)
+			left.JSON = append([]jsonEntry{e}, left.JSON...)
+		}
+	}
+	for _, td := range m.ToolsDirs {
+		trep, err := RemoveTools(abs(root, td))
+		if trep != nil {
+			summarize(rep, root, abs(root, td), trep.Actions)
+		}
+		if err != nil {
+			rep.warn("%s: %v", td, err)
+			left.ToolsDirs = append(left.ToolsDirs, td)
+		}
+	}
+	// Deepest first, and only when empty: a directory the user put files in
+	// stays.
+	dirs := slices.Clone(m.Dirs)
+	slices.SortFunc(dirs, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
+	for _, d := range dirs {
+		if err := os.Remove(abs(root, d)); err == nil {
+			rep.did(d, "removed (empty)")
+		}
+	}
+	mp := filepath.Join(root, AgentManifestName)
+	if len(left.JSON) > 0 || len(left.Markdown) > 0 || len(left.ToolsDirs) > 0 {
+		if err := writeAgentManifest(root, left); err != nil {
+			return rep, err
+		}
+		return rep, fmt.Errorf("could not undo everything (see the warnings); %s keeps what is left, fix it and run uninstall again: %w", AgentManifestName, catalog.ErrConflict)
+	}
+	if err := os.Remove(mp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return rep, fmt.Errorf("remove %s: %v: %w", mp, err, catalog.ErrIO)
+	} else if err == nil {
+		rep.did(AgentManifestName, "removed")
+	}
+	return rep, nil
+}
+
+func (o *Options) claudeBin() string {
+	if o.Claude != "" {
+		return o.Claude
+	}
+	return "claude"
+}
+
+func readAgentManifestFound(root string) (*agentManifest, bool) {
+	m := &agentManifest{Version: 1, Kind: "contextd-agent"}
+	b, err := os.ReadFile(filepath.Join(root, AgentManifestName))
+	if err != nil {
+		return m, false
+	}
+	var got agentManifest
+	if json.Unmarshal(b, &got) != nil || got.Kind != "contextd-agent" {
+		// A damaged manifest proves nothing was ours.
+		return m, false
+	}
+	return &got, true
+}
+
+func readAgentManifest(root string) *agentManifest {
+	m, _ := readAgentManifestFound(root)
+	return m
+}
+
+// ReadMCPRegistered reports whether the project at root has contextd's MCP
+// server registered for Claude Code by install (the hook's messages then name
+// the mcp__contextd__ tools).
+func ReadMCPRegistered(root string) bool {
+	m, ok := readAgentManifestFound(root)
+	return ok && m.MCP
+}
+
+func writeAgentManifest(root string, m *agentManifest) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %v: %w", AgentManifestName, err, catalog.ErrInternal)
+	}
+	return writeAtomic(filepath.Join(root, AgentManifestName), append(b, '\n'))
+}
+
+// writeAtomic replaces the file at p (through a symlink, at its target) with
+// data, keeping its mode; a new file gets 0644.
+func writeAtomic(p string, data []byte) error {
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		p = real
+	}
+	mode := os.FileMode(0o644)
+	if fi, err := os.Stat(p); err == nil {
+		mode = fi.Mode().Perm()
+		if cur, err := os.ReadFile(p); err == nil && bytes.Equal(cur, data) {
+			return nil // a re-run leaves the file alone, mtime included
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("create %s: %v: %w", filepath.Dir(p), err, catalog.ErrIO)
+	}
+	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".contextd-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %v: %w", p, err, catalog.ErrIO)
+	}
+	_, werr := f.Write(data)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(f.Name(), mode)
+	}
+	if werr == nil {
+		werr = os.Rename(f.Name(), p)
+	}
+	if werr != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write %s: %v: %w", p, werr, catalog.ErrIO)
+	}
+	return nil
+}
+
+// fileEdit is one planned change of one file.
+type fileEdit struct {
+	rel, abs string
+	exists   bool
+	orig     []byte
+	out      []byte
+	changed  bool
+	actions  []string
+	warnings []string
+	record   func(*agentManifest)
+}
+
+func (e *fileEdit) write() error { return writeAtomic(e.abs, e.out) }
+
+// jsonDoc is a JSON file being edited; a missing file reads as "{}\n".
+type jsonDoc struct {
+	rel, abs string
+	exists   bool
+	jsonc    bool
+	src      []byte
+	root     *jnode
+}
+
+func loadJSON(root, relPath string, jsonc bool) (*jsonDoc, error) {
+	d := &jsonDoc{rel: relPath, abs: filepath.Join(root, relPath), jsonc: jsonc}
+	b, err := os.ReadFile(d.abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		b = []byte("{}\n")
+	case err != nil:
+		if fi, serr := os.Stat(d.abs); serr == nil && !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s is not a regular file; nothing was changed: %w", relPath, catalog.ErrConflict)
+		}
+		return nil, fmt.Errorf("read %s: %v: %w", relPath, err, catalog.ErrIO)
+	default:
+		d.exists = true
+	}
+	d.src = b
+	if err := d.parse(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *jsonDoc) parse() error {
+	n, err := parseJSON(d.src, d.jsonc)
+	if err != nil {
+		kind := "JSON"
+		if d.jsonc {
+			kind = "JSON (or JSONC)"
+		}
+		return fmt.Errorf("%s is not valid %s (%v); fix it, then run install again; nothing was changed: %w", d.rel, kind, err, catalog.ErrConflict)
+	}
+	if n.kind != '{' {
+		return fmt.Errorf("%s does not hold a JSON object at its top level; nothing was changed: %w", d.rel, catalog.ErrConflict)
+	}
+	d.root = n
+	return nil
+}
+
+func (d *jsonDoc) set(src []byte) error {
+	d.src = src
+	return d.parse()
+}
+
+func (d *jsonDoc) edit() *fileEdit {
+	return &fileEdit{rel: d.rel, abs: d.abs, exists: d.exists}
+}
+
+func (d *jsonDoc) finish(e *fileEdit, orig []byte) *fileEdit {
+	e.orig, e.out = orig, d.src
+	e.changed = !bytes.Equal(orig, d.src)
+	return e
+}
+
+func findJSONEntry(m *agentManifest, file string, path []string, appendTo bool) *jsonEntry {
+	for i := range m.JSON {
+		e := &m.JSON[i]
+		if e.File == file && slices.Equal(e.Path, path) && e.Append == appendTo {
+			return e
+		}
+	}
+	return nil
+}
+
+func putJSONEntry(m *agentManifest, e jsonEntry) {
+	if p := findJSONEntry(m, e.File, e.Path, e.Append); p != nil {
+		*p = e
+		return
+	}
+	m.JSON = append(m.JSON, e)
+}
+
+// planMember plans the member at path (in the file rel) to hold want.
+func planMember(root, relPath string, jsonc bool, path []string, want []byte, m *agentManifest, force bool) (*fileEdit, error) {
+	d, err := loadJSON(root, relPath, jsonc)
+	if err != nil {
+		return nil, err
+	}
+	e := d.edit()
+	orig := d.src
+	var records []jsonEntry
+	if err := d.member(path, want, findJSONEntry(m, relPath, path, false), force, e, &records); err != nil {
+		return nil, err
+	}
+	e.record = func(m *agentManifest) {
+		for _, r := range records {
+			putJSONEntry(m, r)
+		}
+	}
+	return d.finish(e, orig), nil
+}
+
+// member makes the member at path hold want, appending the manifest entries to
+// records and the outcome to e.actions.
+func (d *jsonDoc) member(path []string, want []byte, prev *jsonEntry, force bool, e *fileEdit, records *[]jsonEntry) error {
+	dotted := strings.Join(path, ".")
+	node, k := walk(d.root, path)
+	st := styleOf(d.src, d.root)
+	entry := jsonEntry{File: d.rel, Path: path, Value: compact(want), Existed: len(path) - 1, CreatedFile: !d.exists}
+	if prev != nil {
+		entry.Existed, entry.CreatedFile, entry.Replaced = prev.Existed, prev.CreatedFile, prev.Replaced
+	}
+	if k < len(path) {
+		if node.kind != '{' {
+			return fmt.Errorf("%s: %s is not a JSON object, so contextd cannot add %s to it; nothing was changed: %w",
+				d.rel, orRoot(path[:k]), path[len(path)-1], catalog.ErrConflict)
+		}
+		if prev == nil {
+			entry.Existed = k
+		}
+		key := path[k]
+		if err := d.set(insertItem(d.src, node, &key, nest(path[k+1:], want), st)); err != nil {
+			return fmt.Errorf("%s: editing it went wrong (%v): %w", d.rel, err, catalog.ErrInternal)
+		}
+		e.actions = append(e.actions, "added "+dotted)
+		*records = append(*records, entry)
+		return nil
+	}
+	what := "updated " + dotted
+	switch {
+	case sameJSON(d.src, node, want):
+		if prev != nil {
+			*records = append(*records, entry)
+			e.actions = append(e.actions, "unchanged ("+dotted+")")
+		} else {
+			e.actions = append(e.actions, "unchanged ("+dotted+" was already there, left as yours)")
+		}
+		return nil
+	case prev != nil && sameJSON(d.src, node, prev.Value):
+		// Ours, written for another proxy path: bring it up to date.
+	case force:
+		// Uninstall puts back what the user had (the first time only: a
+		// second --force must not record our own value as theirs).
+		if entry.Replaced == "" {
+			entry.Replaced = string(d.src[node.start:node.end])
+		}
+		what = "replaced " + dotted + " (--force)"
+	default:
+		return fmt.Errorf("%s already has a %s entry that contextd did not write (%s); leave it, remove it, or run install --force to replace it (uninstall puts yours back); nothing was changed: %w",
+			d.rel, dotted, oneLine(d.src[node.start:node.end]), catalog.ErrConflict)
+	}
+	if err := d.set(replaceValue(d.src, node, renderAt(d.src, node, want, st))); err != nil {
+		return fmt.Errorf("%s: editing it went wrong (%v): %w", d.rel, err, catalog.ErrInternal)
+	}
+	e.actions = append(e.actions, what)
+	*records = append(*records, entry)
+	return nil
+}
+
+// planElement plans want to be an element of the array at path.
+func planElement(root, relPath string, path []string, want []byte, m *agentManifest) (*fileEdit, error) {
+	d, err := loadJSON(root, relPath, false)
+	if err != nil {
+		return nil, err
+	}
+	e := d.edit()
+	orig := d.src
+	prev := findJSONEntry(m, relPath, path, true)
+	dotted := strings.Join(path, ".")
+	entry := jsonEntry{File: relPath, Path: path, Append: true, Value: compact(want), Existed: len(path), CreatedFile: !d.exists}
+	if prev != nil {
+		entry.Existed, entry.CreatedFile = prev.Existed, prev.CreatedFile
+	}
+	st := styleOf(d.src, d.root)
+	node, k := walk(d.root, path)
+	var record bool
+	switch {
+	case k < len(path):
+		if node.kind != '{' {
+			return nil, fmt.Errorf("%s: %s is not a JSON object, so contextd cannot add its hook; nothing was changed: %w", relPath, orRoot(path[:k]), catalog.ErrConflict)
+		}
+		if prev == nil {
+			entry.Existed = k
+		}
+		key := path[k]
+		if err := d.set(insertItem(d.src, node, &key, nest(path[k+1:], append(append([]byte("["), want...), ']')), st)); err != nil {
+			return nil, fmt.Errorf("%s: editing it went wrong (%v): %w", relPath, err, catalog.ErrInternal)
+		}
+		e.actions, record = append(e.actions, "added a "+dotted+" hook"), true
+	case node.kind != '[':
+		return nil, fmt.Errorf("%s: %s is not a JSON array, so contextd cannot add its hook; nothing was changed: %w", relPath, dotted, catalog.ErrConflict)
+	default:
+		same, old := -1, -1
+		for i, el := range node.elems {
+			if sameJSON(d.src, el, want) {
+				same = i
+			} else if prev != nil && sameJSON(d.src, el, prev.Value) {
+				old = i
+			}
+		}
+		switch {
+		case same >= 0 && prev != nil:
+			e.actions, record = append(e.actions, "unchanged ("+dotted+" hook)"), true
+		case same >= 0:
+			e.actions = append(e.actions, "unchanged ("+dotted+" hook was already there, left as yours)")
+		case old >= 0:
+			el := node.elems[old]
+			if err := d.set(replaceValue(d.src, el, renderAt(d.src, el, want, st))); err != nil {
+				return nil, fmt.Errorf("%s: editing it went wrong (%v): %w", relPath, err, catalog.ErrInternal)
+			}
+			e.actions, record = append(e.actions, "updated the "+dotted+" hook"), true
+		default:
+			if err := d.set(insertItem(d.src, node, nil, want, st)); err != nil {
+				return nil, fmt.Errorf("%s: editing it went wrong (%v): %w", relPath, err, catalog.ErrInternal)
+			}
+			e.actions, record = append(e.actions, "added a "+dotted+" hook"), true
+		}
+	}
+	e.record = func(m *agentManifest) {
+		if record {
+			putJSONEntry(m, entry)
+		}
+	}
+	return d.finish(e, orig), nil
+}
+
+// planOpenCode plans contextd's entry in opencode.json (or opencode.jsonc),
+// in the shape the file already uses: OpenCode 2's mcp.servers.<name>, or
+// OpenCode 1's mcp.<name> (with "enabled", which some 1.x versions require).
+// A new file gets the 1.x shape, which OpenCode 2 reads too.
+func planOpenCode(root, proxy string, m *agentManifest, force bool) (*fileEdit, error) {
+	relPath := "opencode.json"
+	if _, err := os.Stat(filepath.Join(root, relPath)); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(root, "opencode.jsonc")); err == nil {
+			relPath = "opencode.jsonc"
+		}
+	}
+	d, err := loadJSON(root, relPath, true)
+	if err != nil {
+		return nil, err
+	}
+	e := d.edit()
+	orig := d.src
+	path, want := []string{"mcp", MCPServerName}, openCodeV1Value(proxy)
+	if mcp, _ := d.root.get("mcp"); mcp != nil && mcp.kind == '{' {
+		if servers, _ := mcp.get("servers"); servers != nil && servers.kind == '{' {
+			if typ, _ := servers.get("type"); typ == nil {
+				path, want = []string{"mcp", "servers", MCPServerName}, openCodeV2Value(proxy)
+			}
+		}
+	}
+	var records []jsonEntry
+	if !d.exists {
+		key := "$schema"
+		schema, _ := marshalNoEscape("https://opencode.ai/config.json")
+		if err := d.set(insertItem(d.src, d.root, &key, schema, styleOf(d.src, d.root))); err != nil {
+			return nil, fmt.Errorf("%s: %v: %w", relPath, err, catalog.ErrInternal)
+		}
+		records = append(records, jsonEntry{File: relPath, Path: []string{"$schema"}, Value: schema, CreatedFile: true})
+	} else if p := findJSONEntry(m, relPath, []string{"$schema"}, false); p != nil {
+		records = append(records, *p)
+	}
+	// An entry recorded in the other shape (the file was converted since).
+	prev := findJSONEntry(m, relPath, path, false)
+	if err := d.member(path, want, prev, force, e, &records); err != nil {
+		return nil, err
+	}
+	if !d.exists {
+		// The file is new: the "$schema" line and the entry are both ours.
+		for i := range records {
+			records[i].CreatedFile = true
+		}
+	}
+	e.record = func(m *agentManifest) {
+		for _, r := range records {
+			putJSONEntry(m, r)
+		}
+	}
+	return d.finish(e, orig), nil
+}
+
+func orRoot(path []string) string {
+	if len(path) == 0 {
+		return "the top level"
+	}
+	return strings.Join(path, ".")
+}
+
+func oneLine(b []byte) string {
+	var c bytes.Buffer
+	if json.Compact(&c, b) != nil {
+		c.Reset()
+		c.Write(b)
+	}
+	s := c.String()
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}
+
+func compact(b []byte) json.RawMessage {
+	var c bytes.Buffer
+	if json.Compact(&c, b) != nil {
+		return b
+	}
+	return c.Bytes()
+}
+
+// The values install writes.
+
+func claudeMCPValue(proxy string) []byte {
+	b, _ := marshalNoEscape(struct {
+		Type    string            `json:"type"`
+		Command string            `json:"command"`
+		Args    []string          `json:"args"`
+		Env     map[string]string `json:"env"`
+	}{"stdio", proxy, []string{"mcp"}, map[string]string{}})
+	return b
+}
+
+// HookCommand is the command line of the PreToolUse hook for proxy (Claude
+// Code runs it with a shell, so an unusual path is quoted).
+func HookCommand(proxy string) string { return shellQuote(proxy) + " hook" }
+
+func claudeHookValue(proxy string) []byte {
+	type cmd struct {
+		Type    string `json:"type"`
+		Command string `json:"command"`
+	}
+	b, _ := marshalNoEscape(struct {
+		Matcher string `json:"matcher"`
+		Hooks   []cmd  `json:"hooks"`
+	}{HookMatcher, []cmd{{"command", HookCommand(proxy)}}})
+	return b
+}
+
+func openCodeV1Value(proxy string) []byte {
+	b, _ := marshalNoEscape(struct {
+		Type    string   `json:"type"`
+		Command []string `json:"command"`
+		Enabled bool     `json:"enabled"`
+	}{"local", []string{proxy, "mcp"}, true})
+	return b
+}
+
+func openCodeV2Value(proxy string) []byte {
+	b, _ := marshalNoEscape(struct {
+		Type    string   `json:"type"`
+		Command []string `json:"command"`
+	}{"local", []string{proxy, "mcp"}})
+	return b
+}
+
+func shellQuote(s string) string {
+	safe := s != ""
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("/._-+:,@%=", c)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// undoJSON removes one recorded entry if it is still as install wrote it.
+func undoJSON(root string, e jsonEntry, rep *AgentReport) error {
+	p := filepath.Join(root, e.File)
+	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+		rep.did(e.File, "already gone")
+		return nil
+	}
+	// Read leniently: a comment the user added since must not stop the undo.
+	d, err := loadJSON(root, e.File, true)
+	if err != nil {
+		return err
+	}
+	orig := d.src
+	dotted := strings.Join(e.Path, ".")
+	containers := e.Path
+	if !e.Append {
+		containers = e.Path[:len(e.Path)-1]
+	}
+	node, k := walk(d.root, e.Path)
+	switch {
+	case !e.Append && k < len(e.Path):
+		rep.did(e.File, dotted+" already gone")
+	case !e.Append && !sameJSON(d.src, node, e.Value):
+		rep.did(e.File, "kept "+dotted+" (changed since install)")
+	case !e.Append && e.Replaced != "":
+		if err := d.set(replaceValue(d.src, node, []byte(e.Replaced))); err != nil {
+			return err
+		}
+		rep.did(e.File, "restored your own "+dotted)
+	case !e.Append:
+		parent, _ := walk(d.root, containers)
+		_, i := parent.get(e.Path[len(e.Path)-1])
+		if err := d.set(removeItem(d.src, parent, i)); err != nil {
+			return err
+		}
+		rep.did(e.File, "removed "+dotted)
+	case k < len(e.Path) || node.kind != '[':
+		rep.did(e.File, "the "+dotted+" hook is already gone")
+	default:
+		idx := -1
+		for i, el := range node.elems {
+			if sameJSON(d.src, el, e.Value) {
+				idx = i
+			}
+		}
+		if idx < 0 {
+			rep.did(e.File, "kept "+dotted+" (the hook was changed or removed since install)")
+			break
+		}
+		if err := d.set(removeItem(d.src, node, idx)); err != nil {
+			return err
+		}
+		rep.did(e.File, "removed the "+dotted+" hook")
+	}
+	// Containers install created, when nothing else is left in them.
+	for depth := len(containers) - 1; depth >= e.Existed; depth-- {
+		c, k := walk(d.root, containers[:depth+1])
+		if k <= depth || c.items() > 0 {
+			break
+		}
+		parent, _ := walk(d.root, containers[:depth])
+		_, i := parent.get(containers[depth])
+		if err := d.set(removeItem(d.src, parent, i)); err != nil {
+			return err
+		}
+	}
+	if e.CreatedFile && d.root.items() == 0 && string(bytes.TrimSpace(d.src)) == "{}" {
+		if err := os.Remove(d.abs); err != nil {
+			return fmt.Errorf("remove %s: %v: %w", e.File, err, catalog.ErrIO)
+		}
+		rep.did(e.File, "removed (left empty)")
+		return nil
+	}
+	if !bytes.Equal(orig, d.src) {
+		return writeAtomic(d.abs, d.src)
+	}
+	return nil
+}
+
+// RemoveTools removes from dir what Install wrote there and is still as it was
+// written (per dir's manifest), then the manifest and the directories left
+// empty.
+func RemoveTools(dir string) (*Report, error) {
+	rep := &Report{Dir: dir}
+	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return rep, nil
+	}
+	if err != nil {
+		return rep, fmt.Errorf("read %s: %v: %w", ManifestName, err, catalog.ErrIO)
+	}
+	var m manifest
+	if json.Unmarshal(b, &m) != nil || m.Files == nil {
+		return rep, fmt.Errorf("%s in %s is damaged; remove the tools by hand: %w", ManifestName, dir, catalog.ErrConflict)
+	}
+	paths := make([]string, 0, len(m.Files))
+	for p := range m.Files {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	subdirs := map[string]bool{}
+	for _, relp := range paths {
+		if !filepath.IsLocal(relp) {
+			continue // a manifest never names paths outside dir
+		}
+		p := filepath.Join(dir, relp)
+		subdirs[filepath.Dir(relp)] = true
+		want := m.Files[relp]
+		fi, err := os.Lstat(p)
+		if err != nil {
+			continue
+		}
+		ours := false
+		if fi.Mode()&os.ModeSymlink != 0 {
+			cur, err := os.Readlink(p)
+			ours = err == nil && want == "link:"+cur
+		} else if fi.Mode().IsRegular() {
+			data, err := os.ReadFile(p)
+			ours = err == nil && want == "sha256:"+sum(data)
+		}
+		if !ours {
+			rep.Actions = append(rep.Actions, Action{relp, "kept (changed since install)"})
+			continue
+		}
+		if err := os.Remove(p); err != nil {
+			return rep, fmt.Errorf("remove %s: %v: %w", p, err, catalog.ErrIO)
+		}
+		rep.Actions = append(rep.Actions, Action{relp, "removed"})
+	}
+	if err := os.Remove(filepath.Join(dir, ManifestName)); err != nil {
+		return rep, fmt.Errorf("remove %s: %v: %w", ManifestName, err, catalog.ErrIO)
+	}
+	for sd := range subdirs {
+		if sd != "." {
+			os.Remove(filepath.Join(dir, sd)) // only succeeds when empty
+		}
+	}
+	if os.Remove(dir) == nil {
+		rep.Actions = append(rep.Actions, Action{".", "removed (empty)"})
+	}
+	return rep, nil
+}
