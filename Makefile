@@ -62,7 +62,7 @@ bench:
 		$(GO) install github.com/zricethezav/gitleaks/v8@$(GITLEAKS_VERSION)
 	$(GO) test -count=1 -run '^$$' -bench Scrub -benchtime 3x -v ./bench/scrub
 	$(GO) test -count=1 -run '^$$' -bench Search -benchtime 200x -v ./daemon/store/sqlite
-	$(SUDO) $(GO) test -tags e2e -count=1 -run '^$$' -bench 'RoundTrip|SafeRead10MB' -benchtime 1x -v ./e2e
+	$(SUDO) $(GO) test -tags e2e -count=1 -run '^$$' -bench 'RoundTrip|SafeRead10MB|Wrap' -benchtime 1x -v ./e2e
 
 # Regenerate the gRPC code and docs/errors.md.
 generate: tools

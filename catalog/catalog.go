@@ -73,7 +73,7 @@ func define(code, name string, exit int, grpc Status, hint string) *Class {
 
 // The catalog. Codes are grouped by tens: 00x command line and input, 01x reaching
 // the daemon, 02x files and the workspace, 03x running commands, 04x continuation,
-// 05x contextd itself, 06x configuration, 07x state services.
+// 05x contextd itself, 06x configuration, 07x state services, 08x installation.
 var (
 	ErrUsage = define("CTXD-E001", "usage error", ExitUsage, StatusInvalidArgument,
 		"run the tool with --help to see its arguments")
@@ -146,6 +146,9 @@ var (
 		"`return` from the innermost branch before opening another")
 	ErrStoreUnavailable = define("CTXD-E074", "the state store is unavailable", ExitUnavailable, StatusUnavailable,
 		"the message says why (another contextd holding the file, a Qdrant server down); see [store] in the configuration (docs/config.md)")
+
+	ErrNotInstalled = define("CTXD-E080", "a part of contextd is missing", ExitUnavailable, StatusFailedPrecondition,
+		"reinstall contextd (`apt install --reinstall contextd`, or `make install` from the source tree); its binaries are installed together")
 )
 
 // Lookup returns the class with the given code, or nil.

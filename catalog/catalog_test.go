@@ -67,7 +67,7 @@ var sentinels = []*catalog.Class{
 	catalog.ErrTimeout, catalog.ErrLaunch, catalog.ErrSandbox, catalog.ErrUnknownContinuation,
 	catalog.ErrInternal, catalog.ErrPolicy, catalog.ErrRoot, catalog.ErrAlreadyRunning, catalog.ErrConflict, catalog.ErrAuditDamaged,
 	catalog.ErrConfig,
-	catalog.ErrNoRecord, catalog.ErrBranchBudget, catalog.ErrNoBranch, catalog.ErrBranchDepth, catalog.ErrStoreUnavailable,
+	catalog.ErrNoRecord, catalog.ErrBranchBudget, catalog.ErrNoBranch, catalog.ErrBranchDepth, catalog.ErrStoreUnavailable, catalog.ErrNotInstalled,
 }
 
 func TestSentinelsRegistered(t *testing.T) {

@@ -70,7 +70,7 @@ func setup(m *testing.M) (int, error) {
 	for _, b := range []struct {
 		cgo  string
 		pkgs []string
-	}{{"1", []string{"./cmd/contextd"}}, {"0", []string{"./cmd/contextd-proxy", "./cmd/contextd-proxy-mcp", "./bench/roundtrip"}}} {
+	}{{"1", []string{"./cmd/contextd"}}, {"0", []string{"./cmd/contextd-proxy", "./cmd/contextd-proxy-mcp", "./bench/roundtrip", "./bench/mcpwrap"}}} {
 		build := exec.Command("go", append([]string{"build", "-o", env.bin + "/"}, b.pkgs...)...)
 		build.Dir = env.repo
 		build.Env = append(os.Environ(), "CGO_ENABLED="+b.cgo)

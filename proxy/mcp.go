@@ -46,7 +46,7 @@ func mcpBinaryPath() (string, error) {
 	exe := filepath.Join(filepath.Dir(self), MCPBinary)
 	fi, err := os.Stat(exe)
 	if err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
-		return "", fmt.Errorf("mcp: %s is missing or not executable; it is installed with contextd-proxy (`make install`): %w", exe, catalog.ErrInternal)
+		return "", fmt.Errorf("mcp: %s is missing or not executable; it is installed with contextd-proxy: %w", exe, catalog.ErrNotInstalled)
 	}
 	return exe, nil
 }

@@ -28,7 +28,7 @@ func TestMainMCP(t *testing.T) {
 		err  string // stderr prefix
 		says string // stderr substring
 	}{
-		{[]string{"contextd-proxy", "mcp"}, 70, "CTXD-E050: ", proxy.MCPBinary + " is missing"},
+		{[]string{"contextd-proxy", "mcp"}, 69, "CTXD-E080: ", proxy.MCPBinary + " is missing"},
 	}
 	for _, tt := range tests {
 		r := run(t, "", tt.argv...)

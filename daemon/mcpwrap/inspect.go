@@ -73,7 +73,7 @@ func (w *Wrapper) Inspect(ctx context.Context, conn net.Conn, req *lite.Inspect)
 		if len(in.q) == cap(in.q)-1 {
 			break // the record has the rest
 		}
-		m := s.backlog[i]
+		m := s.inspectMessage(&s.backlog[i])
 		in.q <- lite.InspectEvent{Message: &m}
 	}
 	// Messages held right now are shown as held (they were sent to the

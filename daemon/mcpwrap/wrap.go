@@ -229,7 +229,7 @@ type session struct {
 	warnings     []string
 
 	mu         sync.Mutex
-	backlog    []lite.InspectMessage // the newest messages, for inspectors that attach
+	backlog    []observed // the newest messages, for inspectors that attach
 	inspectors map[*inspector]bool
 	replays    map[string]bool // ids of requests Replay sent, whose answers stay here
 	replaySeq  int
@@ -254,32 +254,52 @@ func (s *session) Handle(ctx context.Context, m *jsonrpc.Message) (relay.Verdict
 	return s.engine.Handle(ctx, m)
 }
 
-// Observe implements relay.Observer: the record, then the inspectors.
+// Observe implements relay.Observer: the record, then the inspectors. The
+// message is kept raw for inspectors that attach later and converted (and
+// scrubbed) only when one is there to see it: the forward loops do not pay
+// for inspectors that never come.
 func (s *session) Observe(m *jsonrpc.Message, v relay.Verdict, err error) {
 	s.rec.Observe(m, v, err)
+	o := observed{m: *m, v: v}
+	if err != nil {
+		o.err = err.Error()
+	}
+	s.mu.Lock()
+	s.backlog = append(s.backlog, o)
+	if len(s.backlog) > maxBacklog {
+		s.backlog = append(s.backlog[:0], s.backlog[len(s.backlog)-maxBacklog/2:]...)
+	}
+	if len(s.inspectors) > 0 {
+		im := s.inspectMessage(&o)
+		for in := range s.inspectors {
+			in.send(lite.InspectEvent{Message: &im})
+		}
+	}
+	s.mu.Unlock()
+}
+
+// observed is a message as the relay passed it, kept for inspectors.
+type observed struct {
+	m   jsonrpc.Message
+	v   relay.Verdict
+	err string
+}
+
+// inspectMessage converts o for an inspector, scrubbed.
+func (s *session) inspectMessage(o *observed) lite.InspectMessage {
+	m, v := &o.m, o.v
 	im := lite.InspectMessage{Seq: m.Seq, Dir: m.Dir.String(), Time: m.Time, Kind: m.Info.Kind.String(),
 		ID: string(m.Info.ID), Method: m.Info.Method, Tool: m.Info.Tool, Corr: m.Corr, Action: v.Action.String(), Rule: v.Rule}
 	raw := m.Raw
 	if v.Action == relay.Modify {
-		im.Original = json.RawMessage(s.engine.Redact(m.Raw))
+		im.Original = jsonOrString(s.engine.Redact(m.Raw))
 		raw = v.Raw
 	}
 	im.Raw = jsonOrString(s.engine.Redact(raw))
-	if im.Original != nil {
-		im.Original = jsonOrString(im.Original)
+	if o.err != "" {
+		im.Action, im.Rule = "blocked", o.err
 	}
-	if err != nil {
-		im.Action, im.Rule = "blocked", err.Error()
-	}
-	s.mu.Lock()
-	s.backlog = append(s.backlog, im)
-	if len(s.backlog) > maxBacklog {
-		s.backlog = append(s.backlog[:0], s.backlog[len(s.backlog)-maxBacklog/2:]...)
-	}
-	for in := range s.inspectors {
-		in.send(lite.InspectEvent{Message: &im})
-	}
-	s.mu.Unlock()
+	return im
 }
 
 // onHoldEvent tells the inspectors about held and released messages.
@@ -307,9 +327,12 @@ func (s *session) onHoldEvent(e intercept.Event) {
 func (s *session) replay(ctx context.Context, seq uint64) error {
 	var raw json.RawMessage
 	s.mu.Lock()
-	for _, m := range s.backlog {
-		if m.Seq == seq {
-			raw = m.Raw
+	for _, o := range s.backlog {
+		if o.m.Seq == seq && o.m.Dir == jsonrpc.ClientToServer {
+			raw = o.m.Raw
+			if o.v.Action == relay.Modify {
+				raw = o.v.Raw
+			}
 		}
 	}
 	s.mu.Unlock()
