@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/contextd/contextd/mcp/intercept"
+
 	"github.com/BurntSushi/toml"
 
 	"github.com/contextd/contextd/catalog"
@@ -241,9 +243,9 @@ const MaxEmbedTimeout = time.Minute
 
 // Hook configures `contextd-proxy hook`.
 type Hook struct {
-	// Blocked are the agent's built-in tools the hook refuses. Unset: Bash,
-	// Read, Write, Edit, MultiEdit, NotebookEdit, Grep, Glob. contextd's own
-	// tools are never refused.
+	// Blocked are the agent's built-in tools the hook refuses (the default
+	// is proxy/hook's DefaultBlocked). contextd's own tools are never
+	// refused.
 	Blocked []string `toml:"blocked"`
 }
 
@@ -326,6 +328,7 @@ func Default() *Config {
 		Store:   Store{Backend: "sqlite", QdrantHost: "localhost", QdrantPort: 6334, CollectionPrefix: "contextd_", EmbedTimeout: Duration{5 * time.Second}},
 		Budgets: maps.Clone(DefaultBudgets),
 		Branch:  Branch{DefaultBudget: 8192, SummaryMaxTokens: 500},
+		Hook:    Hook{Blocked: []string{"Bash", "Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "Grep", "Glob"}},
 		MCP:     defaultMCP(),
 	}
 }
@@ -380,11 +383,7 @@ func Parse(b []byte) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", catalog.ErrConfig, err)
 	}
-	if und := md.Undecoded(); len(und) > 0 {
-		keys := make([]string, len(und))
-		for i, k := range und {
-			keys[i] = k.String()
-		}
+	if keys := unknownKeys(md); len(keys) > 0 {
 		return nil, fmt.Errorf("%w: unknown key(s) %s", catalog.ErrConfig, strings.Join(keys, ", "))
 	}
 	if err := c.validate(); err != nil {
@@ -477,4 +476,18 @@ func (c *Config) SlogLevel() (slog.Level, error) {
 		return 0, fmt.Errorf("log_level = %q: use debug, info, warn or error", c.LogLevel)
 	}
 	return l, nil
+}
+
+// unknownKeys lists the keys of the file that no setting took. A table given
+// as a rule's value ([mcp.intercept] rules' set.value, when.equals) is data,
+// decoded as a whole: its own keys are not unknown.
+func unknownKeys(md toml.MetaData) []string {
+	var keys []string
+	for _, k := range md.Undecoded() {
+		if len(k) > 2 && k[0] == "mcp" && k[1] == "intercept" && intercept.IsDataKey(k[2:]) {
+			continue
+		}
+		keys = append(keys, k.String())
+	}
+	return keys
 }
