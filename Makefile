@@ -21,8 +21,9 @@ build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/contextd
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/contextd-proxy ./cmd/contextd-proxy-mcp
 
-# Debian packages contextd and its tests need (installs only what is missing).
-deps:
+# Debian packages contextd and its tests need (installs only what is missing),
+# and nfpm, which builds the Debian package (make deb, e2e TestApt).
+deps: nfpm
 	scripts/deps.sh
 
 # Install the binaries into $(PREFIX)/bin and the user units, and enable the socket.
@@ -99,11 +100,13 @@ deb: nfpm
 
 # Called by deb with VERSION=DEB_VERSION, so that LDFLAGS stamps the package's
 # version into the binaries. Every command in cmd/ but the daemon is static.
-# Stripped (-s -w: no symbol table or DWARF; panics still name their functions),
-# and the daemon is position-independent (ASLR), as Debian wants programs.
+# Stripped (-s -w: no symbol table or DWARF; panics still name their functions);
+# the daemon is hardened as Debian builds C programs: position-independent,
+# full RELRO, and its cgo part with _FORTIFY_SOURCE and stack protection.
 deb-build:
 	rm -rf $(DIST)/build
-	$(GO) build -trimpath -buildmode=pie -ldflags '$(LDFLAGS) -s -w' -o $(DIST)/build/bin/ ./cmd/contextd
+	CGO_CFLAGS='-O2 -g -D_FORTIFY_SOURCE=2 -fstack-protector-strong' $(GO) build -trimpath -buildmode=pie \
+		-ldflags '$(LDFLAGS) -s -w -extldflags=-Wl,-z,relro,-z,now' -o $(DIST)/build/bin/ ./cmd/contextd
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS) -s -w' -o $(DIST)/build/bin/ $(filter-out ./cmd/contextd,$(wildcard ./cmd/*))
 	GO='$(GO)' NFPM='$(NFPM)' DIST='$(DIST)' DEB_VERSION='$(DEB_VERSION)' DEB_REVISION='$(DEB_REVISION)' \
 		LINTIAN='$(LINTIAN)' packaging/build-deb.sh

@@ -123,7 +123,9 @@ max_tokens = 100000
 		env.bin + "/contextd install-units",
 		"systemctl --user daemon-reload",
 		"systemctl --user enable --now contextd.socket",
-		"cd ~/proj && " + env.bin + "/contextd-proxy install",
+		// Only the tools: the agent files of `--agent claude` (the default) have
+		// their own test (agent_test.go), in a project of their own.
+		"cd ~/proj && " + env.bin + "/contextd-proxy install --agent none",
 	}
 	if _, err := os.Stat("/run/systemd/system"); err != nil {
 		// No systemd as PID 1, so no journald: a booted manager would send the

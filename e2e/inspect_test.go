@@ -80,6 +80,22 @@ func inspStart(t *testing.T, name string, vars []string, command string) {
 	}
 }
 
+// inspAnswer waits for the answer to a call the UI decides on, and fails
+// with the screen when none comes.
+func inspAnswer(t *testing.T, w *wrapSession, pane, what string, ch <-chan wrapAnswer) wrapAnswer {
+	t.Helper()
+	select {
+	case a, ok := <-ch:
+		if !ok {
+			t.Fatalf("%s: wrapclient.mjs ended; stderr:\n%s", what, w.stderr.String())
+		}
+		return a
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: no answer in 30 s; the screen:\n%s", what, inspScreen(t, pane))
+	}
+	panic("unreachable")
+}
+
 // TestInspectTmux: attach, enable intercept, see a call held, edit it in
 // $EDITOR, and the server receives the edited call; forward another one as
 // it is; save the session; quit.
@@ -112,7 +128,7 @@ func TestInspectTmux(t *testing.T) {
 	}
 
 	inspStart(t, "tui", []string{"EDITOR=" + filepath.Join(env.project, editor)}, inspect)
-	s = inspWait(t, "tui", "the attached UI with the backlog", inspHas("contextd inspect | intercept off", "initialize", "tools/list"))
+	s = inspWait(t, "tui", "the attached UI with the backlog", inspHas("contextd inspect | intercept off", "tools/list", "everything-inspect"))
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) != 24 {
 		t.Errorf("the UI drew %d lines in a 24-line pane:\n%s", len(lines), s)
@@ -146,7 +162,7 @@ func TestInspectTmux(t *testing.T) {
 
 	// m: the editor changes the argument, and the call goes on as edited.
 	inspKeys(t, "tui", "n", "m")
-	a := w.wait("the edited call", answer)
+	a := inspAnswer(t, w, "tui", "the edited call", answer)
 	r := w.resultOK("echo", a)
 	if got := strings.TrimSpace(r.Text()); got != "Echo: words from the inspector" {
 		t.Fatalf("the server received something else than the edited call: %q", got)
@@ -159,7 +175,7 @@ func TestInspectTmux(t *testing.T) {
 	answer = w.send(map[string]any{"op": "call", "name": "echo", "arguments": map[string]any{"message": "second call"}})
 	inspWait(t, "tui", "the second held call", inspHas("1 HELD", "second call"))
 	inspKeys(t, "tui", "n", "f")
-	r = w.resultOK("echo", w.wait("the forwarded call", answer))
+	r = w.resultOK("echo", inspAnswer(t, w, "tui", "the forwarded call", answer))
 	if got := strings.TrimSpace(r.Text()); got != "Echo: second call" {
 		t.Fatalf("the forwarded call: %q", got)
 	}
@@ -211,7 +227,7 @@ func TestInspectTmux(t *testing.T) {
 	inspWait(t, "tui", "inspect to exit", inspHas("inspect exited 0"))
 
 	w.close()
-	id, _ := newestSession(t, "everything-inspect", everythingEntry(t))
+	id := endedSession(t, "everything-inspect", everythingEntry(t))
 	rec := exportRecord(t, id)
 	checkRecord(t, rec)
 	found := false

@@ -179,6 +179,7 @@ func startWrap(t *testing.T, name string, vars []string, server ...string) *wrap
 	if err != nil {
 		t.Fatal(err)
 	}
+	started := time.Now()
 	if err := w.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -224,6 +225,7 @@ func startWrap(t *testing.T, name string, vars []string, server ...string) *wrap
 			t.Fatalf("wrap %s: no initialize: %+v\nstderr:\n%s", name, a, w.stderr.String())
 		}
 		w.hello = a
+		t.Logf("wrap %s: initialized in %s", name, time.Since(started).Round(time.Millisecond))
 	case <-time.After(90 * time.Second):
 		t.Fatalf("wrap %s: not initialized in 90 s; stderr:\n%s", name, w.stderr.String())
 	}
@@ -299,14 +301,23 @@ func (w *wrapSession) resultOK(tool string, a wrapAnswer) toolResult {
 // close ends the client's input and waits for it (and so the wrap, and the
 // server behind it) to exit.
 func (w *wrapSession) close() {
+	w.mu.Lock()
+	if w.cmd.ProcessState != nil {
+		w.mu.Unlock()
+		return
+	}
+	w.mu.Unlock()
+	start := time.Now()
 	w.stdin.Close()
 	select {
 	case <-w.exited:
 	case <-time.After(60 * time.Second):
+		w.t.Errorf("wrap %s: the client did not exit within 60 s of its input ending; killed", w.name)
 		w.cmd.Process.Kill()
 		<-w.exited
 	}
 	w.cmd.Wait()
+	w.t.Logf("wrap %s: closed in %s", w.name, time.Since(start).Round(time.Millisecond))
 }
 
 // wrapRecord is a session record as `contextd mcp sessions export --format
@@ -368,6 +379,25 @@ func newestSession(t *testing.T, name, target string) (id, state string) {
 	}
 	t.Fatalf("no session of %s (%s) in mcp sessions list:\n%s", name, target, r.stdout)
 	return "", ""
+}
+
+// endedSession waits for the newest session of name (or target) to end (the
+// daemon ends it once the client has closed and the server exited) and
+// returns its id.
+func endedSession(t *testing.T, name, target string) string {
+	t.Helper()
+	var id, state string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		id, state = newestSession(t, name, target)
+		if state == "ended" {
+			return id
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s of %s: state %q 30 s after the client closed, want ended", id, name, state)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // exportRecord exports a session as JSON and decodes it.
@@ -677,10 +707,7 @@ func TestWrapEverything(t *testing.T) {
 		}
 	}
 
-	id, state := newestSession(t, "everything", entry)
-	if state != "ended" {
-		t.Errorf("session %s: state %q after the client closed, want ended", id, state)
-	}
+	id := endedSession(t, "everything", entry)
 	rec := exportRecord(t, id)
 	if rec.Format != "contextd-mcp-session" || (rec.Session.Server != "everything" && !strings.Contains(rec.Session.Server, entry)) || rec.Session.Ended == nil {
 		t.Errorf("record header: %+v", rec.Session)
@@ -883,7 +910,7 @@ func TestWrapConcurrentStream(t *testing.T) {
 	w.callOK("call", "toggle-subscriber-updates", nil)
 	w.close()
 
-	id, _ := newestSession(t, "everything-stream", everythingEntry(t))
+	id := endedSession(t, "everything-stream", everythingEntry(t))
 	calls := checkRecord(t, exportRecord(t, id))
 	if calls["echo"] != 30 || calls["trigger-sampling-request"] != 3 {
 		t.Errorf("tools/call in the record: %v", calls)

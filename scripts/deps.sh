@@ -11,6 +11,12 @@ set -euo pipefail
 # ca-certificates: the Go module proxy. tmux: the e2e test of `contextd inspect`
 # drives its terminal UI in a tmux pane.
 pkgs=(systemd dbus-user-session gcc libc6-dev pkg-config libseccomp-dev util-linux passwd procps bubblewrap git ca-certificates tmux)
+# The Debian package and its apt repository (make deb apt-repo, e2e TestApt):
+# dpkg-dev (dpkg-shlibdeps, dpkg-parsechangelog; binutils' readelf), lintian,
+# apt-utils (apt-ftparchive), gnupg (signing key, gpgv), gzip; and what the
+# packaging generator's tests render and complete with: man-db (man -l),
+# bash-completion, zsh, fish. (nfpm comes from the Go module proxy: make nfpm.)
+pkgs+=(dpkg-dev binutils lintian apt-utils gnupg gpgv gzip man-db bash-completion zsh fish)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -18,7 +18,7 @@
 //   {"op": "stats"}                                       what the server sent: {"stats": {...}}
 //   {"op": "sleep", "ms": N}                              {"slept": N}
 // A JSON-RPC error answer is {"error": {"code", "message"}}; a failure of the
-// client itself (a result that breaks the tool's output schema, a timeout) is
+// client itself (a result that breaks the tool's output schema) is
 // {"fail": message}. Every answer has "ms", the time from start to answer.
 // When stdin ends it waits for what is running, closes, and exits.
 import { createInterface } from 'node:readline';
@@ -39,6 +39,7 @@ const out = (v) => process.stdout.write(JSON.stringify(v) + '\n');
 const stats = { requests: {}, notifications: {} };
 const count = (kind, method) => { stats[kind][method] = (stats[kind][method] || 0) + 1; };
 
+const taskStore = new InMemoryTaskStore();
 const client = new Client({ name: 'contextd-e2e-wrap', version: '1.0.0' }, {
   capabilities: {
     roots: { listChanged: true },
@@ -46,7 +47,7 @@ const client = new Client({ name: 'contextd-e2e-wrap', version: '1.0.0' }, {
     elicitation: { form: {}, url: {} },
     tasks: { list: {}, cancel: {}, requests: { sampling: { createMessage: {} }, elicitation: { create: {} } } },
   },
-  taskStore: new InMemoryTaskStore(),
+  taskStore,
 });
 client.fallbackNotificationHandler = async (n) => count('notifications', n.method);
 
@@ -162,7 +163,7 @@ async function answer(line) {
   try {
     a = await run(req);
   } catch (e) {
-    a = e instanceof McpError && e.code !== -32001 ? { error: { code: e.code, message: e.message } } : { fail: String(e && e.message || e) };
+    a = e instanceof McpError ? { error: { code: e.code, message: e.message } } : { fail: String(e && e.message || e) };
   }
   out({ tag: req.tag, ...a, ms: Date.now() - start });
 }
@@ -182,6 +183,10 @@ try {
   }
   await Promise.all(running);
   await client.close();
+  // The task store keeps a timer per task for its time to live (minutes);
+  // nothing is left to serve.
+  taskStore.cleanup();
+  process.exit(0);
 } catch (e) {
   process.stderr.write(`wrapclient.mjs: ${e.stack || e}\n`);
   process.exit(1);

@@ -3,7 +3,7 @@ package jsonrpc
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/contextd/contextd/catalog"
@@ -42,20 +42,44 @@ var envelopeKeys = [...]string{"jsonrpc", "id", "method", "params", "result", "e
 // servers match exactly: {"method":"a","Method":"b"} would be "a" to one and "b"
 // to the other. A key that folds to an envelope key without being it is
 // therefore refused, as are duplicates, so every reader sees one method and id.
-func envelopeKey(name string) int {
+func envelopeKey(name []byte) int {
 	for i, k := range envelopeKeys {
-		if name == k {
+		if string(name) == k {
 			return i
 		}
 	}
 	if len(name) <= 3*len("jsonrpc") { // folded letters take at most 3 bytes each
 		for _, k := range envelopeKeys {
-			if strings.EqualFold(name, k) {
+			if foldEqual(name, k) {
 				return keyFolded
 			}
 		}
 	}
 	return keyOther
+}
+
+// foldEqual is strings.EqualFold for a key read from the message, without
+// converting it to a string.
+func foldEqual(name []byte, key string) bool {
+	for _, r := range key {
+		if len(name) == 0 {
+			return false
+		}
+		c, n := utf8.DecodeRune(name)
+		name = name[n:]
+		if c == r {
+			continue
+		}
+		// Walk r's case-folding orbit (as strings.EqualFold does).
+		f := unicode.SimpleFold(r)
+		for f != r && f != c {
+			f = unicode.SimpleFold(f)
+		}
+		if f != c {
+			return false
+		}
+	}
+	return len(name) == 0
 }
 
 // Classify reads a message's envelope: the jsonrpc version, id, method, the
@@ -348,11 +372,11 @@ func (s *scanner) member(at, end int, key string) (int, int, error) {
 			return -1, -1, err
 		}
 		switch {
-		case name == key && found >= 0:
+		case string(name) == key && found >= 0:
 			return -1, -1, fmt.Errorf("%w: duplicate key params.%s at offset %d", ErrInvalid, key, v)
-		case name == key:
+		case string(name) == key:
 			found, foundEnd = v, sub.i
-		case len(name) <= 3*len(key) && strings.EqualFold(name, key):
+		case len(name) <= 3*len(key) && foldEqual(name, key):
 			return -1, -1, fmt.Errorf("%w: a key differs from params.%s only in letter case at offset %d", ErrInvalid, key, v)
 		}
 		sub.ws()
@@ -387,22 +411,27 @@ func (s *scanner) ws() {
 	}
 }
 
-// key reads an object key and the colon after it, returning the key decoded.
-func (s *scanner) key() (string, error) {
+// key reads an object key and the colon after it, returning the key decoded
+// (without copying when it holds no escapes).
+func (s *scanner) key() ([]byte, error) {
 	if s.i >= len(s.b) || s.b[s.i] != '"' {
-		return "", s.fail("expected a key")
+		return nil, s.fail("expected a key")
 	}
 	start, end, esc, err := s.str()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	name, err := s.decode(start, end, esc)
-	if err != nil {
-		return "", err
+	name := s.b[start:end]
+	if esc {
+		v, err := s.decode(start, end, esc)
+		if err != nil {
+			return nil, err
+		}
+		name = []byte(v)
 	}
 	s.ws()
 	if s.i >= len(s.b) || s.b[s.i] != ':' {
-		return "", s.fail("expected :")
+		return nil, s.fail("expected :")
 	}
 	s.i++
 	return name, nil

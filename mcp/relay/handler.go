@@ -34,13 +34,17 @@ type Verdict struct {
 // Handler decides the fate of every message. It may block (a message held for
 // the user); it must return when ctx is done. An error blocks the message: the
 // relay drops it and, for a request, answers the sender with a JSON-RPC error
-// (fail closed).
+// (fail closed); a response is replaced by a JSON-RPC error response to the
+// requester. The error's text goes into that JSON-RPC error, so it must not
+// quote the message's content. A Modify's Raw and a Reply must be valid
+// JSON-RPC: the relay checks them, and fails closed when they are not.
 type Handler interface {
 	Handle(ctx context.Context, m *jsonrpc.Message) (Verdict, error)
 }
 
-// Observer sees every message after its verdict, in Seq order per direction.
-// It must not block for long: it runs on the forward loop.
+// Observer sees every message after its verdict, in Seq order per direction,
+// and a response after the request it answers. It must not block for long: it
+// runs on the forward loop.
 type Observer interface {
 	Observe(m *jsonrpc.Message, v Verdict, err error)
 }

@@ -160,7 +160,18 @@ type relay struct {
 	draining  atomic.Bool
 	drained   chan struct{}
 	drainOnce sync.Once
+
+	// Observation order: each loop observes its own direction in Seq order;
+	// a response additionally waits until its request has been observed.
+	obsMu    sync.Mutex
+	observed [3]uint64     // the last Seq observed, by Direction
+	wake     chan struct{} // closed at the next observation, when someone waits
 }
+
+// maxObserveWait bounds how long a response's observation waits for its
+// request's: only as long as the other loop takes from writing the request
+// to observing it, unless the Observer itself is slow.
+const maxObserveWait = time.Second
 
 // side is one peer's connection; its mutex keeps the two loops' writes to it
 // (a forwarded message, a reply) whole and in order.
@@ -207,8 +218,49 @@ func (r *relay) loop(ctx context.Context, dir jsonrpc.Direction, src, dst *side)
 }
 
 func (r *relay) observe(m *jsonrpc.Message, v Verdict, err error) {
-	if r.opts.Observer != nil {
-		r.opts.Observer.Observe(m, v, err)
+	if r.opts.Observer == nil {
+		return
+	}
+	if m.Corr != 0 && m.Corr != m.Seq {
+		r.awaitObserved(m.Dir.Reverse(), m.Corr)
+	}
+	r.opts.Observer.Observe(m, v, err)
+	r.obsMu.Lock()
+	r.observed[m.Dir] = m.Seq
+	if r.wake != nil {
+		close(r.wake)
+		r.wake = nil
+	}
+	r.obsMu.Unlock()
+}
+
+// awaitObserved waits until the message seq that travelled dir has been
+// observed, so that an Observer sees a request before its response even
+// though the two directions are observed by different loops. The response can
+// only have been read after the request was written, so the wait is short.
+func (r *relay) awaitObserved(dir jsonrpc.Direction, seq uint64) {
+	var deadline <-chan time.Time
+	for {
+		r.obsMu.Lock()
+		if r.observed[dir] >= seq {
+			r.obsMu.Unlock()
+			return
+		}
+		if r.wake == nil {
+			r.wake = make(chan struct{})
+		}
+		wake := r.wake
+		r.obsMu.Unlock()
+		if deadline == nil {
+			t := time.NewTimer(maxObserveWait)
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-wake:
+		case <-deadline:
+			return
+		}
 	}
 }
 
@@ -243,7 +295,8 @@ func (r *relay) handle(ctx context.Context, dir jsonrpc.Direction, src, dst *sid
 	return r.deliver(ctx, m, v, herr, src, dst)
 }
 
-// deliver writes per the verdict, then shows the message to the Observer.
+// deliver writes per the verdict, then shows the message to the Observer
+// (a response only once its request has been shown).
 func (r *relay) deliver(ctx context.Context, m *jsonrpc.Message, v Verdict, why error, src, dst *side) error {
 	var err error
 	switch v.Action {

@@ -78,7 +78,9 @@ func TestStreamableHTTP(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond) // let the handler attach the stream
 			server.AddTool(&mcp.Tool{Name: "late", Description: "Added later.", InputSchema: map[string]any{"type": "object"}},
-				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					return &mcp.CallToolResult{}, nil
+				})
 			readKind(t, c, jsonrpc.KindNotification, "notifications/tools/list_changed")
 
 			if err := c.Close(); err != nil {
@@ -324,5 +326,34 @@ func TestLegacySSERefusesForeignEndpoint(t *testing.T) {
 	defer cancel()
 	if _, err := NewSSE(ctx, ts2.URL, nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("NewSSE without an endpoint: %v", err)
+	}
+}
+
+// TestStreamableStateless: a server without sessions; its GET answers 405,
+// and the transport stops asking.
+func TestStreamableStateless(t *testing.T) {
+	server := newSDKServer()
+	var rec seen
+	ts := httptest.NewServer(rec.wrap(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{Stateless: true})))
+	defer ts.Close()
+	c, err := NewStreamableHTTP(ts.URL, &HTTPOptions{ReconnectDelay: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	session(t, c, "2025-06-18", false)
+	time.Sleep(200 * time.Millisecond) // room for retries, were there any
+	gets := 0
+	for _, r := range rec.all() {
+		if r.Method == http.MethodGet {
+			gets++
+		}
+		if r.Header.Get(hSession) != "" {
+			t.Errorf("%s sent a session id to a server that gave none", r.Method)
+		}
+	}
+	if gets != 1 {
+		t.Errorf("%d GETs, want 1 (answered 405)", gets)
 	}
 }

@@ -56,6 +56,9 @@ func (s *sseReader) line() ([]byte, error) {
 			s.skipLF = false
 		}
 		if i := bytes.IndexAny(s.buf[s.start:s.end], "\r\n"); i >= 0 {
+			if i > s.max+64 {
+				return nil, s.tooLong()
+			}
 			line := s.buf[s.start : s.start+i]
 			s.skipLF = s.buf[s.start+i] == '\r'
 			s.start += i + 1
@@ -64,8 +67,8 @@ func (s *sseReader) line() ([]byte, error) {
 		if s.err != nil {
 			return nil, s.err
 		}
-		if s.end-s.start > s.max+64 { // a field name and its colon on top of the data
-			return nil, fmt.Errorf("%w: event stream line (limit %d bytes)", jsonrpc.ErrTooLarge, s.max)
+		if s.end-s.start > s.max+64 {
+			return nil, s.tooLong()
 		}
 		if s.start > 0 {
 			s.end = copy(s.buf, s.buf[s.start:s.end])
@@ -82,6 +85,12 @@ func (s *sseReader) line() ([]byte, error) {
 			s.err = err
 		}
 	}
+}
+
+// tooLong reports a line longer than an event's data may be, plus room for a
+// field name and its colon.
+func (s *sseReader) tooLong() error {
+	return fmt.Errorf("%w: event stream line (limit %d bytes)", jsonrpc.ErrTooLarge, s.max)
 }
 
 // next returns the next event that carries data. At the end of the stream it

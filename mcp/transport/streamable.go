@@ -38,6 +38,11 @@ const (
 // notifications/initialized has been accepted, a GET stream is opened for
 // messages the server sends on its own, unless the server answers 405.
 //
+// The official Go SDK's client transports are not used here: they decode each
+// message and encode it again, which would lose unknown fields and change
+// spellings; the relay forwards bytes exactly. (The SDK's servers are what the
+// tests run against.)
+//
 // When a request's answer cannot come (the server is unreachable, answers an
 // HTTP error without a JSON-RPC one, or its stream ends early and cannot be
 // resumed), Read returns a JSON-RPC error response for it instead, so the

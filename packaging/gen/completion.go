@@ -131,7 +131,10 @@ func proxyModel() ([]compCmd, error) {
 		}
 		for _, f := range cli.ToolFlags(s.Name) {
 			p := props[f.Key]
-			cf := compFlag{Name: f.Name, Help: p.Description, TakesValue: f.TakesValue, Repeatable: f.Repeatable, Values: p.Enum}
+			cf := compFlag{Name: f.Name, Help: p.Description, TakesValue: f.TakesValue, Repeatable: f.Repeatable}
+			if f.TakesValue {
+				cf.Values = p.Enum // a switch (--global) sets one of them itself
+			}
 			if f.Key == "cwd" {
 				cf.Arg = argDir
 			}

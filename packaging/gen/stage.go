@@ -22,9 +22,9 @@ import (
 
 // StageOptions says what Stage builds the package tree from.
 type StageOptions struct {
-	Out      string    // the package tree's root; must not exist or be empty
-	Upstream string    // upstream version, as the binaries report it
-	Revision string    // Debian revision; "" means "1"
+	Out      string // the package tree's root; must not exist or be empty
+	Upstream string // upstream version, as the binaries report it
+	Revision string // Debian revision; "" means "1"
 	// BinDir holds the built programs, each packaged as /usr/bin/<name>; it
 	// must hold contextd and contextd-proxy.
 	BinDir   string
@@ -34,15 +34,15 @@ type StageOptions struct {
 
 // Paths inside the package, relative to its root.
 const (
-	binDir        = "usr/bin"
-	userUnitDir   = "usr/lib/systemd/user"
-	profileDir    = "usr/share/contextd/profiles"
-	docDir        = "usr/share/doc/contextd"
-	manDir        = "usr/share/man/man1"
-	bashCompDir   = "usr/share/bash-completion/completions"
-	zshCompDir    = "usr/share/zsh/vendor-completions"
-	fishCompDir   = "usr/share/fish/vendor_completions.d"
-	installedExec = "/usr/bin/contextd"
+	binDir           = "usr/bin"
+	userUnitDir      = "usr/lib/systemd/user"
+	profileDir       = "usr/share/contextd/profiles"
+	docDir           = "usr/share/doc/contextd"
+	manDir           = "usr/share/man/man1"
+	bashCompDir      = "usr/share/bash-completion/completions"
+	zshCompDir       = "usr/share/zsh/vendor-completions"
+	fishCompDir      = "usr/share/fish/vendor_completions.d"
+	installedExec    = "/usr/bin/contextd"
 	lintianOverrides = "usr/share/lintian/overrides/contextd"
 )
 
@@ -61,8 +61,8 @@ func Stage(o *StageOptions) error {
 	if rev == "" {
 		rev = "1"
 	}
-	if !upstreamChars.MatchString(rev) || strings.Contains(rev, "~~") {
-		return fmt.Errorf("Debian revision %q: digits, letters, . + ~ only, a digit first: %w", rev, catalog.ErrBadInput)
+	if !upstreamChars.MatchString(rev) {
+		return fmt.Errorf("the Debian revision %q must start with a digit and hold only 0-9 A-Z a-z . + ~: %w", rev, catalog.ErrBadInput)
 	}
 	when := o.Time
 	if when.IsZero() {
@@ -202,33 +202,44 @@ func packagedUnits() ([]systemd.Unit, error) {
 // report its version, and the proxy, which starts on every tool call, is
 // static and links no cobra.
 func checkBinaries(contextd, proxy, version string) error {
-	for _, c := range []struct {
-		bin  string
-		args []string
-		want string
-	}{
-		{contextd, []string{"--version"}, "contextd version " + version + "\n"},
-		{proxy, []string{"version"}, "contextd-proxy " + version + "\n"},
-	} {
-		cmd := exec.CommandContext(context.Background(), c.bin, c.args...)
-		cmd.Env = []string{"PATH=/usr/bin:/bin"}
-		out, err := cmd.Output()
-		if err != nil {
-			return fmt.Errorf("%s %s: %v: %w", c.bin, strings.Join(c.args, " "), err, catalog.ErrBadInput)
-		}
-		if string(out) != c.want {
-			return fmt.Errorf("%s reports %q, the package is %q (build it with the Makefile's LDFLAGS and VERSION=%s): %w",
-				c.bin, strings.TrimSpace(string(out)), version, version, catalog.ErrBadInput)
-		}
+	if err := checkVersion(contextd, []string{"--version"}, "contextd version "+version); err != nil {
+		return err
 	}
+	if err := checkVersion(proxy, []string{"version"}, "contextd-proxy "+version); err != nil {
+		return err
+	}
+	return checkStaticProxy(proxy)
+}
+
+// checkVersion runs bin with args and wants exactly the line want.
+func checkVersion(bin string, args []string, want string) error {
+	cmd := exec.CommandContext(context.Background(), bin, args...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("%s %s: %v: %w", bin, strings.Join(args, " "), err, catalog.ErrBadInput)
+	}
+	if got := strings.TrimSuffix(string(out), "\n"); got != want {
+		return fmt.Errorf("%s prints %q, want %q (build it with the Makefile's LDFLAGS and VERSION set to the package's): %w",
+			bin, got, want, catalog.ErrBadInput)
+	}
+	return nil
+}
+
+// checkStaticProxy: built without cgo and without cobra.
+func checkStaticProxy(proxy string) error {
 	info, err := buildinfo.ReadFile(proxy)
 	if err != nil {
 		return fmt.Errorf("%s: no Go build information: %v: %w", proxy, err, catalog.ErrBadInput)
 	}
+	static := false
 	for _, s := range info.Settings {
-		if s.Key == "CGO_ENABLED" && s.Value != "0" {
-			return fmt.Errorf("%s was built with cgo; build it with CGO_ENABLED=0 (static): %w", proxy, catalog.ErrBadInput)
+		if s.Key == "CGO_ENABLED" {
+			static = s.Value == "0"
 		}
+	}
+	if !static {
+		return fmt.Errorf("%s was built with cgo; build it with CGO_ENABLED=0 (static): %w", proxy, catalog.ErrBadInput)
 	}
 	for _, d := range info.Deps {
 		if d.Path == "github.com/spf13/cobra" {

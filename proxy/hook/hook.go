@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/proxy/client"
 	"github.com/contextd/contextd/proxy/install"
 	"github.com/contextd/contextd/toolspec"
@@ -277,13 +278,19 @@ func daemonProblem(ctx context.Context, o Options) string {
 	defer cancel()
 	conn, err := client.Dial(sock)
 	if err != nil {
-		return oneLine(err.Error())
+		return reason(err)
 	}
 	defer conn.Close()
 	if _, err := conn.Status(ctx); err != nil && ctx.Err() == nil {
-		return oneLine(err.Error())
+		return reason(err)
 	}
 	return ""
+}
+
+// reason is a catalog error's message without the class name at its end (the
+// line already says "not reachable").
+func reason(err error) string {
+	return oneLine(strings.TrimSuffix(err.Error(), ": "+catalog.ClassOf(err).Name))
 }
 
 // drain reads what is left of the input, for at most d, so that the writer

@@ -342,8 +342,11 @@ func TestSearchPathIsTheDaemons(t *testing.T) {
 	}
 }
 
-// The daemon accepts the [hook] table the hook reads.
+// The daemon accepts the [hook] table the hook reads, with the same default.
 func TestDaemonAcceptsHookTable(t *testing.T) {
+	if d := config.Default().Hook.Blocked; !slices.Equal(d, DefaultBlocked) {
+		t.Errorf("daemon's default %v, hook's %v", d, DefaultBlocked)
+	}
 	c, err := config.Parse([]byte("[hook]\nblocked = [\"Bash\", \"WebFetch\"]\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -418,8 +421,9 @@ func TestInputShapes(t *testing.T) {
 // repeat is an io.Reader of n copies of c, so that huge inputs cost no memory
 // in the test.
 type repeat struct {
-	c byte
-	n int64
+	c     byte
+	n     int64
+	block []byte
 }
 
 func (r *repeat) Read(p []byte) (int, error) {
@@ -429,11 +433,15 @@ func (r *repeat) Read(p []byte) (int, error) {
 	if int64(len(p)) > r.n {
 		p = p[:r.n]
 	}
-	for i := range p {
-		p[i] = r.c
+	if len(r.block) == 0 {
+		r.block = bytes.Repeat([]byte{r.c}, 64<<10)
 	}
-	r.n -= int64(len(p))
-	return len(p), nil
+	n := 0
+	for n < len(p) {
+		n += copy(p[n:], r.block)
+	}
+	r.n -= int64(n)
+	return n, nil
 }
 
 // A Write of a 256 MiB file: decided from the members before tool_input,
@@ -443,7 +451,7 @@ func TestHugeInput(t *testing.T) {
 	sock := startDaemon(t)
 	const size = 256 << 20
 	huge := func(prefix string) io.Reader {
-		return io.MultiReader(strings.NewReader(prefix), &repeat{'a', size}, strings.NewReader(`"}}`))
+		return io.MultiReader(strings.NewReader(prefix), &repeat{c: 'a', n: size}, strings.NewReader(`"}}`))
 	}
 	var before, after runtime.MemStats
 	runtime.GC()

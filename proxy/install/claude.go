@@ -37,14 +37,15 @@ and is cut to a token budget.
   read a file, ` + "`mcp__contextd__safe_write`" + ` to write one (read it first, then write
   its whole new content). A hook refuses the built-in Bash, Read, Write, Edit,
   MultiEdit, NotebookEdit, Grep and Glob.
-- A long result ends with a continuation reference: call the same tool with it
-  (` + "`--continue REF`" + `) for the next part instead of running the command again.
+- A long result ends with a continuation reference: pass it to
+  ` + "`mcp__contextd__continue`" + ` for the next part instead of running the command again.
+- Placeholders such as ` + "`[REDACTED:rule:1]`" + ` stand for secrets: write them back
+  unchanged and contextd puts the real values in the file.
 - Keep what you learn and where you are: ` + "`memory_search`/`memory_store`" + `,
   ` + "`checkpoint_save`/`checkpoint_restore`" + `; ` + "`branch`/`return`" + ` for a side task
   with its own token budget.
-- Outside MCP the same tools are commands: ` + "`" + t + `/safe_bash/safe_bash 'go test ./...'` + "`" + `.
-  Placeholders such as ` + "`[REDACTED:rule:1]`" + ` stand for secrets; write them back
-  unchanged and contextd restores the real values.
+- For scripts and people the same tools are commands (` + "`--continue REF`" + ` pages):
+  ` + "`" + t + `/safe_bash/safe_bash 'go test ./...'` + "`" + `.
 ` + SectionEnd + "\n"
 }
 

@@ -9,7 +9,6 @@ package install
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -611,10 +610,6 @@ func nest(path []string, val []byte) []byte {
 	}
 	return out
 }
-
-// errNotContainer says a value on the way to our entry is not an object (or,
-// for the last step of an append, not an array).
-var errNotContainer = errors.New("not a container")
 
 // walk follows path from root through objects and returns the deepest node
 // reached and how many keys of path it consumed.

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/contextd/contextd/daemon/config"
@@ -29,7 +30,7 @@ func memorySearchCheck(ctx context.Context, cfg *config.Config, cfgErr error) sa
 	}
 	dims, took, err := e.Probe(ctx)
 	if err != nil {
-		c.Detail += ": the probe failed: " + err.Error()
+		c.Detail += ": the probe failed: " + strings.TrimPrefix(err.Error(), e.String()+": ")
 		c.Fix = "until the endpoint answers, memories are stored and searched by their words only, with a warning; " +
 			"check that it runs and serves the model, and [store] embed_* in the configuration (docs/config.md)"
 		return c
