@@ -8,7 +8,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
+	"os"
 	"log/slog"
 	"sync"
 	"time"
@@ -21,10 +21,11 @@ import (
 const Profile = "mcp-server"
 
 // process is an MCP server running in the sandbox, seen through its stdin and
-// stdout.
+// stdout: the two pipes are the server's own descriptors, so a message
+// crosses no copying goroutine between the relay and the server.
 type process struct {
-	stdin  *io.PipeWriter // the relay writes the client's messages here
-	stdout *io.PipeReader // and reads the server's from here
+	stdin  *os.File // the relay writes the client's messages here
+	stdout *os.File // and reads the server's from here
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -34,29 +35,33 @@ type process struct {
 
 // launch starts spec (Exec mode) under r in the background. The process runs
 // until it exits, its stdin is closed and it exits, or stop is called.
-func launch(ctx context.Context, r runner.Runner, spec runner.Spec, log *slog.Logger, scrub func([]byte) []byte) *process {
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
+func launch(ctx context.Context, r runner.Runner, spec runner.Spec, log *slog.Logger, scrub func([]byte) []byte) (*process, error) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("pipe: %v: %w", err, catalog.ErrSandbox)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, fmt.Errorf("pipe: %v: %w", err, catalog.ErrSandbox)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	p := &process{stdin: inW, stdout: outR, cancel: cancel, done: make(chan struct{})}
 	spec.Tool = Profile
 	spec.Mode = runner.Exec
-	spec.Input = inR
-	spec.Output = outW
+	spec.Input = inR      // the runner owns and closes it
+	spec.OutputFile = outW // likewise
 	spec.Stderr = &stderrLog{log: log, scrub: scrub}
 	go func() {
 		defer close(p.done)
 		p.exit, p.err = r.Run(ctx, spec)
-		// The relay sees the server's stdout end; the runner's stdin copier
-		// (blocked reading inR) is let go.
-		if p.err != nil {
-			outW.CloseWithError(p.err)
-		} else {
-			outW.Close()
-		}
-		inR.CloseWithError(io.ErrClosedPipe)
+		// Should the runner have failed before handing them to the
+		// process, its ends are closed here; closing twice is harmless.
+		inR.Close()
+		outW.Close()
 	}()
-	return p
+	return p, nil
 }
 
 // stop ends the server: its stdin is closed (a well-behaved server exits on

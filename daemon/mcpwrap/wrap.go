@@ -168,7 +168,10 @@ func (w *Wrapper) start(ctx context.Context, req *lite.Wrap, sessionID string) (
 			Network:   sc.Network,
 			Limits:    runner.Limits{MemoryMax: uint64(sc.MemoryMax), TasksMax: sc.TasksMax},
 		}
-		s.proc = launch(context.WithoutCancel(ctx), w.d.Runner, spec, s.log, eng.Redact)
+		if s.proc, err = launch(context.WithoutCancel(ctx), w.d.Runner, spec, s.log, eng.Redact); err != nil {
+			rec.Close()
+			return nil, err
+		}
 		s.server = transport.NewStdio(s.proc.stdout, s.proc.stdin, &transport.StdioOptions{MaxMessage: cfg.MCP.MaxMessageBytes})
 		s.sandbox = &lite.Sandbox{Namespaces: true, Seccomp: "embedded:" + Profile + ".json", Network: sc.Network}
 		if sc.Network {

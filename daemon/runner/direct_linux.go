@@ -81,6 +81,13 @@ func (d Direct) Run(ctx context.Context, s Spec) (Exit, error) {
 	if s.Input != nil {
 		cmd.Stdin = s.Input
 	}
+	if s.OutputFile != nil {
+		cmd.Stdout = s.OutputFile
+		if s.Stderr == nil {
+			cmd.Stderr = s.OutputFile
+		}
+		defer s.OutputFile.Close()
+	}
 	if err := cmd.Start(); err != nil {
 		w.Close()
 		return Exit{}, fmt.Errorf("start %s: %v: %w", s.Path, err, catalog.ErrLaunch)

@@ -7,6 +7,7 @@ package runner
 import (
 	"context"
 	"io"
+	"os"
 	"time"
 )
 
@@ -35,8 +36,14 @@ type Spec struct {
 	// Input, when set, is streamed to the process's standard input instead of
 	// Stdin, for processes that converse (an MCP server). The runner closes the
 	// process's stdin when Input reports EOF; the caller must make Input end
-	// (close it) once Run returns, or the copying goroutine stays blocked.
+	// (close it) once Run returns, or the copying goroutine stays blocked. An
+	// *os.File (a pipe's read end) becomes the process's stdin itself, with
+	// no copying; the runner then owns and closes it.
 	Input io.Reader
+	// OutputFile, when set, is the process's stdout itself (a pipe's write
+	// end the caller reads): no copying, and Output is not used for stdout.
+	// The runner owns and closes it.
+	OutputFile *os.File
 
 	// Workspace is the directory the process may write (and the only part of
 	// $HOME it sees); Home is hidden.

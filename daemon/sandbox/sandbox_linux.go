@@ -90,7 +90,11 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 	// Descriptors: stdin carries Spec.Stdin; stdout (and stderr, unless asked
 	// separately) come back on pipes read here.
 	var stdin *os.File
-	if s.Input != nil {
+	if f, ok := s.Input.(*os.File); ok {
+		// A pipe's read end: the process reads it directly, with no copy
+		// in between (an MCP server's every message crosses here).
+		stdin = f
+	} else if s.Input != nil {
 		stdin, err = streamFile(s.Input)
 	} else {
 		stdin, err = inputFile(s.Stdin)
@@ -99,15 +103,20 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 		return ex, err
 	}
 	defer stdin.Close()
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return ex, fmt.Errorf("pipe: %v: %w", err, catalog.ErrSandbox)
+	var outR, outW *os.File
+	if s.OutputFile != nil {
+		// The caller reads the process's stdout itself, from its own pipe.
+		outW = s.OutputFile
+	} else {
+		if outR, outW, err = os.Pipe(); err != nil {
+			return ex, fmt.Errorf("pipe: %v: %w", err, catalog.ErrSandbox)
+		}
+		defer outR.Close()
+		// A larger pipe lets a tool with a large output write it in fewer
+		// rounds of wake-ups (the default is 64 KiB). Best effort: the limit
+		// for unprivileged users (/proc/sys/fs/pipe-max-size) may be lower.
+		unix.FcntlInt(outW.Fd(), unix.F_SETPIPE_SZ, 1<<20)
 	}
-	defer outR.Close()
-	// A larger pipe lets a tool with a large output write it in fewer
-	// rounds of wake-ups (the default is 64 KiB). Best effort: the limit
-	// for unprivileged users (/proc/sys/fs/pipe-max-size) may be lower.
-	unix.FcntlInt(outW.Fd(), unix.F_SETPIPE_SZ, 1<<20)
 	errW := outW
 	var errR *os.File
 	if s.Stderr != nil {
@@ -185,8 +194,10 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 		// dst (the frame decoder, the response pipe).
 		io.CopyBuffer(dst, onlyReader{src}, make([]byte, 256<<10))
 	}
-	copies.Add(1)
-	go copyOut(s.Output, outR)
+	if outR != nil {
+		copies.Add(1)
+		go copyOut(s.Output, outR)
+	}
 	if errR != nil {
 		copies.Add(1)
 		go copyOut(s.Stderr, errR)
@@ -223,7 +234,9 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 		w = <-done
 	}
 	deadline := time.Now().Add(drainGrace)
-	outR.SetReadDeadline(deadline)
+	if outR != nil {
+		outR.SetReadDeadline(deadline)
+	}
 	if errR != nil {
 		errR.SetReadDeadline(deadline)
 	}
