@@ -293,10 +293,15 @@ func TestAgentClaudeCodeConnects(t *testing.T) {
 	r := runAs(t, proj, vars, "", "claude", "--version")
 	mustCode(t, r, 0)
 	mustContain(t, "claude --version", r.stdout, "2.1.330")
+	// Claude Code keeps local registrations in ~/.claude.json by project path:
+	// one left by an earlier run that stopped half-way is not this run's.
+	forget := func() { runAs(t, proj, vars, "", "claude", "mcp", "remove", "--scope", "local", "contextd") }
+	forget()
+	t.Cleanup(forget)
 
 	r = runAs(t, proj, vars, "", proxy, "install", "--agent", "claude")
 	mustCode(t, r, 0)
-	mustContain(t, "install's report", r.stdout, "claude mcp (local scope)", "registered contextd")
+	mustContain(t, "install", r.String(), "claude mcp (local scope)", "registered contextd")
 
 	start := time.Now()
 	r = runAs(t, proj, vars, "", "claude", "mcp", "list")
@@ -313,11 +318,11 @@ func TestAgentClaudeCodeConnects(t *testing.T) {
 	// A second install sees the registration and leaves it.
 	r = runAs(t, proj, vars, "", proxy, "install", "--agent", "claude")
 	mustCode(t, r, 0)
-	mustContain(t, "second install", r.stdout, "claude mcp (local scope)     unchanged")
+	mustContain(t, "second install", r.String(), "claude mcp (local scope)     unchanged")
 
 	r = runAs(t, proj, vars, "", proxy, "uninstall")
 	mustCode(t, r, 0)
-	mustContain(t, "uninstall", r.stdout, "removed contextd")
+	mustContain(t, "uninstall", r.String(), "removed contextd")
 	r = runAs(t, proj, vars, "", "claude", "mcp", "list")
 	if line := serverLine(r.stdout, "contextd"); line != "" {
 		t.Errorf("contextd is still registered after uninstall: %s", line)
