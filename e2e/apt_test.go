@@ -331,13 +331,16 @@ func aptGone(t *testing.T, paths ...string) {
 }
 
 // aptSh runs a shell snippet as aptUser in their manager's world, in ~/dir.
+// PATH is the system's own directories: a contextd someone installed by hand
+// into /usr/local/bin must not stand in for the packaged one.
 func aptSh(t *testing.T, dir, script string) result {
 	t.Helper()
 	home := "/home/" + aptUser
 	if u, err := user.Lookup(aptUser); err == nil {
 		home = u.HomeDir
 	}
-	return execute(t, "", "bash", env.usermgr, "run", aptUser, "-C", filepath.Join(home, dir), "--", "bash", "-c", script)
+	return execute(t, "", "bash", env.usermgr, "run", aptUser, "-C", filepath.Join(home, dir), "PATH=/usr/bin:/bin",
+		"--", "bash", "-c", script)
 }
 
 func aptMust(t *testing.T, r result) {

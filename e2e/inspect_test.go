@@ -161,7 +161,11 @@ func TestInspectTmux(t *testing.T) {
 	}
 
 	// m: the editor changes the argument, and the call goes on as edited.
+	// The server's answer is held in turn (intercept holds both directions)
+	// and shows what the server received; f lets it through.
 	inspKeys(t, "tui", "n", "m")
+	inspWait(t, "tui", "the answer to the edited call, held", inspHas("1 HELD", "server->client response HELD", "Echo: words from the inspector"))
+	inspKeys(t, "tui", "n", "f")
 	a := inspAnswer(t, w, "tui", "the edited call", answer)
 	r := w.resultOK("echo", a)
 	if got := strings.TrimSpace(r.Text()); got != "Echo: words from the inspector" {
@@ -171,9 +175,11 @@ func TestInspectTmux(t *testing.T) {
 		return !strings.Contains(s, "HELD") && strings.Contains(s, " mod ")
 	})
 
-	// f: forwarded as it is.
+	// f, twice: the call and its answer go through as they are.
 	answer = w.send(map[string]any{"op": "call", "name": "echo", "arguments": map[string]any{"message": "second call"}})
-	inspWait(t, "tui", "the second held call", inspHas("1 HELD", "second call"))
+	inspWait(t, "tui", "the second call, held", inspHas("1 HELD", "client->server request HELD", "second call"))
+	inspKeys(t, "tui", "n", "f")
+	inspWait(t, "tui", "the answer to the second call, held", inspHas("1 HELD", "server->client response HELD", "Echo: second call"))
 	inspKeys(t, "tui", "n", "f")
 	r = w.resultOK("echo", inspAnswer(t, w, "tui", "the forwarded call", answer))
 	if got := strings.TrimSpace(r.Text()); got != "Echo: second call" {

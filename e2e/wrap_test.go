@@ -171,6 +171,9 @@ func startWrap(t *testing.T, name string, vars []string, server ...string) *wrap
 	w := &wrapSession{t: t, name: name, cmd: exec.Command("bash", args...), stderr: &lockedBuffer{},
 		waiting: map[string]chan wrapAnswer{}, exited: make(chan struct{})}
 	w.cmd.Stderr = w.stderr
+	// The proxy inherits the client's stderr; should it outlive the client
+	// (a wrap that does not end), Wait must not wait for it forever.
+	w.cmd.WaitDelay = 10 * time.Second
 	var err error
 	if w.stdin, err = w.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)

@@ -214,7 +214,9 @@ func (m *Model) event(ev lite.InspectEvent) {
 		m.endNote = "session ended"
 		m.setStatus("the wrap session has ended; s still saves what was received")
 	case ev.Error != nil:
-		m.setErr(catalog.Format(catalog.FromDetail(ev.Error)))
+		// One line: the code and the message (the hint would not fit).
+		err := catalog.FromDetail(ev.Error)
+		m.setErr(catalog.ClassOf(err).Code + ": " + err.Error())
 	}
 }
 
@@ -423,6 +425,9 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 		m.promptKey(k)
 		return nil
 	}
+	if k.Type == tea.KeyRunes && len(k.Runes) > 1 {
+		return m.runes(k)
+	}
 	s := k.String()
 	if s != "q" && s != "ctrl+c" {
 		m.confirmQuit = false
@@ -487,6 +492,30 @@ func (m *Model) key(k tea.KeyMsg) tea.Cmd {
 		return m.save()
 	}
 	return nil
+}
+
+// runes handles several characters read at once. Keys typed quickly (or
+// sent by tmux send-keys) arrive as one message; each is its own command.
+// Pasted text is not: outside the prompt it is ignored, so that a paste
+// can never forward or drop a message.
+func (m *Model) runes(k tea.KeyMsg) tea.Cmd {
+	if k.Paste {
+		m.setErr("pasted text is ignored here; / opens the filter prompt")
+		return nil
+	}
+	var cmds []tea.Cmd
+	for _, r := range k.Runes {
+		if c := m.key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}}); c != nil {
+			cmds = append(cmds, c)
+		}
+	}
+	switch len(cmds) {
+	case 0:
+		return nil
+	case 1:
+		return cmds[0]
+	}
+	return tea.Sequence(cmds...)
 }
 
 func (m *Model) promptKey(k tea.KeyMsg) {

@@ -674,7 +674,7 @@ func TestSave(t *testing.T) {
 		t.Fatal("a second save overwrote the first")
 	}
 	for _, p := range paths {
-		if filepath.Dir(p) != h.m.opts.Dir || !strings.HasPrefix(filepath.Base(p), "contextd-inspect-rec-0123456789abcdef-20260304-050607") {
+		if filepath.Dir(p) != h.m.opts.Dir || !strings.HasPrefix(filepath.Base(p), "contextd-inspect-rec-0123-20260304-050607") {
 			t.Fatalf("save path %s", p)
 		}
 		fi, err := os.Stat(p)
@@ -704,6 +704,16 @@ func TestSave(t *testing.T) {
 	}
 	if _, err := writeSaved(h.m.opts.Dir, &s); !errors.Is(err, catalog.ErrIO) {
 		t.Fatalf("writeSaved into a missing dir: %v, want ErrIO", err)
+	}
+	// The default, the working directory, is named as such: short enough for
+	// the status line.
+	t.Chdir(t.TempDir())
+	p, err := writeSaved(".", &s)
+	if err != nil || p != "./contextd-inspect-rec-0123-20260304-050607.json" {
+		t.Fatalf("save in the working directory: %q, %v", p, err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -764,6 +774,30 @@ func TestQuitConfirm(t *testing.T) {
 	}
 	if cmd := h2.keys("ctrl+c"); cmd == nil {
 		t.Fatal("ctrl+c did not quit")
+	}
+}
+
+// TestKeysReadTogether: keys that arrive in one read (typed fast, or sent
+// by tmux send-keys) are one message with several runes; each still acts.
+// Pasted text does not.
+func TestKeysReadTogether(t *testing.T) {
+	h := newHarness(t, lite.InspectHello{Intercept: true})
+	h.feed(call(1, "1", "echo", "a", "forward"), call(2, "2", "echo", "b", "held"))
+	h.keys("home")
+	h.feed(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("nf")})
+	cs := h.commands()
+	if len(cs) != 1 || cs[0].Forward != 2 {
+		t.Fatalf("n and f read together sent %+v, want Forward 2", cs)
+	}
+	h.feed(call(3, "3", "echo", "c", "held"))
+	h.feed(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("ndf"), Paste: true})
+	if len(h.commands()) != 1 || !strings.Contains(h.m.status, "pasted text is ignored") {
+		t.Fatalf("a paste acted: %+v, %q", h.commands(), h.m.status)
+	}
+	// In the prompt, runes read together are text.
+	h.feed(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("/ec")}, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("ho")})
+	if !h.m.prompting || h.m.input != "echo" {
+		t.Fatalf("prompt input %q (prompting %v)", h.m.input, h.m.prompting)
 	}
 }
 

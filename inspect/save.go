@@ -98,22 +98,25 @@ func writeSaved(dir string, s *Saved) (string, error) {
 			os.Remove(path)
 			return "", fmt.Errorf("save: write %s: %v: %w", path, werr, catalog.ErrIO)
 		}
-		if abs, err := filepath.Abs(path); err == nil {
-			path = abs
+		if dir == "." {
+			// Short enough for the status line, and it says where: here.
+			path = "./" + name
 		}
 		return path, nil
 	}
 	return "", fmt.Errorf("save: %s: 99 files of that name exist already: %w", filepath.Join(dir, base), catalog.ErrConflict)
 }
 
-// fileSafe keeps the characters of a record id that are safe in a file name.
+// fileSafe keeps the first characters of a record id that are safe in a
+// file name: eight are enough beside the time (a record id is a UUID) and
+// keep the name short enough to be shown whole.
 func fileSafe(s string) string {
 	var b strings.Builder
 	for _, c := range s {
 		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' {
 			b.WriteRune(c)
 		}
-		if b.Len() >= 40 {
+		if b.Len() >= 8 {
 			break
 		}
 	}

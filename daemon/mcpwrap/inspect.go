@@ -81,7 +81,7 @@ func (w *Wrapper) Inspect(ctx context.Context, conn net.Conn, req *lite.Inspect)
 	for _, h := range s.engine.Held() {
 		raw := s.engine.Redact(h.Raw)
 		m := lite.InspectMessage{Seq: h.Seq, Dir: h.Dir.String(), Time: h.Since, Kind: h.Kind.String(),
-			Method: h.Method, Tool: h.Tool, Raw: jsonOrString(raw), Action: "held"}
+			ID: string(h.ID), Corr: h.Corr, Method: h.Method, Tool: h.Tool, Raw: jsonOrString(raw), Action: "held"}
 		select {
 		case in.q <- lite.InspectEvent{Message: &m}:
 		default:
@@ -93,8 +93,15 @@ func (w *Wrapper) Inspect(ctx context.Context, conn net.Conn, req *lite.Inspect)
 	defer func() {
 		s.mu.Lock()
 		delete(s.inspectors, in)
+		last := len(s.inspectors) == 0
 		s.mu.Unlock()
 		in.close()
+		// Nobody is left to decide held messages: switching intercept
+		// off forwards them, so neither side waits for a user who left.
+		if last && s.engine.Intercepting() {
+			s.log.Info("mcp inspect: last inspector left; intercept off, held messages forwarded")
+			s.engine.SetIntercept(false, nil)
+		}
 	}()
 	for {
 		var cmd lite.InspectCommand

@@ -140,7 +140,8 @@ func (w *Wrapper) start(ctx context.Context, req *lite.Wrap, sessionID string) (
 		target = strings.Join(req.Command, " ")
 	}
 	s.target = target
-	rec, err := record.Start(ctx, record.Session{Server: target}, &record.Options{Store: stores, Redact: eng.Redact})
+	// The record names the server by its --name and what it runs.
+	rec, err := record.Start(ctx, record.Session{Server: req.Name + ": " + target}, &record.Options{Store: stores, Redact: eng.Redact})
 	if err != nil {
 		return nil, fmt.Errorf("mcp wrap: start the session record: %v: %w", err, catalog.ErrStoreUnavailable)
 	}
@@ -312,7 +313,8 @@ func (s *session) onHoldEvent(e intercept.Event) {
 	case intercept.EventHeld:
 		raw := jsonOrString(s.engine.Redact(e.Held.Raw))
 		ev.Message = &lite.InspectMessage{Seq: e.Held.Seq, Dir: e.Held.Dir.String(), Time: e.Held.Since,
-			Kind: e.Held.Kind.String(), Method: e.Held.Method, Tool: e.Held.Tool, Raw: raw, Action: "held"}
+			Kind: e.Held.Kind.String(), ID: string(e.Held.ID), Corr: e.Held.Corr, Method: e.Held.Method, Tool: e.Held.Tool,
+			Raw: raw, Action: "held"}
 	case intercept.EventReleased:
 		ev.Decided = e.Held.Seq
 	default:

@@ -28,8 +28,10 @@ const (
 
 // ErrCodeRefused is the JSON-RPC error code of the replies the engine sends
 // for requests it refuses (a tool off the allowlist, a changed pin, a drop
-// rule). It is in the range JSON-RPC leaves to implementations.
-const ErrCodeRefused = -32001
+// rule). It is in the range JSON-RPC leaves to implementations, and not
+// -32001, which the TypeScript SDK uses for its own request timeouts: a
+// client must be able to tell "refused by contextd" from "no answer".
+const ErrCodeRefused = -32041
 
 // Options configure an Engine. A nil *Options and zero fields mean the
 // defaults given on each field.

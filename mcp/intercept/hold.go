@@ -21,9 +21,12 @@ import (
 
 // Held is a message waiting for the user.
 type Held struct {
-	Seq    uint64
-	Dir    jsonrpc.Direction
-	Kind   jsonrpc.Kind
+	Seq  uint64
+	Dir  jsonrpc.Direction
+	Kind jsonrpc.Kind
+	ID   []byte // the JSON-RPC id as it came (nil for a notification)
+	// Corr is, for a response, the Seq of the request it answers (0: unknown).
+	Corr   uint64
 	Method string // for a response, the method of the request it answers
 	Tool   string
 	// Raw is the message as it would be passed on now, after the rules.
@@ -225,7 +228,7 @@ func (e *Engine) holdMessage(ctx context.Context, m *jsonrpc.Message, d *decisio
 		method, tool = d.req.method, d.req.tool
 	}
 	hm := &heldMsg{
-		h: Held{Seq: m.Seq, Dir: m.Dir, Kind: d.env.kind, Method: method, Tool: tool,
+		h: Held{Seq: m.Seq, Dir: m.Dir, Kind: d.env.kind, ID: m.Info.ID, Corr: m.Corr, Method: method, Tool: tool,
 			Raw: d.raw, Original: m.Raw, Since: time.Now()},
 		choice: make(chan userChoice, 1),
 	}

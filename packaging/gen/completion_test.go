@@ -238,4 +238,3 @@ func TestContextdDynamicCompletion(t *testing.T) {
 		}
 	}
 }
-

@@ -56,7 +56,7 @@ Environment: X.
 	want := []ProxyCommand{
 		{Path: []string{"install"}, Synopsis: "contextd-proxy install [--agent a|b|c] [--project DIR] [--force] [TOOLS-DIR]",
 			Args: "[--agent a|b|c] [--project DIR] [--force] [TOOLS-DIR]", Help: "first line of help, second line",
-			Flags: []ProxyFlag{{"agent", "a|b|c", []string{"a", "b", "c"}}, {"project", "DIR", nil}, {"force", "", nil}},
+			Flags:      []ProxyFlag{{"agent", "a|b|c", []string{"a", "b", "c"}}, {"project", "DIR", nil}, {"force", "", nil}},
 			Positional: "[TOOLS-DIR]"},
 		{Path: []string{"hook"}, Synopsis: "contextd-proxy hook", Help: "reads JSON"},
 		{Path: []string{"mcp", "wrap"}, Synopsis: "contextd-proxy mcp wrap -- CMD", Args: "-- CMD",
