@@ -57,6 +57,9 @@ test: deps vet test-unit test-e2e
 #   (installs the CLI, at the version go.mod pins, when it is missing);
 # - memory_search latency on the embedded store at 10k and 100k memories against
 #   a plain LIKE scan of the same rows.
+# - what `contextd-proxy mcp wrap` adds to a real MCP server (server-everything):
+#   tools/call latency and pipelined message throughput against the server
+#   spoken to directly.
 GITLEAKS_VERSION = $(shell $(GO) list -m -f '{{.Version}}' github.com/zricethezav/gitleaks/v8)
 bench:
 	command -v gitleaks >/dev/null || [ -x "$$($(GO) env GOPATH)/bin/gitleaks" ] || \
