@@ -117,6 +117,13 @@ func TestApt(t *testing.T) {
 	if r := aptRoot(t, nil, "dpkg-query", "-W", "-f=${Conffiles}", "contextd"); !strings.Contains(r.stdout, "/etc/apparmor.d/contextd") {
 		t.Errorf("/etc/apparmor.d/contextd is not a conffile: %q", r.stdout)
 	}
+	// Without an AppArmor parser that reads the profile, the postinst keeps it
+	// out of the boot-time load with a link of its own (a relative one).
+	if _, err := exec.LookPath("apparmor_parser"); err != nil {
+		if l, err := os.Readlink("/etc/apparmor.d/disable/contextd"); err != nil || l != "../contextd" {
+			t.Errorf("no apparmor_parser here, so the profile should be disabled by ../contextd: %q, %v", l, err)
+		}
+	}
 	if r := aptRoot(t, []string{"MANPAGER=cat", "MANWIDTH=80"}, "man", "contextd-proxy"); r.code != 0 || !strings.Contains(r.stdout, "safe_bash") {
 		t.Errorf("man contextd-proxy: %s", r)
 	}

@@ -29,8 +29,8 @@ func TestParseProxyUsageReal(t *testing.T) {
 			t.Errorf("command %q not found in %v", want, cmds)
 		}
 	}
-	if h := got["tools"].Help; h != "list the tools" {
-		t.Errorf("help of tools = %q", h)
+	if h := got["tools"].Help; h == "" {
+		t.Errorf("the tools command has no help; parsed %+v", got["tools"])
 	}
 }
 
