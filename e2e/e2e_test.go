@@ -29,7 +29,7 @@ func TestSocketActivationOnFirstCall(t *testing.T) {
 	}
 	st := runAs(t, "", nil, "", env.bin+"/contextd", "status")
 	mustCode(t, st, 0)
-	mustContain(t, "contextd status", st.stdout, "socket-activated: true", fmt.Sprintf("pid:              %d", mainPID(t)))
+	mustContain(t, "contextd status", st.stdout, fmt.Sprintf("daemon:   active, pid %d,", mainPID(t)), ", socket-activated")
 }
 
 func TestSafeBashRoundTrip(t *testing.T) {

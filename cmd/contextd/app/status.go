@@ -46,7 +46,10 @@ type DaemonState struct {
 	UptimeSec int64  `json:"uptime_sec,omitempty"`
 	Version   string `json:"version,omitempty"`
 	InFlight  int    `json:"calls_in_flight,omitempty"`
-	Socket    string `json:"socket"`
+	// SocketActivated: systemd handed the daemon its socket (as the running
+	// daemon says).
+	SocketActivated bool   `json:"socket_activated,omitempty"`
+	Socket          string `json:"socket"`
 }
 
 // Today sums the audit log since local midnight.
@@ -180,6 +183,7 @@ func askDaemon(ctx context.Context, socket string, st *DaemonState) {
 		return
 	}
 	st.State, st.PID, st.Version, st.InFlight = "active", int(s.PID), s.Version, int(s.CallsInFlight)
+	st.SocketActivated = s.SocketActivated
 	if st.UptimeSec == 0 {
 		st.UptimeSec = s.UptimeMS / 1000
 	}
@@ -275,6 +279,9 @@ func (r *Report) print(w io.Writer) {
 	}
 	if d.InFlight > 0 {
 		line += fmt.Sprintf(", %d call(s) in flight", d.InFlight)
+	}
+	if d.SocketActivated {
+		line += ", socket-activated"
 	}
 	fmt.Fprintf(w, "daemon:   %s\n", line)
 	if d.Detail != "" {
