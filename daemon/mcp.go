@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	"github.com/contextd/contextd/catalog"
@@ -14,7 +13,7 @@ import (
 	"github.com/contextd/contextd/daemon/mcpwrap"
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/daemon/store/sqlite"
-	"github.com/contextd/contextd/envallow"
+	"github.com/contextd/contextd/daemon/tools"
 	"github.com/contextd/contextd/wire"
 	"github.com/contextd/contextd/wire/lite"
 )
@@ -79,28 +78,11 @@ type mcpOwnStore struct {
 	err  error
 }
 
-// mcpEnviron builds a wrapped server's environment as safe_bash's is built:
-// the caller's variables on the allowlist (plus the server's env list) that
-// do not look like credentials, and the identity variables of the daemon's
-// user.
+// mcpEnviron builds a wrapped server's environment as safe_bash's is built,
+// with the server's own env list added to safe_bash's.
 func mcpEnviron(cfg *config.Config) func(caller map[string]string, extra []string, session, ws string) []string {
 	return func(caller map[string]string, extra []string, session, ws string) []string {
-		allowed := append(append([]string{}, cfg.Tools.SafeBash.Env...), extra...)
-		out := []string{}
-		for k, v := range caller {
-			if envallow.Pass(k, v, allowed) && !strings.ContainsAny(k, "=\x00") && !strings.ContainsRune(v, 0) {
-				out = append(out, k+"="+v)
-			}
-		}
-		if _, ok := caller["PATH"]; !ok {
-			out = append(out, "PATH=/usr/local/bin:/usr/bin:/bin")
-		}
-		for _, k := range []string{"HOME", "USER", "LOGNAME"} {
-			if v := os.Getenv(k); v != "" {
-				out = append(out, k+"="+v)
-			}
-		}
-		return append(out, "CONTEXTD_SESSION="+session, "CONTEXTD_WORKSPACE="+ws)
+		return tools.CommandEnv(caller, append(append([]string{}, cfg.Tools.SafeBash.Env...), extra...), session, ws)
 	}
 }
 

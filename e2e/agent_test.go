@@ -3,13 +3,10 @@
 package e2e
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -207,56 +204,32 @@ func claudeBin(t *testing.T) string {
 	return claudejs.bin
 }
 
+// installClaudeJS installs Claude Code at the version e2e/claudejs pins, in a
+// cache outside the checkout (its native binary is large, and a clone need
+// not fetch it again). Its postinstall puts the binary for this machine in
+// place of its placeholder.
 func installClaudeJS() (string, error) {
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return "", fmt.Errorf("%s is missing: run scripts/deps.sh (it installs Debian's nodejs and npm)", tool)
-		}
-	}
 	src := filepath.Join(env.repo, "e2e", "claudejs")
-	lock, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
-	if err != nil {
-		return "", err
-	}
-	pkg, err := os.ReadFile(filepath.Join(src, "package.json"))
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(lock)
-	want := hex.EncodeToString(sum[:])
 	cache := "/var/cache/contextd-e2e/claudejs"
-	bin := filepath.Join(cache, "node_modules", ".bin", "claude")
-	stamp := filepath.Join(cache, "node_modules", ".contextd-e2e-lock")
-	if got, err := os.ReadFile(stamp); err != nil || strings.TrimSpace(string(got)) != want {
-		if err := os.RemoveAll(cache); err != nil {
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.Chmod(filepath.Dir(cache), 0o755); err != nil {
+		return "", err
+	}
+	for _, name := range []string{"package.json", "package-lock.json"} {
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
 			return "", err
 		}
-		if err := os.MkdirAll(cache, 0o755); err != nil {
-			return "", err
-		}
-		if err := os.Chmod(filepath.Dir(cache), 0o755); err != nil {
-			return "", err
-		}
-		for name, b := range map[string][]byte{"package.json": pkg, "package-lock.json": lock} {
-			if err := os.WriteFile(filepath.Join(cache, name), b, 0o644); err != nil {
-				return "", err
-			}
-		}
-		// umask 022 and the chmod: the test user runs what root installs.
-		// The package's postinstall puts the native binary for this machine
-		// in place of its placeholder.
-		npm := exec.Command("sh", "-c", "umask 022 && npm ci --no-audit --no-fund --loglevel=error && chmod -R a+rX node_modules")
-		npm.Dir = cache
-		start := time.Now()
-		if out, err := npm.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("npm ci in %s: %v\n%s", cache, err, out)
-		}
-		fmt.Fprintf(os.Stderr, "e2e: npm ci of Claude Code in %s took %s\n", cache, time.Since(start).Round(time.Millisecond))
-		if err := os.WriteFile(stamp, []byte(want+"\n"), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(cache, name), b, 0o644); err != nil {
 			return "", err
 		}
 	}
-	return bin, nil
+	if err := npmCI(cache); err != nil {
+		return "", err
+	}
+	return filepath.Join(cache, "node_modules", ".bin", "claude"), nil
 }
 
 // claudeEnv keeps Claude Code from updating itself or sending anything it

@@ -5,8 +5,6 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -46,30 +44,8 @@ func mcpJSDir(t *testing.T) string {
 
 func installMCPJS() (string, error) {
 	src := filepath.Join(env.repo, "e2e", "mcpjs")
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return "", fmt.Errorf("%s is missing: run scripts/deps.sh (it installs Debian's nodejs and npm)", tool)
-		}
-	}
-	lock, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
-	if err != nil {
+	if err := npmCI(src); err != nil {
 		return "", err
-	}
-	sum := sha256.Sum256(lock)
-	want := hex.EncodeToString(sum[:])
-	stamp := filepath.Join(src, "node_modules", ".contextd-e2e-lock")
-	if got, err := os.ReadFile(stamp); err != nil || strings.TrimSpace(string(got)) != want {
-		// umask 022 and the chmod: the test user reads what root installs.
-		npm := exec.Command("sh", "-c", "umask 022 && npm ci --no-audit --no-fund --loglevel=error && chmod -R a+rX node_modules")
-		npm.Dir = src
-		start := time.Now()
-		if out, err := npm.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("npm ci in %s: %v\n%s", src, err, out)
-		}
-		fmt.Fprintf(os.Stderr, "e2e: npm ci in %s took %s\n", src, time.Since(start).Round(time.Millisecond))
-		if err := os.WriteFile(stamp, []byte(want+"\n"), 0o644); err != nil {
-			return "", err
-		}
 	}
 	// A checkout the test user cannot reach (under /root, say) is copied to
 	// the run's directory of binaries, which is readable by the test users.

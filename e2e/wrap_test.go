@@ -6,9 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -53,24 +51,8 @@ func wrapServersDir(t *testing.T) string {
 
 func installWrapServers() (string, error) {
 	src := filepath.Join(env.repo, "e2e", "mcpservers")
-	lock, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
-	if err != nil {
+	if err := npmCI(src); err != nil {
 		return "", err
-	}
-	sum := sha256.Sum256(lock)
-	want := hex.EncodeToString(sum[:])
-	stamp := filepath.Join(src, "node_modules", ".contextd-e2e-lock")
-	if got, err := os.ReadFile(stamp); err != nil || strings.TrimSpace(string(got)) != want {
-		npm := exec.Command("sh", "-c", "umask 022 && npm ci --no-audit --no-fund --loglevel=error")
-		npm.Dir = src
-		start := time.Now()
-		if out, err := npm.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("npm ci in %s: %v\n%s", src, err, out)
-		}
-		fmt.Fprintf(os.Stderr, "e2e: npm ci in %s took %s\n", src, time.Since(start).Round(time.Millisecond))
-		if err := os.WriteFile(stamp, []byte(want+"\n"), 0o644); err != nil {
-			return "", err
-		}
 	}
 	dst := filepath.Join(env.project, ".mcp-servers")
 	cp := fmt.Sprintf("rm -rf %s && cp -a %s %s && chown -R %d:%d %s", shq(dst), shq(src), shq(dst), env.uid, env.uid, shq(dst))

@@ -190,15 +190,7 @@ func NewCall(tool string, input json.RawMessage, cont string, maxTokens int) (*l
 	if err != nil {
 		return nil, fmt.Errorf("working directory: %v: %w", err, catalog.ErrBadInput)
 	}
-	env := map[string]string{}
-	for _, kv := range os.Environ() {
-		k, v, _ := strings.Cut(kv, "=")
-		// The daemon picks what a command gets (its allowlist and config);
-		// what looks like a credential never leaves this process.
-		if !envallow.LooksLikeCredential(k, v) {
-			env[k] = v
-		}
-	}
+	env := callerEnv()
 	return &lite.Call{
 		Tool:      tool,
 		Input:     input,
@@ -346,4 +338,18 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// callerEnv is this process's environment as the daemon may see it. The
+// daemon picks what a command gets (its allowlist and config); what looks
+// like a credential never leaves this process.
+func callerEnv() map[string]string {
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		if !envallow.LooksLikeCredential(k, v) {
+			env[k] = v
+		}
+	}
+	return env
 }

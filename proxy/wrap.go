@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/envallow"
 	"github.com/contextd/contextd/proxy/client"
 	"github.com/contextd/contextd/wire/lite"
 )
@@ -139,41 +138,16 @@ func runWrap(ctx context.Context, args []string, sio IO) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("working directory: %v: %w", err, catalog.ErrBadInput)
 	}
-	env := map[string]string{}
-	for _, kv := range os.Environ() {
-		k, v, _ := strings.Cut(kv, "=")
-		if !envallow.LooksLikeCredential(k, v) {
-			env[k] = v
-		}
-	}
-	path := client.SocketPath()
-	conn, _, err := client.DialChecked(path)
+	conn, ready, err := client.OpenWrap(client.SocketPath(), &lite.Wrap{Name: w.name, Command: w.command, URL: w.url, SSE: w.sse,
+		Cwd: cwd, Env: callerEnv(), Session: os.Getenv("CONTEXTD_SESSION")})
 	if err != nil {
 		return 0, err
 	}
 	defer conn.Close()
-	req := &lite.Request{Wrap: &lite.Wrap{Name: w.name, Command: w.command, URL: w.url, SSE: w.sse,
-		Cwd: cwd, Env: env, Session: os.Getenv("CONTEXTD_SESSION")}}
-	if _, err := io.WriteString(conn, lite.Magic); err != nil {
-		return 0, client.DialError(path, err)
-	}
-	if err := lite.Write(conn, req); err != nil {
-		return 0, client.DialError(path, err)
-	}
-	var ev lite.Event
-	if err := lite.Read(conn, &ev, 1<<20); err != nil {
-		return 0, fmt.Errorf("mcp wrap: the daemon closed the connection before the server was ready (%v); see its log (journalctl --user -u contextd): %w", err, catalog.ErrConnectionLost)
-	}
-	if ev.Error != nil {
-		return 0, catalog.FromDetail(ev.Error)
-	}
-	if ev.Wrap == nil {
-		return 0, fmt.Errorf("mcp wrap: unexpected answer from the daemon: %w", catalog.ErrInternal)
-	}
-	for _, warn := range ev.Wrap.Warnings {
+	for _, warn := range ready.Warnings {
 		fmt.Fprintf(sio.Stderr, "contextd: warning: %s\n", warn)
 	}
-	if sb := ev.Wrap.Sandbox; sb != nil && sb.Scope == "" && sb.ScopeNote != "" {
+	if sb := ready.Sandbox; sb != nil && sb.Scope == "" && sb.ScopeNote != "" {
 		fmt.Fprintf(sio.Stderr, "contextd: note: server runs without a systemd scope: %s\n", sb.ScopeNote)
 	}
 	return 0, pump(ctx, conn, sio)

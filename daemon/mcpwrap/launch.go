@@ -8,8 +8,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -50,7 +50,7 @@ func launch(ctx context.Context, r runner.Runner, spec runner.Spec, log *slog.Lo
 	p := &process{stdin: inW, stdout: outR, cancel: cancel, done: make(chan struct{})}
 	spec.Tool = Profile
 	spec.Mode = runner.Exec
-	spec.Input = inR      // the runner owns and closes it
+	spec.Input = inR       // the runner owns and closes it
 	spec.OutputFile = outW // likewise
 	spec.Stderr = &stderrLog{log: log, scrub: scrub}
 	go func() {
@@ -105,10 +105,10 @@ func (p *process) failure() error {
 type stderrLog struct {
 	log   *slog.Logger
 	scrub func([]byte) []byte
-	mu   sync.Mutex
-	buf  []byte
-	n    int
-	lost int
+	mu    sync.Mutex
+	buf   []byte
+	n     int
+	lost  int
 }
 
 const maxStderrLines = 200

@@ -12,6 +12,11 @@ func NewID() string {
 	rand.Read(b[:])         // never fails: crypto/rand crashes the program instead
 	b[6] = b[6]&0x0f | 0x40 // version 4
 	b[8] = b[8]&0x3f | 0x80 // RFC 4122 variant
+	return FormatUUID(b)
+}
+
+// FormatUUID writes b in the canonical 8-4-4-4-12 lower-case hex form.
+func FormatUUID(b [16]byte) string {
 	var out [36]byte
 	hex.Encode(out[0:8], b[0:4])
 	out[8] = '-'

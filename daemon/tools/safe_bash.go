@@ -98,13 +98,21 @@ func confinedDir(env *Env, p string) (string, error) {
 // allowlist (envallow, plus tools.safe_bash.env) and do not look like credentials,
 // and the identity variables from the daemon's own user.
 func Environ(env *Env) []string {
+	return CommandEnv(env.CallerEnv, env.Config.Tools.SafeBash.Env, env.Session, env.Place.Root)
+}
+
+// CommandEnv is Environ for any sandboxed program (an MCP server too): the
+// caller's variables on envallow's list or on extra that do not look like
+// credentials, PATH (a default when the caller has none), the daemon user's
+// HOME, USER and LOGNAME, and the session and workspace.
+func CommandEnv(caller map[string]string, extra []string, session, workspace string) []string {
 	out := []string{}
-	for k, v := range env.CallerEnv {
-		if envallow.Pass(k, v, env.Config.Tools.SafeBash.Env) && !strings.ContainsAny(k, "=\x00") && !strings.ContainsRune(v, 0) {
+	for k, v := range caller {
+		if envallow.Pass(k, v, extra) && !strings.ContainsAny(k, "=\x00") && !strings.ContainsRune(v, 0) {
 			out = append(out, k+"="+v)
 		}
 	}
-	if _, ok := env.CallerEnv["PATH"]; !ok {
+	if _, ok := caller["PATH"]; !ok {
 		out = append(out, "PATH=/usr/local/bin:/usr/bin:/bin")
 	}
 	for _, k := range []string{"HOME", "USER", "LOGNAME"} {
@@ -112,7 +120,7 @@ func Environ(env *Env) []string {
 			out = append(out, k+"="+v)
 		}
 	}
-	return append(out, "CONTEXTD_SESSION="+env.Session, "CONTEXTD_WORKSPACE="+env.Place.Root)
+	return append(out, "CONTEXTD_SESSION="+session, "CONTEXTD_WORKSPACE="+workspace)
 }
 
 // canceled explains why a running call was stopped.

@@ -177,6 +177,37 @@ func (c *Conn) Admin(ctx context.Context, op string, args, out any) error {
 	return nil
 }
 
+// OpenWrap asks the daemon at path to stand between this process and the MCP
+// server w names. On success the returned connection carries the MCP
+// conversation itself (newline-delimited JSON-RPC both ways).
+func OpenWrap(path string, w *lite.Wrap) (net.Conn, *lite.WrapReady, error) {
+	conn, _, err := DialChecked(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	fail := func(err error) (net.Conn, *lite.WrapReady, error) {
+		conn.Close()
+		return nil, nil, err
+	}
+	if _, err := io.WriteString(conn, lite.Magic); err != nil {
+		return fail(DialError(path, err))
+	}
+	if err := lite.Write(conn, &lite.Request{Wrap: w}); err != nil {
+		return fail(DialError(path, err))
+	}
+	var ev lite.Event
+	if err := lite.Read(conn, &ev, maxEvent); err != nil {
+		return fail(fmt.Errorf("mcp wrap: the daemon closed the connection before the server was ready (%v); see its log (journalctl --user -u contextd): %w", err, catalog.ErrConnectionLost))
+	}
+	if ev.Error != nil {
+		return fail(catalog.FromDetail(ev.Error))
+	}
+	if ev.Wrap == nil {
+		return fail(fmt.Errorf("mcp wrap: unexpected answer from the daemon: %w", catalog.ErrInternal))
+	}
+	return conn, ev.Wrap, nil
+}
+
 // interrupted reports a call the caller itself ended (SIGINT, SIGTERM) as such,
 // whatever the connection said when it was closed under it.
 func (c *Conn) interrupted(ctx context.Context, tool string, err error) error {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -249,29 +248,13 @@ they agree and 1 when they differ.`,
 // replay drives a wrap session with old's client messages and returns the new
 // session's record.
 func replay(ctx context.Context, old *record.Record, name string, command []string, timeout time.Duration) (*record.Record, error) {
-	conn, _, err := client.DialChecked(client.SocketPath())
+	cwd, _ := os.Getwd()
+	env := map[string]string{"PATH": os.Getenv("PATH")}
+	conn, ready, err := client.OpenWrap(client.SocketPath(), &lite.Wrap{Name: name, Command: command, Cwd: cwd, Env: env, Replay: old.Session.ID})
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
-	cwd, _ := os.Getwd()
-	env := map[string]string{"PATH": os.Getenv("PATH")}
-	if _, err := io.WriteString(conn, lite.Magic); err != nil {
-		return nil, client.DialError(client.SocketPath(), err)
-	}
-	if err := lite.Write(conn, &lite.Request{Wrap: &lite.Wrap{Name: name, Command: command, Cwd: cwd, Env: env, Replay: old.Session.ID}}); err != nil {
-		return nil, client.DialError(client.SocketPath(), err)
-	}
-	var ev lite.Event
-	if err := lite.Read(conn, &ev, 1<<20); err != nil {
-		return nil, fmt.Errorf("replay: the daemon closed the connection: %v: %w", err, catalog.ErrConnectionLost)
-	}
-	if ev.Error != nil {
-		return nil, catalog.FromDetail(ev.Error)
-	}
-	if ev.Wrap == nil {
-		return nil, fmt.Errorf("replay: unexpected answer: %w", catalog.ErrInternal)
-	}
 	st := transport.NewStdio(conn, conn, nil)
 	// Answers are read as they come; a request waits for its own.
 	answers := make(chan []byte, 64)
@@ -323,7 +306,7 @@ func replay(ctx context.Context, old *record.Record, name string, command []stri
 	}
 	for range answers {
 	}
-	return loadSession(ctx, ev.Wrap.Record)
+	return loadSession(ctx, ready.Record)
 }
 
 // exitError ends a command with a given status without being a catalog error.

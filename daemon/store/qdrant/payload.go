@@ -2,7 +2,6 @@ package qdrant
 
 import (
 	"crypto/sha1"
-	"encoding/hex"
 	"time"
 
 	qc "github.com/qdrant/go-client/qdrant"
@@ -10,21 +9,7 @@ import (
 	"github.com/contextd/contextd/daemon/store"
 )
 
-func formatUUID(b [16]byte) string {
-	var out [36]byte
-	hex.Encode(out[0:8], b[0:4])
-	out[8] = '-'
-	hex.Encode(out[9:13], b[4:6])
-	out[13] = '-'
-	hex.Encode(out[14:18], b[6:8])
-	out[18] = '-'
-	hex.Encode(out[19:23], b[8:10])
-	out[23] = '-'
-	hex.Encode(out[24:36], b[10:16])
-	return string(out[:])
-}
-
-// isCanonicalUUID reports whether s is a UUID as formatUUID writes it:
+// isCanonicalUUID reports whether s is a UUID as store.FormatUUID writes it:
 // 8-4-4-4-12 lower-case hex digits.
 func isCanonicalUUID(s string) bool {
 	if len(s) != 36 {
@@ -65,7 +50,7 @@ func pointUUID(id string) string {
 	copy(b[:], h.Sum(nil))
 	b[6] = b[6]&0x0f | 0x50
 	b[8] = b[8]&0x3f | 0x80
-	return formatUUID(b)
+	return store.FormatUUID(b)
 }
 
 func pointID(id string) *qc.PointId { return qc.NewIDUUID(pointUUID(id)) }
