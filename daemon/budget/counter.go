@@ -33,11 +33,14 @@ type Counter struct {
 	// milliseconds and megabytes that a daemon started for a single call may
 	// never need.
 	codec func() (tokenizer.Codec, error)
+	// split: Count splits ASCII text itself (see split.go); cl100k_base only.
+	split bool
+	cache pieceCache
 }
 
 // New returns a Counter for enc. The vocabulary is loaded on first use.
 func New(enc tokenizer.Encoding) *Counter {
-	return &Counter{enc: enc, codec: sync.OnceValues(func() (tokenizer.Codec, error) {
+	return &Counter{enc: enc, split: enc == tokenizer.Cl100kBase, codec: sync.OnceValues(func() (tokenizer.Codec, error) {
 		return tokenizer.Get(enc)
 	})}
 }
@@ -73,9 +76,14 @@ func (c *Counter) Count(b []byte) int {
 	if err != nil {
 		return len(b) * 3
 	}
-	// string(b) copies, but the tokenizer copies the text into runes anyway, so
-	// this is small next to the tokenizing, and needs no unsafe.
-	n, err := codec.Count(string(b))
+	var n int
+	if c.split {
+		n, err = c.countSplit(codec, b)
+	} else {
+		// string(b) copies, but the tokenizer copies the text into runes
+		// anyway, so this is small next to the tokenizing.
+		n, err = codec.Count(string(b))
+	}
 	if err != nil {
 		return len(b) * 3
 	}

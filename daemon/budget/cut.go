@@ -226,6 +226,13 @@ func (c *Counter) cutInside(s side, budget int) (int, int) {
 	return lo, loTokens
 }
 
+// CountUpTo is Count for a text that may be far over limit: it stops early
+// once a prefix of b is over limit, and then reports over with a count that is
+// only a lower bound. When over is false the count is exact. A 1 MB piece of
+// output checked against a 1,000-token budget costs a few kilobytes of
+// tokenizing instead of a megabyte's.
+func (c *Counter) CountUpTo(b []byte, limit int) (n int, over bool) { return c.countUpTo(b, limit) }
+
 // countUpTo counts b, but stops early once a prefix of b is already over
 // limit, so that one long line (minified JSON, a progress bar) costs about as
 // much as the budget, not as its length. The early answer assumes a longer text

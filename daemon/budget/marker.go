@@ -8,13 +8,15 @@ import (
 // Marker returns the line that stands for the middle of an output a response
 // leaves out, for example
 //
-//	… 48,213 lines (9.6 MB) left out … the full output, page by page: safe_bash --continue c1a2…
+//	... 48,213 lines (9.6 MB) left out ... the full output, page by page: safe_bash --continue c1a2
 //
 // It ends in '\n'. It says how much is missing and gives the exact command that
-// gets it, because an agent will act on this line alone.
+// gets it, because an agent will act on this line alone. It is ASCII, as
+// most output is, so that counting a response's tokens never needs the
+// tokenizer library's slow path (see split.go).
 func Marker(omittedLines int, omittedBytes int64, ref, tool string) string {
 	var b strings.Builder
-	b.WriteString("… ")
+	b.WriteString("... ")
 	b.WriteString(groupDigits(int64(omittedLines)))
 	if omittedLines == 1 {
 		b.WriteString(" line (")
@@ -22,7 +24,7 @@ func Marker(omittedLines int, omittedBytes int64, ref, tool string) string {
 		b.WriteString(" lines (")
 	}
 	b.WriteString(HumanBytes(omittedBytes))
-	b.WriteString(") left out … the full output, page by page: ")
+	b.WriteString(") left out ... the full output, page by page: ")
 	if tool != "" {
 		b.WriteString(tool)
 		b.WriteByte(' ')

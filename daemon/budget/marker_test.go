@@ -10,10 +10,10 @@ func TestMarker(t *testing.T) {
 		tool  string
 		want  string
 	}{
-		{48213, 9_600_000, "c1a2", "safe_bash", "… 48,213 lines (9.6 MB) left out … the full output, page by page: safe_bash --continue c1a2\n"},
-		{1, 12, "c9", "safe_read", "… 1 line (12 B) left out … the full output, page by page: safe_read --continue c9\n"},
-		{0, 0, "c0", "", "… 0 lines (0 B) left out … the full output, page by page: --continue c0\n"},
-		{1234567, 1_234_567_890, "c1", "t", "… 1,234,567 lines (1.2 GB) left out … the full output, page by page: t --continue c1\n"},
+		{48213, 9_600_000, "c1a2", "safe_bash", "... 48,213 lines (9.6 MB) left out ... the full output, page by page: safe_bash --continue c1a2\n"},
+		{1, 12, "c9", "safe_read", "... 1 line (12 B) left out ... the full output, page by page: safe_read --continue c9\n"},
+		{0, 0, "c0", "", "... 0 lines (0 B) left out ... the full output, page by page: --continue c0\n"},
+		{1234567, 1_234_567_890, "c1", "t", "... 1,234,567 lines (1.2 GB) left out ... the full output, page by page: t --continue c1\n"},
 	}
 	for _, tt := range tests {
 		if got := Marker(tt.lines, tt.bytes, tt.ref, tt.tool); got != tt.want {

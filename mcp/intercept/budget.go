@@ -55,7 +55,7 @@ func (c *CounterBudgeter) Fit(ctx context.Context, server, tool string, text []b
 	kept := false
 	cut := counter.Plan(text, tokens, func(g budget.Gap) string {
 		if c.Keep == nil {
-			return fmt.Sprintf("… %d lines (%s) left out; the whole result was not kept\n", g.Lines, budget.HumanBytes(g.Bytes()))
+			return fmt.Sprintf("... %d lines (%s) left out; the whole result was not kept\n", g.Lines, budget.HumanBytes(g.Bytes()))
 		}
 		if !kept {
 			kept = true
