@@ -19,6 +19,7 @@ import (
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/daemon/respond"
 	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/daemon/tools"
 	"github.com/contextd/contextd/scrub"
 	"github.com/contextd/contextd/wire"
 )
@@ -166,12 +167,29 @@ func (s *service) page(ctx context.Context, req *wire.CallRequest, cred peer.Cre
 		return err
 	}
 	layer := &respond.Layer{Scrubber: s.scrubber, Vault: s.vaults.get(sess)}
-	pg, err := respond.Page(s.store, layer, s.counter, sess, req.GetContinueRef(), tokens)
+	// A page in a hole of the output (the middle of a long safe_read) is
+	// read again from the file, in the tool's sandbox like the first read.
+	var layers runner.Layers
+	fill := func(source []byte, off int64, p []byte) error {
+		env := &tools.Env{Session: sess, Peer: cred, Config: s.opts.Config, Runner: s.opts.Runner,
+			Vault: layer.Vault, Rules: s.rules}
+		err := tools.FillGap(ctx, env, source, off, p)
+		layers = env.Layers
+		return err
+	}
+	pg, err := respond.Page(s.store, layer, s.counter, sess, req.GetContinueRef(), tokens, fill)
 	rec := &audit.Record{Tool: req.GetTool(), Session: sess, ContinueOf: req.GetContinueRef()}
+	if layers.Namespaces || layers.Seccomp != "" {
+		rec.Sandbox = auditSandbox(layers)
+	}
 	if err != nil {
-		if errors.Is(err, pages.ErrUnknown) {
+		var class *catalog.Class
+		switch {
+		case errors.Is(err, pages.ErrUnknown):
 			err = fmt.Errorf("continuation %q (references expire, and belong to the session that made them): %w", req.GetContinueRef(), catalog.ErrUnknownContinuation)
-		} else {
+		case errors.As(err, &class):
+			err = fmt.Errorf("continuation %q: %w", req.GetContinueRef(), err) // the sandboxed read's own failure
+		default:
 			err = fmt.Errorf("continuation %q: %v: %w", req.GetContinueRef(), err, catalog.ErrIO)
 		}
 		rec.Error, rec.ExitCode = catalog.ClassOf(err).Code, catalog.ExitCode(err)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -114,6 +115,35 @@ func jsonTool(t *testing.T, vars []string, name, stdin string, args ...string) e
 	return e
 }
 
+// pageThrough fetches the pages from ref on, in order, in one shell run as
+// the test user (each runAs costs about 0.4 s of harness, more than a call),
+// up to max pages; it stops after a page that has no next one, an error
+// included.
+func pageThrough(t *testing.T, vars []string, name, ref string, max int) []envelope {
+	t.Helper()
+	link := filepath.Join(env.project, ".claude", "tools", name, name)
+	script := `ref=$1 n=0
+while [ -n "$ref" ] && [ "$n" -lt ` + strconv.Itoa(max) + ` ]; do
+  out=$("$0" --format json --continue "$ref")
+  printf '%s\n' "$out"
+  ref=$(printf '%s' "$out" | sed -n 's/.*"continue":"\([^"]*\)".*/\1/p')
+  n=$((n+1))
+done`
+	r := runAs(t, "", vars, "", "bash", "-c", script, link, ref)
+	var out []envelope
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var e envelope
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("page %d: not an envelope: %v\n%.300s", len(out), err, line)
+		}
+		out = append(out, e)
+	}
+	if len(out) == max && out[len(out)-1].Continue != "" {
+		t.Fatalf("more than %d pages", max)
+	}
+	return out
+}
+
 // safe_read and safe_bash never return a planted secret: placeholders only,
 // the same placeholder for the same secret.
 func TestScrubbedResults(t *testing.T) {
@@ -199,9 +229,8 @@ func TestLargeOutputPages(t *testing.T) {
 		t.Fatalf("first response is not head, marker, tail: %q … %q", first.Data[:40], first.Data[len(first.Data)-40:])
 	}
 	var all strings.Builder
-	ref, pages := first.Continue, 0
-	for ref != "" {
-		p := jsonTool(t, sess, "safe_bash", "", "--continue", ref)
+	pages := 0
+	for _, p := range pageThrough(t, sess, "safe_bash", first.Continue, 500) {
 		if p.Error != nil {
 			t.Fatalf("page %d: %+v", pages, p.Error)
 		}
@@ -209,11 +238,7 @@ func TestLargeOutputPages(t *testing.T) {
 			t.Fatalf("page %d: %d tokens, over budget", pages, p.TokensUsed)
 		}
 		all.WriteString(p.Data)
-		ref = p.Continue
 		pages++
-		if pages > 500 {
-			t.Fatal("more than 500 pages")
-		}
 	}
 	var want strings.Builder
 	for i := 1; i <= n; i++ {
@@ -228,6 +253,80 @@ func TestLargeOutputPages(t *testing.T) {
 	other := jsonTool(t, []string{"CONTEXTD_SESSION=e2e-intruder"}, "safe_bash", "", "--continue", first.Continue)
 	if other.Error == nil || other.Error.Code != "CTXD-E040" {
 		t.Fatalf("another session read the pages: %+v", other)
+	}
+}
+
+// safe_read of a long file: the first response is head, marker and tail
+// within the default budget; the middle never left the sandbox, and its pages
+// are read again from the file in the sandbox, scrubbed, and reassemble to
+// the numbered file with placeholders for the planted secrets. Once the
+// middle of the file changes, its pages are refused with the reason.
+func TestLongReadPages(t *testing.T) {
+	secretsFile, secrets := plantedSecrets(t)
+	var b strings.Builder
+	for i := 0; b.Len() < 150<<10; i++ {
+		fmt.Fprintf(&b, "%d: request served in %d ms\n", i, i%113)
+		if i == 2000 {
+			b.WriteString(secretsFile) // the middle: in no first response
+		}
+	}
+	file := b.String()
+	writeProjectFile(t, "long-read.txt", file)
+	sess := []string{"CONTEXTD_SESSION=e2e-long-read"}
+	first := jsonTool(t, sess, "safe_read", "", "long-read.txt")
+	if first.Error != nil || !first.Truncated || first.Continue == "" || first.TokensUsed > 2000 {
+		t.Fatalf("first response: %+v", first.Error)
+	}
+	if !strings.HasPrefix(first.Data, "     1\t0: request") || !strings.Contains(first.Data, "left out ... the full output, page by page: safe_read --continue "+first.Continue) {
+		t.Fatalf("first response is not head and marker:\n%.300s", first.Data)
+	}
+	lines := strings.Split(strings.TrimSuffix(file, "\n"), "\n")
+	if last := fmt.Sprintf("%6d\t%s\n", len(lines), lines[len(lines)-1]); !strings.HasSuffix(first.Data, last) {
+		t.Fatalf("first response does not end with %q", last)
+	}
+	var all strings.Builder
+	pages := 0
+	for _, p := range pageThrough(t, sess, "safe_read", first.Continue, 200) {
+		if p.Error != nil || p.TokensUsed > 2000 {
+			t.Fatalf("page %d: %d tokens, %+v", pages, p.TokensUsed, p.Error)
+		}
+		all.WriteString(p.Data)
+		pages++
+	}
+	noSecrets(t, "the pages of a long read", all.String(), secrets)
+	var want strings.Builder
+	for i, l := range lines {
+		fmt.Fprintf(&want, "%6d\t%s\n", i+1, l)
+	}
+	got := regexp.MustCompile(`\[REDACTED:[a-z0-9-]+:[0-9]+\]`).ReplaceAllString(all.String(), "<secret>")
+	wantMasked := want.String()
+	for _, s := range secrets[:6] {
+		wantMasked = strings.ReplaceAll(wantMasked, s, "<secret>")
+	}
+	// The key's placeholder stands for all its numbered lines.
+	wantMasked = regexp.MustCompile(`(?s)-----BEGIN RSA PRIVATE KEY-----.*?-----END RSA PRIVATE KEY-----`).ReplaceAllString(wantMasked, "<secret>")
+	if got != wantMasked {
+		g, w := strings.Split(got, "\n"), strings.Split(wantMasked, "\n")
+		for i := range min(len(g), len(w)) {
+			if g[i] != w[i] {
+				t.Fatalf("%d pages: line %d is %q, want %q", pages, i+1, g[i], w[i])
+			}
+		}
+		t.Fatalf("%d pages: %d lines, want %d", pages, len(g), len(w))
+	}
+	t.Logf("%d bytes, %d lines: first response %d tokens, %d pages", len(file), len(lines), first.TokensUsed, pages)
+
+	// A page of the middle after the middle changed: refused, and why.
+	second := jsonTool(t, sess, "safe_read", "", "long-read.txt")
+	mustCode(t, userSh(t, "sed -i 's/^3000: request/3000: REQUEST/' "+shq(filepath.Join(env.project, "long-read.txt"))), 0)
+	var refused *struct{ Code, Message string }
+	for _, p := range pageThrough(t, sess, "safe_read", second.Continue, 200) { // through the head, into the middle
+		if p.Error != nil {
+			refused = p.Error
+		}
+	}
+	if refused == nil || refused.Code != "CTXD-E040" || !strings.Contains(refused.Message, "changed since it was read") {
+		t.Fatalf("the pages of a file changed in the middle: %+v", refused)
 	}
 }
 

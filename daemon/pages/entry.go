@@ -30,6 +30,8 @@ type Entry struct {
 	size    int64 // bytes stored
 	lines   int64 // '\n' among them
 	dropped int64 // bytes past MaxEntry
+	holes   []Hole
+	holeLen int64 // bytes of the holes
 	err     error // the first write error; every later call returns it
 	done    bool  // committed or discarded
 }
@@ -91,6 +93,25 @@ func (e *Entry) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// Hole adds n bytes to the output that are not stored: a page that needs
+// them gets them from the reader's FillFunc, given source. Past MaxEntry the
+// hole is dropped like bytes are.
+func (e *Entry) Hole(n int64, source []byte) error {
+	if e.done {
+		return fmt.Errorf("pages: hole in %s: %w", e.path, os.ErrClosed)
+	}
+	if n <= 0 || len(source) == 0 {
+		return fmt.Errorf("pages: hole of %d bytes without a source", n)
+	}
+	if e.dropped > 0 {
+		e.dropped += n
+		return nil
+	}
+	e.holes = append(e.holes, Hole{At: e.size + e.holeLen, Len: n, Source: append([]byte(nil), source...)})
+	e.holeLen += n
+	return nil
+}
+
 // Commit makes the output readable for its session until it expires, and
 // returns the reference to its first byte. meta is kept with it; when it has
 // no "tool", the tool given to Create is recorded. If storing the output
@@ -127,7 +148,7 @@ func (e *Entry) Commit(meta Meta) (ref string, err error) {
 	}
 	now := e.s.now()
 	r := &record{id: e.id, Session: e.key, Size: e.size, Lines: e.lines, Dropped: e.dropped,
-		Created: now, Expires: now.Add(e.s.ttl), Meta: m}
+		Created: now, Expires: now.Add(e.s.ttl), Meta: m, Holes: e.holes}
 	if err := e.s.writeMeta(r); err != nil {
 		return "", err
 	}

@@ -82,7 +82,7 @@ func (s *Store) loadOne(key, id string, exts map[string]bool, now time.Time) *re
 		return nil // written but never committed: a daemon stopped mid-call
 	}
 	r, err := s.readMeta(key, id)
-	if err != nil || r.Session != key {
+	if err != nil || r.Session != key || !r.holesValid() {
 		return nil
 	}
 	// A TTL lowered since applies to outputs already stored.

@@ -17,7 +17,15 @@ type Reader struct {
 	f      *os.File
 	r      record // a copy: the index's may go away
 	offset int64
+	fill   FillFunc
 }
+
+// FillFunc fills p with the bytes [off, off+len(p)) of a hole (off counted
+// from the hole's start), made again from the hole's source.
+type FillFunc func(source []byte, off int64, p []byte) error
+
+// ErrNoFill is returned by ReadAt for bytes in a hole when no FillFunc is set.
+var ErrNoFill = errors.New("pages: output has parts not stored, and no way to make them was given")
 
 // Open returns the output ref names, if session stored it and it has not
 // expired; otherwise ErrUnknown, the same for every reason, so that one
@@ -40,7 +48,7 @@ func (s *Store) Open(session, ref string) (*Reader, error) {
 		return nil, ErrUnknown
 	}
 	s.mu.Unlock()
-	if !ok || r.Session != key || off > r.Size {
+	if !ok || r.Session != key || off > r.length() {
 		return nil, ErrUnknown
 	}
 	p := filepath.Join(s.dir, key, id+".out")
@@ -56,19 +64,64 @@ func (s *Store) Open(session, ref string) (*Reader, error) {
 	return rr, nil
 }
 
-// ReadAt implements io.ReaderAt over the stored bytes.
+// SetFill sets how ReadAt makes the bytes of the output's holes.
+func (r *Reader) SetFill(f FillFunc) { r.fill = f }
+
+// ReadAt implements io.ReaderAt over the output: stored bytes from the file,
+// holes from the FillFunc.
 func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
-	if off >= r.r.Size {
+	size := r.Size()
+	if off < 0 {
+		return 0, fmt.Errorf("pages: read at %d: negative offset", off)
+	}
+	if off >= size {
 		return 0, io.EOF
 	}
-	if rest := r.r.Size - off; int64(len(p)) > rest {
-		n, err := r.f.ReadAt(p[:rest], off)
-		if err == nil {
-			err = io.EOF
-		}
-		return n, err
+	var eof error
+	if rest := size - off; int64(len(p)) > rest {
+		p, eof = p[:rest], io.EOF
 	}
-	return r.f.ReadAt(p, off)
+	n := 0
+	for n < len(p) {
+		at := off + int64(n)
+		// before is the bytes of the holes that end at or before at; next
+		// is the first hole that does not.
+		before, next := int64(0), (*Hole)(nil)
+		for i := range r.r.Holes {
+			h := &r.r.Holes[i]
+			if h.At+h.Len <= at {
+				before += h.Len
+				continue
+			}
+			next = h
+			break
+		}
+		if next != nil && next.At <= at {
+			k := int(min(int64(len(p)-n), next.At+next.Len-at))
+			if r.fill == nil {
+				return n, ErrNoFill
+			}
+			if err := r.fill(next.Source, at-next.At, p[n:n+k]); err != nil {
+				return n, err
+			}
+			n += k
+			continue
+		}
+		end := size
+		if next != nil {
+			end = next.At
+		}
+		k := int(min(int64(len(p)-n), end-at))
+		m, err := r.f.ReadAt(p[n:n+k], at-before)
+		n += m
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF // the file is shorter than its record
+			}
+			return n, err
+		}
+	}
+	return n, eof
 }
 
 // ID returns the output's id.
@@ -77,10 +130,10 @@ func (r *Reader) ID() string { return r.r.id }
 // Offset returns where the reference given to Open says the page starts.
 func (r *Reader) Offset() int64 { return r.offset }
 
-// Size returns the number of bytes stored.
-func (r *Reader) Size() int64 { return r.r.Size }
+// Size returns the output's length: the bytes stored and the holes.
+func (r *Reader) Size() int64 { return r.r.length() }
 
-// Lines returns the number of '\n' stored.
+// Lines returns the number of '\n' stored (not counting the holes).
 func (r *Reader) Lines() int64 { return r.r.Lines }
 
 // Dropped returns the bytes of the output past MaxEntry, which were not

@@ -27,6 +27,40 @@ type record struct {
 	Created time.Time `json:"created"`
 	Expires time.Time `json:"expires"`
 	Meta    Meta      `json:"meta,omitempty"`
+	// Holes are the parts of the output not stored, in order.
+	Holes []Hole `json:"holes,omitempty"`
+}
+
+// A Hole is a part of an output that is not stored: its bytes are made again
+// from their source when a page needs them (the middle of a long file, read
+// again in the sandbox). The store keeps Source for the reader's FillFunc and
+// does not look inside it.
+type Hole struct {
+	At     int64           `json:"at"` // offset in the output
+	Len    int64           `json:"len"`
+	Source json.RawMessage `json:"source"`
+}
+
+// length is the output's length: the bytes stored and the holes.
+func (r *record) length() int64 {
+	n := r.Size
+	for _, h := range r.Holes {
+		n += h.Len
+	}
+	return n
+}
+
+// holesValid reports whether the holes are in order, apart, and within the
+// output (a .meta file is read back from disk).
+func (r *record) holesValid() bool {
+	at := int64(0) // the first offset the next hole may start at
+	for _, h := range r.Holes {
+		if h.At < at || h.Len <= 0 || len(h.Source) == 0 {
+			return false
+		}
+		at = h.At + h.Len
+	}
+	return at <= r.length()
 }
 
 // sessionKey names a session's directory: a hash, because session ids are

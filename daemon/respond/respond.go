@@ -16,6 +16,7 @@ package respond
 import (
 	"bytes"
 	"fmt"
+	"sync"
 
 	"github.com/contextd/contextd/daemon/budget"
 	"github.com/contextd/contextd/daemon/pages"
@@ -80,6 +81,41 @@ func (l *Layer) replace(b []byte, fs []scrub.Finding) []byte {
 	})
 }
 
+// buffers are a Pipe's in-memory copy of the output (mem, up to memLimit)
+// and of its end (tail). They are recycled, not made per call: a fresh
+// megabyte costs a page fault per 4 KiB page on first touch (tens of
+// microseconds each on a virtual machine), the runtime hands freed memory back
+// to the kernel, and growing the copy of a large output slice by slice was
+// most of what the daemon spent on it. At most maxFree sets are kept, so the
+// daemon holds a few MiB more at most, and only after large outputs.
+type buffers struct{ mem, tail []byte }
+
+const maxFree = 4
+
+var free struct {
+	sync.Mutex
+	list []*buffers
+}
+
+func getBuffers() *buffers {
+	free.Lock()
+	defer free.Unlock()
+	if n := len(free.list); n > 0 {
+		b := free.list[n-1]
+		free.list = free.list[:n-1]
+		return b
+	}
+	return &buffers{mem: make([]byte, 0, memLimit)}
+}
+
+func putBuffers(b *buffers) {
+	free.Lock()
+	defer free.Unlock()
+	if len(free.list) < maxFree {
+		free.list = append(free.list, b)
+	}
+}
+
 // Options configure a Pipe.
 type Options struct {
 	Layer   *Layer
@@ -97,6 +133,7 @@ type Options struct {
 type Pipe struct {
 	o Options
 
+	bufs  *buffers     // where mem and tail live, from the free list
 	mem   []byte       // the output while it is small
 	entry *pages.Entry // the output once it is not
 	size  int64
@@ -111,7 +148,8 @@ type Pipe struct {
 	liveTokens int
 	liveBudget int
 	sent       bytes.Buffer // everything sent, to count tokens_used exactly
-	tail       []byte       // the last bytes of the output, for the tail
+	tail       []byte       // the last bytes of the output (after the last hole), for the tail
+	holes      int          // holes in the output
 	tailKeep   int
 	err        error
 }
@@ -132,8 +170,8 @@ func (p *Pipe) emitLive(text []byte, fs []scrub.Finding) error {
 		return nil
 	}
 	out := p.liveScrub(text, fs)
-	n := p.o.Counter.Count(out)
-	if p.liveTokens+n > p.liveBudget {
+	n, over := p.o.Counter.CountUpTo(out, p.liveBudget-p.liveTokens)
+	if over {
 		// The piece does not fit: send the whole lines of it that do, and
 		// stop streaming (the rest is decided at Close).
 		p.live = false
@@ -230,29 +268,87 @@ func (p *Pipe) Write(b []byte) (int, error) {
 // keep stores b: in memory, or in the page store once the output is large.
 func (p *Pipe) keep(b []byte) error {
 	if p.entry == nil && len(p.mem)+len(b) <= memLimit {
+		if p.bufs == nil {
+			p.bufs = getBuffers()
+			p.mem = p.bufs.mem[:0]
+		}
 		p.mem = append(p.mem, b...)
 		return nil
 	}
-	if p.entry == nil {
-		e, err := p.o.Store.Create(p.o.Session, p.o.Tool)
-		if err != nil {
-			return err
-		}
-		p.entry = e
-		if _, err := e.Write(p.mem); err != nil {
-			return err
-		}
-		p.tail = append(p.tail[:0], p.mem[max(0, len(p.mem)-p.tailKeep):]...)
-		p.mem = nil
+	if err := p.toStore(); err != nil {
+		return err
 	}
 	if _, err := p.entry.Write(b); err != nil {
 		return err
 	}
-	p.tail = append(p.tail, b...)
-	if len(p.tail) > 2*p.tailKeep {
-		p.tail = append(p.tail[:0], p.tail[len(p.tail)-p.tailKeep:]...)
-	}
+	p.keepTail(b)
 	return nil
+}
+
+// toStore moves the output from memory to the page store, if not done yet.
+func (p *Pipe) toStore() error {
+	if p.entry != nil {
+		return nil
+	}
+	e, err := p.o.Store.Create(p.o.Session, p.o.Tool)
+	if err != nil {
+		return err
+	}
+	p.entry = e
+	if _, err := e.Write(p.mem); err != nil {
+		return err
+	}
+	// Room for the tail kept plus one piece smaller than it: the tail
+	// never reallocates (a large output arrives in 256 KiB pieces, and
+	// growing a slice for each was most of the garbage of a call).
+	if p.bufs == nil {
+		p.bufs = getBuffers()
+	}
+	if cap(p.bufs.tail) < 3*p.tailKeep {
+		p.bufs.tail = make([]byte, 0, 3*p.tailKeep)
+	}
+	p.tail = p.bufs.tail[:0]
+	p.keepTail(p.mem)
+	p.mem = nil
+	return nil
+}
+
+// Hole stands for n bytes of output (with lines newlines) that the tool did
+// not send: the middle of a long read, which a first response never shows.
+// The page store keeps a hole there, and source, for a page that needs the
+// bytes to have them made again (Page's fill). The live stream ends at a hole,
+// and the kept tail starts again after it.
+func (p *Pipe) Hole(n, lines int64, source []byte) error {
+	if p.err != nil {
+		return p.err
+	}
+	if err := p.toStore(); err != nil {
+		p.err = err
+		return err
+	}
+	if err := p.entry.Hole(n, source); err != nil {
+		p.err = err
+		return err
+	}
+	p.size += n
+	p.lines += lines
+	p.live = false
+	p.holes++
+	p.tail = p.tail[:0]
+	return nil
+}
+
+// keepTail keeps the last tailKeep bytes (at least) of the output, b being
+// its latest piece.
+func (p *Pipe) keepTail(b []byte) {
+	if len(b) >= p.tailKeep {
+		p.tail = append(p.tail[:0], b[len(b)-p.tailKeep:]...)
+		return
+	}
+	if len(p.tail)+len(b) > cap(p.tail) {
+		p.tail = append(p.tail[:0], p.tail[len(p.tail)-(p.tailKeep-len(b)):]...)
+	}
+	p.tail = append(p.tail, b...)
 }
 
 // Summary is what a Pipe reports at Close, for the result and the audit.
@@ -266,6 +362,7 @@ type Summary struct {
 // Close sends what is left within the budget and reports. The tool must be
 // done writing.
 func (p *Pipe) Close() (Summary, error) {
+	defer p.release()
 	if p.err != nil {
 		p.discard()
 		return Summary{}, p.err
@@ -277,7 +374,9 @@ func (p *Pipe) Close() (Summary, error) {
 	avail := p.o.Budget - p.o.Counter.Count(p.sent.Bytes())
 	sum := Summary{Bytes: p.size}
 	// The rest fits if it is small enough to count and counts small enough.
-	if restLen <= int64(budget.Window(p.o.Budget)) {
+	// An output with a hole was cut by the tool because it is long: it
+	// does not.
+	if restLen <= int64(budget.Window(p.o.Budget)) && p.holes == 0 {
 		rest := p.restBytes(restLen)
 		out := p.o.Layer.Scrub(rest)
 		if p.o.Counter.Count(out) <= avail {
@@ -389,6 +488,15 @@ func (p *Pipe) commit() (string, error) {
 	return id, nil
 }
 
+// release gives the Pipe's buffers back for the next Pipe; nothing may use
+// mem or tail afterwards.
+func (p *Pipe) release() {
+	if p.bufs != nil {
+		putBuffers(p.bufs)
+		p.bufs, p.mem, p.tail = nil, nil, nil
+	}
+}
+
 func (p *Pipe) discard() {
 	if p.entry != nil {
 		p.entry.Discard()
@@ -408,19 +516,21 @@ type PageResult struct {
 // lines within budget tokens (a line longer than the budget is cut inside),
 // scrubbed by l. A secret that crosses the end of a page moves the end past
 // it, so the next page starts after it; concatenated, the pages are the whole
-// output, scrubbed.
-func Page(st *pages.Store, l *Layer, c *budget.Counter, session, ref string, tokens int) (PageResult, error) {
+// output, scrubbed. fill makes the bytes of the output's holes (see Hole);
+// its errors are returned as they are.
+func Page(st *pages.Store, l *Layer, c *budget.Counter, session, ref string, tokens int, fill pages.FillFunc) (PageResult, error) {
 	r, err := st.Open(session, ref)
 	if err != nil {
 		return PageResult{}, err
 	}
 	defer r.Close()
+	r.SetFill(fill)
 	id, off, size := r.ID(), r.Offset(), r.Size()
 	tokens = max(tokens, budget.MinBudget)
 	win := int64(budget.Window(tokens))
 	lo, hi := max(0, off-margin), min(size, off+win+margin)
 	buf := make([]byte, hi-lo)
-	if _, err := r.ReadAt(buf, lo); err != nil && int64(len(buf)) > 0 {
+	if n, err := r.ReadAt(buf, lo); n < len(buf) {
 		return PageResult{}, fmt.Errorf("read stored output: %w", err)
 	}
 	a := int(off - lo)

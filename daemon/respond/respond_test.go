@@ -131,7 +131,7 @@ func TestPagesReassemble(t *testing.T) {
 	var all bytes.Buffer
 	ref, n := sum.Continue, 0
 	for ref != "" {
-		pg, err := Page(f.store, f.layer, f.counter, "s1", ref, tokens)
+		pg, err := Page(f.store, f.layer, f.counter, "s1", ref, tokens, nil)
 		if err != nil {
 			t.Fatalf("page %d: %v", n, err)
 		}
@@ -163,7 +163,7 @@ func TestPagesReassemble(t *testing.T) {
 	t.Logf("%d bytes: first response %d tokens, %d pages", len(out), sum.TokensUsed, n)
 
 	// Pages belong to their session.
-	if _, err := Page(f.store, f.layer, f.counter, "s2", sum.Continue, tokens); !errors.Is(err, pages.ErrUnknown) {
+	if _, err := Page(f.store, f.layer, f.counter, "s2", sum.Continue, tokens, nil); !errors.Is(err, pages.ErrUnknown) {
 		t.Errorf("another session's page: %v", err)
 	}
 }
@@ -185,7 +185,7 @@ func TestPageEdgeSecret(t *testing.T) {
 	}
 	var all bytes.Buffer
 	for ref != "" {
-		pg, err := Page(f.store, f.layer, f.counter, "s1", ref, budget.MinBudget)
+		pg, err := Page(f.store, f.layer, f.counter, "s1", ref, budget.MinBudget, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -198,4 +198,97 @@ func TestPageEdgeSecret(t *testing.T) {
 	if !bytes.Equal(all.Bytes(), f.layer.Scrub(out)) {
 		t.Fatal("pages do not reassemble")
 	}
+}
+
+// An output with a hole (the middle of a long read, not sent by the tool)
+// is answered with head, marker and tail; its pages, the hole's parts made
+// by the fill function, reassemble to the whole output scrubbed, the secrets
+// of the hole and those on its edges included.
+func TestHolePages(t *testing.T) {
+	f := newFixture(t)
+	var head, middle, tail strings.Builder
+	var toks []string
+	for i := 0; head.Len() < 40<<10; i++ {
+		fmt.Fprintf(&head, "%6d\thead line %d\n", i+1, i)
+	}
+	for i := 0; middle.Len() < 2<<20; i++ {
+		fmt.Fprintf(&middle, "%6d\tmiddle line %d of a log\n", i+1, i)
+		if i%5000 == 17 {
+			tk := token(t)
+			toks = append(toks, tk)
+			fmt.Fprintf(&middle, "token=%s\n", tk)
+		}
+	}
+	for i := 0; tail.Len() < 40<<10; i++ {
+		fmt.Fprintf(&tail, "%6d\ttail line %d\n", i+1, i)
+	}
+	hole := []byte(middle.String())
+	var got bytes.Buffer
+	const tokens = 2000
+	p := New(Options{Layer: f.layer, Counter: f.counter, Budget: tokens, Store: f.store,
+		Session: "s1", Tool: "safe_read", Send: func(b []byte) error { got.Write(b); return nil }})
+	p.Write([]byte(head.String()))
+	if err := p.Hole(int64(len(hole)), int64(bytes.Count(hole, []byte{'\n'})), []byte(`{"src":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	p.Write([]byte(tail.String()))
+	sum, err := p.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := []byte(head.String() + middle.String() + tail.String())
+	if !sum.Truncated || sum.Bytes != int64(len(whole)) || sum.TokensUsed > tokens || sum.TokensUsed != f.counter.Count(got.Bytes()) {
+		t.Fatalf("summary %+v for %d bytes, first response %d tokens", sum, len(whole), f.counter.Count(got.Bytes()))
+	}
+	lines := bytes.Count(whole, []byte{'\n'}) - bytes.Count(got.Bytes(), []byte{'\n'}) + 1
+	if !bytes.HasPrefix(got.Bytes(), whole[:100]) || !bytes.HasSuffix(got.Bytes(), whole[len(whole)-100:]) ||
+		!bytes.Contains(got.Bytes(), []byte(fmt.Sprintf("... %s lines", groupDigits(lines)))) {
+		t.Fatalf("first response is not head, marker (%d lines), tail:\n%.200s\n...\n%s", lines, got.Bytes(),
+			got.Bytes()[max(0, got.Len()-300):])
+	}
+	fills := 0
+	fill := func(source []byte, off int64, b []byte) error {
+		fills++
+		if string(source) != `{"src":1}` {
+			return fmt.Errorf("source %q", source)
+		}
+		copy(b, hole[off:])
+		return nil
+	}
+	var all bytes.Buffer
+	for ref, n := sum.Continue, 0; ref != ""; n++ {
+		pg, err := Page(f.store, f.layer, f.counter, "s1", ref, tokens, fill)
+		if err != nil {
+			t.Fatalf("page %d: %v", n, err)
+		}
+		if pg.Tokens > tokens {
+			t.Fatalf("page %d: %d tokens", n, pg.Tokens)
+		}
+		all.Write(pg.Data)
+		ref = pg.Next
+	}
+	if want := f.layer.Scrub(whole); !bytes.Equal(all.Bytes(), want) {
+		t.Fatalf("pages reassemble to %d bytes, want %d", all.Len(), len(want))
+	}
+	for _, tk := range toks {
+		if bytes.Contains(all.Bytes(), []byte(tk)) {
+			t.Fatal("a secret of the hole in a page")
+		}
+	}
+	if fills == 0 {
+		t.Fatal("no page read the hole")
+	}
+	// Without a way to fill the hole, a page in it fails.
+	if _, err := Page(f.store, f.layer, f.counter, "s1", pages.FormatRef(sum.Continue[1:], int64(head.Len()+10)), tokens, nil); !errors.Is(err, pages.ErrNoFill) {
+		t.Fatalf("a page in the hole without fill: %v", err)
+	}
+}
+
+// groupDigits writes n as the marker does (1,234).
+func groupDigits(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

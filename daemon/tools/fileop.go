@@ -38,10 +38,68 @@ type fileOp struct {
 	// tool's own scrub.
 	Rules string `json:"rules,omitempty"`
 	// Window: the tool scrubs the first and last Window bytes of a long
-	// output, the part a first response can show, and sends the middle
-	// unscrubbed (frameRaw); the daemon scrubs whatever of it leaves later.
-	// 0: scrub everything.
+	// output, the part a first response can show, and sends a gap frame
+	// for the middle instead of its bytes. 0: scrub and send everything.
 	Window int `json:"window,omitempty"`
+
+	// safe_read's page mode: render bytes [Skip, Skip+N) of Gap, a gap of
+	// an earlier read of this file, again.
+	Gap  *gapFrame `json:"gap,omitempty"`
+	Skip int64     `json:"skip,omitempty"`
+	N    int64     `json:"n,omitempty"`
+}
+
+// holeWriter is an Out that takes a gap in place of the bytes it stands
+// for (respond.Pipe): n bytes with lines newlines, which source (opaque to
+// it, JSON gapSource) lets FillGap make again.
+type holeWriter interface {
+	io.Writer
+	Hole(n, lines int64, source []byte) error
+}
+
+// gapSource is what the daemon keeps of a gap: enough to read it again.
+type gapSource struct {
+	Tool    string   `json:"tool"`
+	Root    string   `json:"root"`
+	Rel     string   `json:"rel"`
+	Display string   `json:"display"`
+	Gap     gapFrame `json:"gap"`
+}
+
+// maxGapPage bounds what one FillGap asks of the sandbox; a page reads
+// well under a MiB.
+const maxGapPage = 16 << 20
+
+// FillGap fills p with bytes [off, off+len(p)) of a gap's rendering (source
+// as the output's Hole got it), read again from the file in safe_read's
+// sandbox, unscrubbed: the caller scrubs what it returns. env needs Config,
+// Runner and Peer; the rest is set here. A file whose bytes in the gap
+// changed since the first read is refused (catalog.ErrUnknownContinuation).
+func FillGap(ctx context.Context, env *Env, source []byte, off int64, p []byte) error {
+	var src gapSource
+	if err := json.Unmarshal(source, &src); err != nil || src.Tool != "safe_read" || src.Root == "" {
+		return fmt.Errorf("safe_read: the stored page source is unreadable: %w", catalog.ErrInternal)
+	}
+	if off < 0 || len(p) > maxGapPage || off+int64(len(p)) > src.Gap.Len {
+		return fmt.Errorf("safe_read: page range %d+%d outside the gap of %d bytes: %w", off, len(p), src.Gap.Len, catalog.ErrInternal)
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	var got bytes.Buffer
+	got.Grow(len(p))
+	env.Place = workspace.Place{Root: src.Root, Cwd: src.Root, LogicalRoot: src.Root}
+	env.Out = &got
+	out := runFileOp(ctx, env, fileOp{Tool: "safe_read", Root: src.Root, Rel: src.Rel, Display: src.Display,
+		Gap: &src.Gap, Skip: off, N: int64(len(p))})
+	if out.Err != nil {
+		return out.Err
+	}
+	if got.Len() != len(p) {
+		return fmt.Errorf("safe_read: page of %s: %d bytes read again, want %d: %w", src.Display, got.Len(), len(p), catalog.ErrInternal)
+	}
+	copy(p, got.Bytes())
+	return nil
 }
 
 // runFileOp runs op through the call's runner and turns the tool process's report
@@ -74,6 +132,15 @@ func runSandboxed(ctx context.Context, env *Env, op fileOp, spec runner.Spec) Ou
 			_, err := io.WriteString(env.Out, env.Vault.Placeholder(s.Rule, string(s.Secret), source))
 			return err
 		},
+	}
+	if hw, ok := env.Out.(holeWriter); ok && op.Window > 0 {
+		frames.gap = func(g gapFrame) error {
+			src, err := json.Marshal(gapSource{Tool: op.Tool, Root: op.Root, Rel: op.Rel, Display: op.Display, Gap: g})
+			if err != nil {
+				return err
+			}
+			return hw.Hole(g.Len, g.Lines, src)
+		}
 	}
 	spec.Tool, spec.Mode, spec.Args, spec.Stdin = op.Tool, runner.Tool, []string{op.Tool}, in
 	spec.Workspace, spec.Home = env.Place.Root, homeDir()
@@ -183,7 +250,11 @@ func toolMain(ctx context.Context, args []string, stdin io.Reader, stdout io.Wri
 	var meta toolMeta
 	switch op.Tool {
 	case "safe_read":
-		err = readFile(root, op, sc, fw)
+		if op.Gap != nil {
+			err = renderGap(root, op, fw)
+		} else {
+			err = readFile(root, op, sc, fw)
+		}
 	case "safe_write":
 		err = writeFile(root, op, sc, fw)
 	default:

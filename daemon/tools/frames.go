@@ -20,10 +20,14 @@ import (
 const (
 	// frameText is output the tool scrubbed (the first layer).
 	frameText = 'T'
-	// frameRaw is output the tool did not scrub, because it will not leave
-	// the daemon unless a continuation page asks for it (the daemon's layer
-	// scrubs every byte that leaves).
+	// frameRaw is output the tool did not scrub: a gap read again for a
+	// continuation page, which the daemon cuts the page from and scrubs
+	// (its layer scrubs every byte that leaves).
 	frameRaw = 'R'
+	// frameGap stands for a run of the output the tool did not send (JSON
+	// gapFrame): the middle of a long read, which the first response does
+	// not show. The daemon keeps the frame, not the bytes.
+	frameGap = 'G'
 	// frameSecret is a secret the tool took out at this point of the text:
 	// JSON secretFrame. The daemon writes the session's placeholder here.
 	frameSecret = 'S'
@@ -37,6 +41,21 @@ const maxFrame = 16 << 20
 type secretFrame struct {
 	Rule   string `json:"rule"`
 	Secret []byte `json:"secret"` // bytes as they were (base64 in JSON: a secret need not be UTF-8)
+}
+
+// gapFrame describes a gap: the numbered rendering of the file's bytes
+// [From, To), which a page gets by having them read and rendered again
+// (safe_read's page mode, with the gap in fileOp.Gap).
+type gapFrame struct {
+	From    int64 `json:"from"`
+	To      int64 `json:"to"`
+	Line    int   `json:"line"`     // the line From is in
+	AtStart bool  `json:"at_start"` // From starts that line: its number is part of the gap
+	Len     int64 `json:"len"`      // bytes of the rendering
+	Lines   int64 `json:"lines"`    // newlines in it
+	// CRC is the CRC-32C of the file's bytes [From, To): a page is made only
+	// from the bytes the first read saw; an edited file refuses it.
+	CRC uint32 `json:"crc"`
 }
 
 // toolMeta is what a tool reports besides its output.
@@ -119,6 +138,12 @@ func (f *frameWriter) secret(rule string, secret []byte) error {
 	return f.frame(frameSecret, b)
 }
 
+// gap writes a gap frame.
+func (f *frameWriter) gap(g gapFrame) error {
+	b, _ := json.Marshal(g)
+	return f.frame(frameGap, b)
+}
+
 // meta writes the report and flushes.
 func (f *frameWriter) meta(m toolMeta) error {
 	if len(f.findings) > 0 {
@@ -142,6 +167,7 @@ func (f *frameWriter) flush() error { return f.w.Flush() }
 type frameReader struct {
 	text    func(p []byte, scrubbed bool) error
 	secret  func(s secretFrame) error
+	gap     func(g gapFrame) error // nil: a gap is a malformed frame
 	meta    *toolMeta
 	gotMeta bool
 
@@ -187,7 +213,7 @@ func (r *frameReader) Write(p []byte) (int, error) {
 			r.hdr, r.body = r.hdr[:0], r.body[:0]
 			switch r.kind {
 			case frameText, frameRaw:
-			case frameSecret, frameMeta:
+			case frameSecret, frameMeta, frameGap:
 				if size > maxSmallFrame {
 					r.err = errBadFrame
 					return 0, r.err
@@ -215,7 +241,7 @@ func (r *frameReader) Write(p []byte) (int, error) {
 		}
 		if r.left == 0 {
 			r.inBody = false
-			if r.kind == frameSecret || r.kind == frameMeta {
+			if r.kind == frameSecret || r.kind == frameMeta || r.kind == frameGap {
 				if err := r.handle(r.kind, r.body); err != nil {
 					r.err = err
 					return 0, err
@@ -234,6 +260,12 @@ func (r *frameReader) handle(kind byte, p []byte) error {
 			return errBadFrame
 		}
 		return r.secret(s)
+	case frameGap:
+		var g gapFrame
+		if r.gap == nil || json.Unmarshal(p, &g) != nil || g.From < 0 || g.To <= g.From || g.Len < g.To-g.From || g.Lines < 0 || g.Line < 1 {
+			return errBadFrame
+		}
+		return r.gap(g)
 	case frameMeta:
 		if err := json.Unmarshal(p, r.meta); err != nil {
 			return errBadFrame

@@ -54,6 +54,17 @@ func randAlnum(t *testing.T, n int) string {
 // frames as the daemon does: secrets become vault placeholders.
 func readFrames(t *testing.T, file string, first, limit, window int, v *scrub.Vault) (out string, raw int, secrets int) {
 	t.Helper()
+	out, gaps, secrets := readGaps(t, file, first, limit, window, v)
+	for _, g := range gaps {
+		raw += int(g.Len)
+	}
+	return out, raw, secrets
+}
+
+// readGaps is readFrames that also returns the gap frames; out has each gap
+// rendered from the file, as a page would make it.
+func readGaps(t *testing.T, file string, first, limit, window int, v *scrub.Vault) (out string, gaps []gapFrame, secrets int) {
+	t.Helper()
 	var sel selection
 	if first == 1 && limit < 0 {
 		// The whole-file path reads an *os.File.
@@ -81,7 +92,7 @@ func readFrames(t *testing.T, file string, first, limit, window int, v *scrub.Va
 	var wire bytes.Buffer
 	fw := newFrameWriter(&wire)
 	fs, rf, rt := findSelected(scrubberT(t), sel.buf, sel.a, sel.e, window)
-	if err := emitNumbered(fw, sel.buf, sel.a, sel.e, first, fs, rf, rt); err != nil {
+	if err := emitNumbered(fw, sel.buf, sel.base, sel.a, sel.e, first, fs, rf, rt); err != nil {
 		t.Fatal(err)
 	}
 	if err := fw.meta(toolMeta{}); err != nil {
@@ -92,9 +103,19 @@ func readFrames(t *testing.T, file string, first, limit, window int, v *scrub.Va
 	r := &frameReader{meta: &meta,
 		text: func(p []byte, scrubbed bool) error {
 			if !scrubbed {
-				raw += len(p)
+				t.Error("a raw frame in a first read")
 			}
 			b.Write(p)
+			return nil
+		},
+		gap: func(g gapFrame) error {
+			z := numberer{line: g.Line, atStart: g.AtStart}
+			r := z.put(nil, []byte(file[g.From:g.To]))
+			if int64(len(r)) != g.Len || int64(bytes.Count(r, []byte{'\n'})) != g.Lines {
+				t.Errorf("gap %+v: rendering has %d bytes, %d lines", g, len(r), bytes.Count(r, []byte{'\n'}))
+			}
+			gaps = append(gaps, g)
+			b.Write(r)
 			return nil
 		},
 		secret: func(s secretFrame) error {
@@ -113,7 +134,7 @@ func readFrames(t *testing.T, file string, first, limit, window int, v *scrub.Va
 	if !r.complete() || !r.gotMeta {
 		t.Fatal("frames incomplete")
 	}
-	return b.String(), raw, secrets
+	return b.String(), gaps, secrets
 }
 
 // unnumber strips "%6d\t" from every line, as an agent editing the file does.
@@ -189,7 +210,8 @@ func TestReadSelectionCutsSecret(t *testing.T) {
 	}
 }
 
-// A long read scrubs its two ends in the sandbox and sends the middle raw;
+// A long read scrubs its two ends in the sandbox and sends a gap for the
+// middle;
 // a secret on the edge of the window widens it instead of being cut.
 func TestReadWindowed(t *testing.T) {
 	tok := "ghp_" + randAlnum(t, 36)

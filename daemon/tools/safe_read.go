@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -71,6 +72,9 @@ func (c *readCall) Run(ctx context.Context, env *Env) Outcome {
 	if c.in.Limit != nil {
 		op.Limit = *c.in.Limit
 	}
+	if _, ok := env.Out.(holeWriter); !ok {
+		op.Window = 0 // an output that cannot hold a gap gets every byte
+	}
 	return runFileOp(ctx, env, op)
 }
 
@@ -112,11 +116,66 @@ func readFile(root *workspace.Root, op fileOp, sc *scrub.Scrubber, fw *frameWrit
 		return fmt.Errorf("safe_read: offset %d is past the end of %s (%d lines): %w", first, op.Display, sel.lines, catalog.ErrBadInput)
 	}
 	fw.mark("read")
-	fs, rawFrom, rawTo := findSelected(sc, sel.buf, sel.a, sel.e, op.Window)
+	fs, gapFrom, gapTo := findSelected(sc, sel.buf, sel.a, sel.e, op.Window)
 	fw.mark("scrub")
-	err = emitNumbered(fw, sel.buf, sel.a, sel.e, first, fs, rawFrom, rawTo)
+	err = emitNumbered(fw, sel.buf, sel.base, sel.a, sel.e, first, fs, gapFrom, gapTo)
 	fw.mark("emit")
 	return err
+}
+
+// renderGap is safe_read's page mode: it reads a gap of an earlier read
+// (op.Gap) again and writes bytes [op.Skip, op.Skip+op.N) of its rendering
+// as raw frames: unscrubbed, since the daemon scrubs the page it cuts from
+// them, with a margin this range does not have. A file whose bytes in the gap
+// are not those of the first read is refused: a page must continue the
+// output it was cut from, not a mix of two versions of the file.
+func renderGap(root *workspace.Root, op fileOp, fw *frameWriter) error {
+	g := op.Gap
+	size := g.To - g.From
+	if g.From < 0 || size <= 0 || size > 1<<40 || op.Skip < 0 || op.N <= 0 || op.Skip+op.N > g.Len {
+		return fmt.Errorf("safe_read: bad page request (%d+%d of a %d-byte gap): %w", op.Skip, op.N, g.Len, catalog.ErrInternal)
+	}
+	f, err := root.OpenRead(op.Rel)
+	if err != nil {
+		return fmt.Errorf("safe_read: %w", err)
+	}
+	defer f.Close()
+	changed := fmt.Errorf("safe_read: %s changed since it was read, so the rest of that read is gone: %w", op.Display, catalog.ErrUnknownContinuation)
+	buf, release := prefaulted(int(size))
+	defer release()
+	buf = buf[:size]
+	if _, err := f.ReadAt(buf, g.From); err == io.EOF || err == io.ErrUnexpectedEOF {
+		return changed
+	} else if err != nil {
+		return fmt.Errorf("safe_read: %s: read: %v: %w", op.Display, err, catalog.ErrIO)
+	}
+	if crc32.Checksum(buf, castagnoli) != g.CRC {
+		return changed
+	}
+	fw.mark("read")
+	// Walk the gap in pieces: pieces before the range are only measured,
+	// pieces that overlap it are rendered and the overlap sent.
+	z := numberer{line: g.Line, atStart: g.AtStart}
+	var scratch []byte
+	from, to := op.Skip, op.Skip+op.N
+	pos := int64(0)
+	for p := 0; p < len(buf) && pos < to; {
+		k := min(len(buf), p+64<<10)
+		ahead := z
+		if n, _ := ahead.measure(buf[p:k]); pos+n <= from {
+			z, pos, p = ahead, pos+n, k
+			continue
+		}
+		scratch = z.put(scratch[:0], buf[p:k])
+		lo, hi := max(0, from-pos), min(int64(len(scratch)), to-pos)
+		if err := fw.data(frameRaw, scratch[lo:hi]); err != nil {
+			return err
+		}
+		pos += int64(len(scratch))
+		p = k
+	}
+	fw.mark("render")
+	return nil
 }
 
 // readWhole reads the rest of f (br wraps it and may hold its start).
@@ -163,6 +222,7 @@ func prefaulted(n int) ([]byte, func()) {
 // edge is still seen whole.
 type selection struct {
 	buf   []byte
+	base  int64 // the file offset of buf[0]
 	a, e  int
 	lines int // lines of the file seen (all of them when the read went to the end)
 }
@@ -193,6 +253,7 @@ func selectLines(r *bufio.Reader, first, limit int) (selection, error) {
 			s.buf = append(s.buf, piece...)
 			if s.a < 0 && len(s.buf) > 2*scrubMargin {
 				// Before the selection only the margin is kept.
+				s.base += int64(len(s.buf) - scrubMargin)
 				s.buf = append(s.buf[:0], s.buf[len(s.buf)-scrubMargin:]...)
 			}
 			atStart = piece[len(piece)-1] == '\n'
@@ -215,9 +276,10 @@ func selectLines(r *bufio.Reader, first, limit int) (selection, error) {
 // findSelected finds the secrets of buf[a:e] (offsets in buf; a secret may
 // reach past a or e). With a window (> 0) and a long selection it scrubs only
 // the first and last window bytes, the part a first response can show, and
-// reports the middle, buf[rawFrom:rawTo], as unscrubbed: the daemon scrubs
-// whatever of it leaves later (a continuation page).
-func findSelected(sc *scrub.Scrubber, buf []byte, a, e, window int) (fs []scrub.Finding, rawFrom, rawTo int) {
+// returns the middle, buf[gapFrom:gapTo], which holds no finding: it is not
+// sent at all (a gap frame stands for it), and a continuation page that needs
+// it has it read again, in the sandbox, and scrubbed by the daemon.
+func findSelected(sc *scrub.Scrubber, buf []byte, a, e, window int) (fs []scrub.Finding, gapFrom, gapTo int) {
 	if window <= 0 || e-a <= 2*window+2*scrubMargin {
 		fs, _, _ = sc.FindRange(buf, a, e, scrubMargin)
 		return fs, e, e
@@ -231,60 +293,52 @@ func findSelected(sc *scrub.Scrubber, buf []byte, a, e, window int) (fs []scrub.
 	return append(head, tail...), headEnd, tailStart
 }
 
-// emitNumbered writes buf[a:e] as numbered lines ("%6d\t<line>\n", the first
-// one numbered line), each finding as a secret frame, buf[rawFrom:rawTo] as
-// raw frames. A last line without a newline gets one.
-func emitNumbered(fw *frameWriter, buf []byte, a, e, line int, fs []scrub.Finding, rawFrom, rawTo int) error {
-	// One buffer of about a MiB, sent and reused: a large file's numbered
-	// copy never exists whole.
-	out, release := prefaulted(min(e-a, 1<<20) + 1<<16)
+// emitNumbered writes buf[a:e] (buf[0] is at file offset base) as numbered
+// lines ("%6d\t<line>\n", the first one numbered line), each finding as a
+// secret frame, and buf[gapFrom:gapTo], when not empty, as one gap frame.
+// No finding may lie in the gap. A last line without a newline gets one.
+func emitNumbered(fw *frameWriter, buf []byte, base int64, a, e, line int, fs []scrub.Finding, gapFrom, gapTo int) error {
+	// One buffer of up to about a MiB, sent and reused: a large file's
+	// numbered copy never exists whole. The gap is not rendered at all.
+	out, release := prefaulted(min(2*(e-a-(gapTo-gapFrom)), 1<<20) + 1<<16)
 	defer release()
-	kind := byte(frameText)
 	flush := func() error {
-		err := fw.data(kind, out)
+		err := fw.data(frameText, out)
 		out = out[:0]
 		return err
 	}
-	atStart := true
+	z := numberer{line: line, atStart: true}
 	// text numbers buf[p:q], which holds no secret.
 	text := func(p, q int) error {
 		for p < q {
-			k := byte(frameText)
-			if p >= rawFrom && p < rawTo {
-				k = frameRaw
-			}
-			end := q
-			if k == frameText && p < rawFrom {
-				end = min(q, rawFrom)
-			} else if k == frameRaw {
-				end = min(q, rawTo)
-			}
-			if k != kind {
+			if p >= gapFrom && p < gapTo {
 				if err := flush(); err != nil {
 					return err
 				}
-				kind = k
+				end := min(q, gapTo)
+				g := gapFrame{From: base + int64(p), To: base + int64(end), Line: z.line, AtStart: z.atStart,
+					CRC: crc32.Checksum(buf[p:end], castagnoli)}
+				g.Len, g.Lines = z.measure(buf[p:end])
+				fw.mark("gap")
+				if err := fw.gap(g); err != nil {
+					return err
+				}
+				p = end
+				continue
+			}
+			end := q
+			if p < gapFrom {
+				end = min(q, gapFrom)
 			}
 			for p < end {
-				if atStart {
-					out = appendNum(out, line)
-					atStart = false
-				}
+				k := min(end, p+(1<<20))
+				out = z.put(out, buf[p:k])
+				p = k
 				if len(out) >= 1<<20 {
 					if err := flush(); err != nil {
 						return err
 					}
 				}
-				nl := bytes.IndexByte(buf[p:end], '\n')
-				if nl < 0 {
-					out = append(out, buf[p:end]...)
-					p = end
-					break
-				}
-				out = append(out, buf[p:p+nl+1]...)
-				p += nl + 1
-				line++
-				atStart = true
 			}
 		}
 		return nil
@@ -297,9 +351,9 @@ func emitNumbered(fw *frameWriter, buf []byte, a, e, line int, fs []scrub.Findin
 		if err := text(at, max(at, f.Start)); err != nil {
 			return err
 		}
-		if atStart {
-			out = appendNum(out, line)
-			atStart = false
+		if z.atStart {
+			out = appendNum(out, z.line)
+			z.atStart = false
 		}
 		if err := flush(); err != nil {
 			return err
@@ -308,17 +362,89 @@ func emitNumbered(fw *frameWriter, buf []byte, a, e, line int, fs []scrub.Findin
 			return err
 		}
 		hidden := buf[max(at, f.Start):min(e, f.End)]
-		line += bytes.Count(hidden, []byte{'\n'})
-		atStart = len(hidden) > 0 && hidden[len(hidden)-1] == '\n'
+		z.line += bytes.Count(hidden, []byte{'\n'})
+		z.atStart = len(hidden) > 0 && hidden[len(hidden)-1] == '\n'
 		at = min(e, f.End)
 	}
 	if err := text(at, e); err != nil {
 		return err
 	}
-	if !atStart && e > a {
+	if !z.atStart && e > a {
 		out = append(out, '\n')
 	}
 	return flush()
+}
+
+// castagnoli is the CRC-32C table: hardware-assisted on amd64 and arm64, so a
+// 10 MB gap costs about a millisecond.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// numberer renders text as safe_read shows it, each line prefixed with its
+// number ("%6d\t"). A line's number is written with its first byte, so that
+// rendering a text in pieces cut anywhere gives the rendering of the whole,
+// and a piece's rendering depends only on where it starts (line, atStart):
+// a gap's bytes, read again for a page, come out as they would have first.
+type numberer struct {
+	line    int  // the line the next byte is in
+	atStart bool // the next byte starts it
+}
+
+// put appends the rendering of text to out.
+func (z *numberer) put(out, text []byte) []byte {
+	for len(text) > 0 {
+		if z.atStart {
+			out = appendNum(out, z.line)
+			z.atStart = false
+		}
+		nl := bytes.IndexByte(text, '\n')
+		if nl < 0 {
+			return append(out, text...)
+		}
+		out = append(out, text[:nl+1]...)
+		text = text[nl+1:]
+		z.line++
+		z.atStart = true
+	}
+	return out
+}
+
+// measure returns the length of text's rendering and its newlines, and moves
+// on as put would, without rendering: counting a 10 MB gap's newlines is all
+// it costs.
+func (z *numberer) measure(text []byte) (n, lines int64) {
+	if len(text) == 0 {
+		return 0, 0
+	}
+	lines = int64(bytes.Count(text, []byte{'\n'}))
+	// The lines that start in text: the first one if text starts it, and one
+	// after every newline but a final one.
+	first, starts := z.line+1, lines
+	if z.atStart {
+		first, starts = z.line, starts+1
+	}
+	last := text[len(text)-1] == '\n'
+	if last {
+		starts--
+	}
+	z.line += int(lines)
+	z.atStart = last
+	return int64(len(text)) + numWidths(int64(first), starts), lines
+}
+
+// numWidths is the length of the numbers appendNum writes for the count lines
+// from first on: at least six digits and a tab each.
+func numWidths(first, count int64) int64 {
+	var sum int64
+	end := first + count
+	for digits, limit := int64(6), int64(1_000_000); first < end; digits, limit = digits+1, limit*10 {
+		if first >= limit {
+			continue
+		}
+		upto := min(end, limit)
+		sum += (upto - first) * (digits + 1)
+		first = upto
+	}
+	return sum
 }
 
 // appendNum appends a line number as "%6d\t".

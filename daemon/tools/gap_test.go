@@ -1,0 +1,196 @@
+package tools
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/workspace"
+	"github.com/contextd/contextd/scrub"
+)
+
+// measure agrees with put on any text cut anywhere, from any line (the
+// numbers grow from six digits to seven at line 1,000,000).
+func TestNumbererMeasure(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	for i := range 2000 {
+		var b strings.Builder
+		for n := rng.IntN(40); n > 0; n-- {
+			b.WriteString(strings.Repeat("x", rng.IntN(4)))
+			if rng.IntN(3) > 0 {
+				b.WriteByte('\n')
+			}
+		}
+		text := []byte(b.String())
+		start := numberer{line: 999_990 + rng.IntN(20), atStart: rng.IntN(2) == 0}
+		if i%3 == 0 {
+			start.line = 1 + rng.IntN(50)
+		}
+		// Rendered in random pieces...
+		z := start
+		var out []byte
+		for p := text; len(p) > 0; {
+			k := 1 + rng.IntN(len(p))
+			out = z.put(out, p[:k])
+			p = p[k:]
+		}
+		// ...and measured whole.
+		m := start
+		n, lines := m.measure(text)
+		if n != int64(len(out)) || lines != int64(bytes.Count(out, []byte{'\n'})) || m != z {
+			t.Fatalf("text %q from %+v: measure %d bytes %d lines state %+v; put %d bytes %d lines state %+v",
+				text, start, n, lines, m, len(out), bytes.Count(out, []byte{'\n'}), z)
+		}
+	}
+}
+
+// gapFile writes a file of about size bytes whose middle (the gap of a
+// windowed read) holds a secret, and returns the workspace root, its
+// contents and the secret.
+func gapFile(t *testing.T, size int) (*workspace.Root, string, string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	tok := "ghp_" + randAlnum(t, 36)
+	var b strings.Builder
+	for i := 0; b.Len() < size; i++ {
+		fmt.Fprintf(&b, "%d: event %d ok\n", i, i*7)
+		if i == 4000 {
+			fmt.Fprintf(&b, "GITHUB_TOKEN=%s\n", tok)
+		}
+	}
+	b.WriteString("no newline at the end")
+	if err := os.WriteFile(filepath.Join(dir, "log.txt"), []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	root, err := workspace.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { root.Close() })
+	return root, dir, b.String(), tok
+}
+
+// renderPage runs safe_read's page mode and returns the raw bytes it sent.
+func renderPage(root *workspace.Root, g gapFrame, skip, n int64) ([]byte, error) {
+	var wire bytes.Buffer
+	fw := newFrameWriter(&wire)
+	err := renderGap(root, fileOp{Tool: "safe_read", Rel: "log.txt", Display: "log.txt", Gap: &g, Skip: skip, N: n}, fw)
+	if err != nil {
+		return nil, err
+	}
+	if err := fw.meta(toolMeta{}); err != nil {
+		return nil, err
+	}
+	var got []byte
+	var meta toolMeta
+	r := &frameReader{meta: &meta,
+		text: func(p []byte, scrubbed bool) error {
+			if scrubbed {
+				return errors.New("page mode sent a scrubbed frame")
+			}
+			got = append(got, p...)
+			return nil
+		},
+		secret: func(secretFrame) error { return errors.New("page mode sent a secret frame") }}
+	if _, err := r.Write(wire.Bytes()); err != nil {
+		return nil, err
+	}
+	return got, nil
+}
+
+// A long read sends its middle as one gap; page mode renders any range of
+// it exactly as the whole read would have, and refuses once the file's bytes
+// in the gap change (not when only the rest of the file does).
+func TestGapPages(t *testing.T) {
+	root, dir, file, tok := gapFile(t, 600<<10)
+	out, gaps, _ := readGaps(t, file, 1, -1, 32<<10, scrub.NewVault())
+	if len(gaps) != 1 {
+		t.Fatalf("%d gaps, want 1", len(gaps))
+	}
+	g := gaps[0]
+	if !strings.Contains(file[g.From:g.To], tok) {
+		t.Fatal("the secret is not in the gap: the test does not test what it says")
+	}
+	// readGaps rendered the gap from the file into out, as a page would.
+	z := numberer{line: g.Line, atStart: g.AtStart}
+	whole := z.put(nil, []byte(file[g.From:g.To]))
+	if !strings.Contains(out, string(whole)) {
+		t.Fatal("the read's output does not hold the gap's rendering")
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 40 {
+		skip := rng.Int64N(g.Len)
+		n := 1 + rng.Int64N(min(g.Len-skip, 80<<10))
+		got, err := renderPage(root, g, skip, n)
+		if err != nil {
+			t.Fatalf("page %d+%d: %v", skip, n, err)
+		}
+		if !bytes.Equal(got, whole[skip:skip+n]) {
+			t.Fatalf("page %d+%d differs from the read's rendering", skip, n)
+		}
+	}
+	if got, err := renderPage(root, g, 0, g.Len); err != nil || !bytes.Equal(got, whole) {
+		t.Fatalf("the whole gap: %v", err)
+	}
+	for _, bad := range [][2]int64{{-1, 10}, {0, 0}, {g.Len - 5, 10}} {
+		if _, err := renderPage(root, g, bad[0], bad[1]); !errors.Is(err, catalog.ErrInternal) {
+			t.Errorf("range %v of a %d-byte gap: %v, want an internal error", bad, g.Len, err)
+		}
+	}
+
+	// An edit before the gap keeps its bytes: pages still come.
+	edited := []byte(file)
+	edited[0] = 'X'
+	if err := os.WriteFile(filepath.Join(dir, "log.txt"), edited, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := renderPage(root, g, 0, 100); err != nil {
+		t.Fatalf("an edit outside the gap refused its pages: %v", err)
+	}
+	// One byte in the gap, or a shorter file: refused, saying why.
+	edited[g.From+(g.To-g.From)/2] ^= 1
+	if err := os.WriteFile(filepath.Join(dir, "log.txt"), edited, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := renderPage(root, g, 0, 100)
+	if !errors.Is(err, catalog.ErrUnknownContinuation) || !strings.Contains(err.Error(), "changed since it was read") {
+		t.Fatalf("a changed gap: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "log.txt"), []byte(file[:g.From+10]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := renderPage(root, g, 0, 100); !errors.Is(err, catalog.ErrUnknownContinuation) {
+		t.Fatalf("a truncated file: %v", err)
+	}
+	os.Remove(filepath.Join(dir, "log.txt"))
+	if _, err := renderPage(root, g, 0, 100); !errors.Is(err, catalog.ErrNotFound) {
+		t.Fatalf("a removed file: %v", err)
+	}
+}
+
+// The gap works for a selection too (offset and limit): its offsets are the
+// file's, not the selection buffer's.
+func TestGapSelection(t *testing.T) {
+	root, _, file, _ := gapFile(t, 900<<10)
+	out, gaps, _ := readGaps(t, file, 3000, 20000, 32<<10, scrub.NewVault())
+	if len(gaps) != 1 {
+		t.Fatalf("%d gaps, want 1", len(gaps))
+	}
+	g := gaps[0]
+	z := numberer{line: g.Line, atStart: g.AtStart}
+	whole := z.put(nil, []byte(file[g.From:g.To]))
+	got, err := renderPage(root, g, 0, g.Len)
+	if err != nil || !bytes.Equal(got, whole) || !strings.Contains(out, string(whole)) {
+		t.Fatalf("selection's gap: %v", err)
+	}
+	_, nums := unnumber(t, out)
+	if nums[0] != 3000 || nums[len(nums)-1] != 3000+20000-1 {
+		t.Fatalf("lines %d..%d, want 3000..22999", nums[0], nums[len(nums)-1])
+	}
+}
