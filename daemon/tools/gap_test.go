@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -193,4 +194,76 @@ func TestGapSelection(t *testing.T) {
 	if nums[0] != 3000 || nums[len(nums)-1] != 3000+20000-1 {
 		t.Fatalf("lines %d..%d, want 3000..22999", nums[0], nums[len(nums)-1])
 	}
+}
+
+// readOp runs readFile on rel of root and returns the output, gaps rendered
+// from file.
+func readOp(t *testing.T, root *workspace.Root, file string, op fileOp) string {
+	t.Helper()
+	var wire bytes.Buffer
+	fw := newFrameWriter(&wire)
+	if err := readFile(root, op, scrubberT(t), fw); err != nil {
+		t.Fatal(err)
+	}
+	fw.meta(toolMeta{})
+	var b strings.Builder
+	var meta toolMeta
+	r := &frameReader{meta: &meta,
+		text:   func(p []byte, _ bool) error { b.Write(p); return nil },
+		secret: func(s secretFrame) error { b.WriteString("<" + s.Rule + ">"); return nil },
+		gap: func(g gapFrame) error {
+			z := numberer{line: g.Line, atStart: g.AtStart}
+			b.Write(z.put(nil, []byte(file[g.From:g.To])))
+			return nil
+		}}
+	if _, err := r.Write(wire.Bytes()); err != nil || !r.complete() {
+		t.Fatalf("frames: %v", err)
+	}
+	return b.String()
+}
+
+// A file of a MiB or more is mapped instead of read; the output is the same.
+func TestReadMapped(t *testing.T) {
+	root, _, file, _ := gapFile(t, 3<<20)
+	got := readOp(t, root, file, fileOp{Tool: "safe_read", Rel: "log.txt", Display: "log.txt", Window: 32 << 10})
+	want, _, _ := readGaps(t, file, 1, -1, 32<<10, scrub.NewVault())
+	// readGaps replaces secrets with the vault's placeholders, readOp with the rule.
+	want = regexp.MustCompile(`\[REDACTED:([a-z0-9-]+):[0-9]+\]`).ReplaceAllString(want, "<$1>")
+	if got != want {
+		t.Fatalf("mapped read differs from the read one: %d bytes against %d", len(got), len(want))
+	}
+}
+
+// A mapped file that shrinks under the reader fails the read with an error
+// saying so, not a crash.
+func TestReadMappedShrinks(t *testing.T) {
+	_, dir, _, _ := gapFile(t, 2<<20)
+	p := filepath.Join(dir, "log.txt")
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	err = guardFault("log.txt", func() error {
+		b, release, err := mapWhole(f)
+		if b == nil || err != nil {
+			t.Fatalf("a 2 MiB file was not mapped: %v", err)
+		}
+		defer release()
+		if err := os.Truncate(p, 100); err != nil {
+			t.Fatal(err)
+		}
+		_ = bytes.Count(b, []byte{'\n'}) // touches the lost pages
+		return nil
+	})
+	if !errors.Is(err, catalog.ErrIO) || !strings.Contains(err.Error(), "shrank while it was read") {
+		t.Fatalf("a file truncated under the mapping: %v", err)
+	}
+	// Other panics are not swallowed.
+	defer func() {
+		if r := recover(); r != "boom" {
+			t.Fatalf("recovered %v, want boom", r)
+		}
+	}()
+	guardFault("x", func() error { panic("boom") })
 }
