@@ -364,9 +364,16 @@ func emitNumbered(fw *frameWriter, buf []byte, base int64, a, e, line int, fs []
 					return err
 				}
 				end := min(q, gapTo)
-				g := gapFrame{From: base + int64(p), To: base + int64(end), Line: z.line, AtStart: z.atStart,
-					CRC: crc32.Checksum(buf[p:end], castagnoli)}
-				g.Len, g.Lines = z.measure(buf[p:end])
+				g := gapFrame{From: base + int64(p), To: base + int64(end), Line: z.line, AtStart: z.atStart}
+				// One pass over the gap, a block at a time, so that the
+				// CRC and the newline count read each block from the
+				// cache, not memory, on a 10 MB file.
+				for k := p; k < end; k += 64 << 10 {
+					blk := buf[k:min(end, k+64<<10)]
+					g.CRC = crc32.Update(g.CRC, castagnoli, blk)
+					n, lines := z.measure(blk)
+					g.Len, g.Lines = g.Len+n, g.Lines+lines
+				}
 				fw.mark("gap")
 				if err := fw.gap(g); err != nil {
 					return err
