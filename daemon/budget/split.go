@@ -52,7 +52,8 @@ type pieceCache struct {
 // others with the library.
 func (c *Counter) countSplit(codec tokenizer.Codec, b []byte) (int, error) {
 	total := 0
-	var misses, others []string
+	var misses map[string]int // a piece not cached -> its occurrences here
+	var others []string
 	c.cache.mu.Lock()
 	if c.cache.m == nil {
 		c.cache.m = make(map[string]int32)
@@ -73,14 +74,17 @@ func (c *Counter) countSplit(codec tokenizer.Codec, b []byte) (int, error) {
 			if v, ok := c.cache.m[string(seg[:n])]; ok {
 				total += int(v)
 			} else {
-				misses = append(misses, string(seg[:n]))
+				if misses == nil {
+					misses = make(map[string]int)
+				}
+				misses[string(seg[:n])]++
 			}
 			seg = seg[n:]
 		}
 	}
 	c.cache.mu.Unlock()
 	// The library's work is done outside the lock: a large new text must not
-	// hold up every other call's counting.
+	// hold up every other call's counting. Each new piece is counted once.
 	for _, s := range others {
 		n, err := codec.Count(s)
 		if err != nil {
@@ -91,24 +95,24 @@ func (c *Counter) countSplit(codec tokenizer.Codec, b []byte) (int, error) {
 	if len(misses) == 0 {
 		return total, nil
 	}
-	counts := make([]int32, len(misses))
-	for i, s := range misses {
+	counts := make(map[string]int32, len(misses))
+	for s, k := range misses {
 		n, err := codec.Count(s)
 		if err != nil {
 			return 0, err
 		}
-		counts[i] = int32(n)
-		total += n
+		counts[s] = int32(n)
+		total += n * k
 	}
 	c.cache.mu.Lock()
-	if len(c.cache.m)+len(misses) > pieceCacheMax {
+	if len(c.cache.m)+len(counts) > pieceCacheMax {
 		clear(c.cache.m)
 	}
-	for i, s := range misses {
+	for s, n := range counts {
 		if len(c.cache.m) >= pieceCacheMax {
 			break
 		}
-		c.cache.m[s] = counts[i]
+		c.cache.m[s] = n
 	}
 	c.cache.mu.Unlock()
 	return total, nil

@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -186,4 +187,37 @@ func FuzzSplitCount(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		check(t, c, codec, s)
 	})
+}
+
+// A text counted once is counted again from the cache alone, even after
+// another text filled much of it; each new piece goes to the library once
+// per count, however often it occurs.
+func TestSplitCacheKeepsHits(t *testing.T) {
+	c, rec := newRecording(t)
+	c.split = true
+	var a, b strings.Builder
+	for i := range 20000 { // 20,000 distinct words: most of the cache
+		w := []byte("id")
+		for n := i; n > 0; n /= 26 {
+			w = append(w, byte('a'+n%26))
+		}
+		fmt.Fprintf(&a, "%s := call(x)\n", w)
+	}
+	for i := range 5000 {
+		fmt.Fprintf(&b, "%6d\tGET /api/items/%d 200 ok\n", i+1, i%50)
+	}
+	c.Count([]byte(a.String()))
+	before := rec.calls.Load()
+	c.Count([]byte(b.String()))
+	first := rec.calls.Load() - before
+	if pieces := len(ourPieces(b.String())); first == 0 || first > 1100 {
+		t.Fatalf("first count of b: %d library calls for %d pieces", first, pieces)
+	}
+	before = rec.calls.Load()
+	for range 3 {
+		c.Count([]byte(b.String()))
+	}
+	if n := rec.calls.Load() - before; n != 0 {
+		t.Fatalf("b counted again: %d library calls, want none", n)
+	}
 }
