@@ -19,6 +19,7 @@ import (
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/daemon/respond"
 	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/daemon/session"
 	"github.com/contextd/contextd/daemon/tools"
 	"github.com/contextd/contextd/scrub"
 	"github.com/contextd/contextd/wire"
@@ -166,18 +167,36 @@ func (s *service) page(ctx context.Context, req *wire.CallRequest, cred peer.Cre
 	if err != nil {
 		return err
 	}
-	layer := &respond.Layer{Scrubber: s.scrubber, Vault: s.vaults.get(sess)}
-	// A page in a hole of the output (the middle of a long safe_read) is
-	// read again from the file, in the tool's sandbox like the first read.
+	var layer *respond.Layer
 	var layers runner.Layers
-	fill := func(source []byte, off int64, p []byte) error {
-		env := &tools.Env{Session: sess, Peer: cred, Config: s.opts.Config, Runner: s.opts.Runner,
-			Vault: layer.Vault, Rules: s.rules}
-		err := tools.FillGap(ctx, env, source, off, p)
-		layers = env.Layers
-		return err
+	pageIn := func(sess string) (respond.PageResult, error) {
+		layer = &respond.Layer{Scrubber: s.scrubber, Vault: s.vaults.get(sess)}
+		// A page in a hole of the output (the middle of a long safe_read)
+		// is read again from the file, in the tool's sandbox like the
+		// first read.
+		fill := func(source []byte, off int64, p []byte) error {
+			env := &tools.Env{Session: sess, Peer: cred, Config: s.opts.Config, Runner: s.opts.Runner,
+				Vault: layer.Vault, Rules: s.rules}
+			err := tools.FillGap(ctx, env, source, off, p)
+			layers = env.Layers
+			return err
+		}
+		return respond.Page(s.store, layer, s.counter, sess, req.GetContinueRef(), tokens, fill)
 	}
-	pg, err := respond.Page(s.store, layer, s.counter, sess, req.GetContinueRef(), tokens, fill)
+	pg, err := pageIn(sess)
+	if errors.Is(err, pages.ErrUnknown) && req.GetSession() != "" {
+		// The caller named a session, but the output may be in the one its
+		// process gets by not naming any: a wrapped MCP server's cut result
+		// is kept in the agent's session, and contextd's MCP face, a child
+		// of the same agent, names a session per connection. That session
+		// is the caller's own (it could ask without a name), so looking
+		// there too opens nothing to it.
+		if own, derr := session.Derive(int(cred.PID)); derr == nil && own != sess {
+			if pg2, err2 := pageIn(own); !errors.Is(err2, pages.ErrUnknown) {
+				pg, err, sess = pg2, err2, own
+			}
+		}
+	}
 	rec := &audit.Record{Tool: req.GetTool(), Session: sess, ContinueOf: req.GetContinueRef()}
 	if layers.Namespaces || layers.Seccomp != "" {
 		rec.Sandbox = auditSandbox(layers)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -900,4 +901,64 @@ func TestWrapConcurrentStream(t *testing.T) {
 	if calls["echo"] != 30 || calls["trigger-sampling-request"] != 3 {
 		t.Errorf("tools/call in the record: %v", calls)
 	}
+}
+
+// TestWrapCutResultPages: a wrapped server's result over its budget comes
+// back cut, with a line that gives two ways to the rest, and both work: the
+// command line (`contextd-proxy safe_read --continue REF`, in the wrap's
+// session) and, for an agent whose shell is blocked, contextd's MCP continue
+// tool, from an MCP face started by the same agent process (agent.mjs, a
+// client of both servers as Claude Code is), whose per-connection session
+// the daemon looks past to the agent's own.
+func TestWrapCutResultPages(t *testing.T) {
+	entry := everythingEntry(t)
+	const lines = 3000
+	var msg strings.Builder
+	for i := range lines {
+		if i > 0 {
+			msg.WriteByte('\n')
+		}
+		fmt.Fprintf(&msg, "line %d of a long message", i)
+	}
+	whole := "Echo: " + msg.String()
+
+	sess := []string{"CONTEXTD_SESSION=e2e-wrap-cut"}
+	w := startWrap(t, "everything", sess, "node", entry, "stdio")
+	r, _ := w.callOK("call", "echo", map[string]any{"message": msg.String()})
+	text := r.Text()
+	m := regexp.MustCompile(`page by page: contextd-proxy safe_read --continue (c[0-9a-f]+) \(over MCP: contextd's continue tool with \{"ref":"safe_read:(c[0-9a-f]+)"\}\)\n`).FindStringSubmatch(text)
+	if m == nil || m[1] != m[2] || !strings.HasPrefix(text, "Echo: line 0 of") || !strings.HasSuffix(text, fmt.Sprintf("line %d of a long message\n", lines-1)) {
+		i := strings.Index(text, "left out")
+		t.Fatalf("echo of %d lines (%d bytes) through the wrap is not head, marker with both ways, tail:\n%.300s\n...\n%s", lines, len(text), text, text[max(0, i-100):min(len(text), i+300)])
+	}
+	if n := len(text); n > 20000 {
+		t.Fatalf("cut result has %d bytes", n)
+	}
+	var cli strings.Builder
+	for _, p := range pageThrough(t, sess, "safe_read", m[1], 100) {
+		if p.Error != nil {
+			t.Fatalf("contextd-proxy safe_read --continue: %+v", p.Error)
+		}
+		cli.WriteString(p.Data)
+	}
+	if cli.String() != whole {
+		t.Fatalf("pages through the command line: %d bytes, want the whole result's %d", cli.Len(), len(whole))
+	}
+	w.close()
+
+	// The same through contextd's MCP face, from one agent process.
+	r2 := runAs(t, "", []string{"CONTEXTD_PROXY=" + filepath.Join(env.bin, "contextd-proxy")}, "",
+		"node", filepath.Join(mcpJSDir(t), "agent.mjs"), fmt.Sprint(lines), "--", "node", entry, "stdio")
+	var rep struct {
+		Echo  string   `json:"echo"`
+		Pages []string `json:"pages"`
+		Error string   `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(r2.stdout)), &rep); err != nil || rep.Error != "" {
+		t.Fatalf("agent.mjs: %v %q\n%s", err, rep.Error, r2)
+	}
+	if !strings.Contains(rep.Echo, `{"ref":"safe_read:c`) || len(rep.Pages) < 2 || strings.Join(rep.Pages, "") != whole {
+		t.Fatalf("pages through the MCP continue tool: %d pages, %d bytes, want %d\necho: %.300s", len(rep.Pages), len(strings.Join(rep.Pages, "")), len(whole), rep.Echo)
+	}
+	t.Logf("%d-line result: cut to %d bytes; %d pages through MCP continue", lines, len(text), len(rep.Pages))
 }

@@ -127,7 +127,7 @@ func (w *Wrapper) start(ctx context.Context, req *lite.Wrap, sessionID string) (
 		Config:   &cfg.MCP.Intercept,
 		Scrubber: vs,
 		Budgeter: &intercept.CounterBudgeter{Counter: w.d.Counter, Tokens: cfg.MCP.MaxTokens,
-			Keep: w.keeper(sessionID), Command: "contextd-proxy safe_read"},
+			Keep: w.keeper(sessionID), Command: "contextd-proxy safe_read", MCPTool: "safe_read"},
 		Pins:    stores.Pins(),
 		OnEvent: s.onHoldEvent,
 	})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/contextd/contextd/daemon/budget"
 )
@@ -34,6 +35,10 @@ type CounterBudgeter struct {
 	// Command is what the marker line tells the agent to run with
 	// "--continue REF" to read the rest (the daemon's continuation tool).
 	Command string
+	// MCPTool, when set, makes the marker line also name the way through
+	// contextd's MCP face: its continue tool, with the ref "MCPTool:REF"
+	// (an agent whose shell is blocked has only that one).
+	MCPTool string
 }
 
 // Fit implements Budgeter.
@@ -61,7 +66,11 @@ func (c *CounterBudgeter) Fit(ctx context.Context, server, tool string, text []b
 			kept = true
 			ref, keepErr = c.Keep(ctx, server, tool, text)
 		}
-		return budget.Marker(g.Lines, g.Bytes(), ref, c.Command)
+		m := budget.Marker(g.Lines, g.Bytes(), ref, c.Command)
+		if c.MCPTool != "" && ref != "" {
+			m = strings.TrimSuffix(m, "\n") + fmt.Sprintf(` (over MCP: contextd's continue tool with {"ref":"%s:%s"})`+"\n", c.MCPTool, ref)
+		}
+		return m
 	})
 	if keepErr != nil {
 		return nil, false, fmt.Errorf("keep the whole result of %s: %w", tool, keepErr)

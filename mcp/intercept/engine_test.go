@@ -675,3 +675,26 @@ func BenchmarkScrubLargeResult(b *testing.B) {
 		}
 	}
 }
+
+// With MCPTool set, the marker line also gives the ref for contextd's MCP
+// continue tool; without a kept text, neither way is offered.
+func TestBudgetMCPHint(t *testing.T) {
+	var long strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&long, "line %d of a long result\n", i)
+	}
+	b := &intercept.CounterBudgeter{Tokens: 200, Command: "contextd-proxy safe_read", MCPTool: "safe_read",
+		Keep: func(context.Context, string, string, []byte) (string, error) { return "cabc123", nil }}
+	out, cut, err := b.Fit(context.Background(), "srv", "big", []byte(long.String()))
+	if err != nil || !cut {
+		t.Fatalf("not cut: %v", err)
+	}
+	if !strings.Contains(string(out), `page by page: contextd-proxy safe_read --continue cabc123 (over MCP: contextd's continue tool with {"ref":"safe_read:cabc123"})`+"\n") {
+		t.Errorf("marker line without both ways:\n%s", out)
+	}
+	b.Keep = nil
+	out, _, _ = b.Fit(context.Background(), "srv", "big", []byte(long.String()))
+	if strings.Contains(string(out), "continue") || !strings.Contains(string(out), "the whole result was not kept") {
+		t.Errorf("nothing kept, yet a way to continue:\n%s", out)
+	}
+}
