@@ -139,17 +139,28 @@ func TestServerToClientRequests(t *testing.T) {
 		}
 	}
 	// Every server-to-client request was answered by the client, and the
-	// relay linked each answer to its request.
-	methods := map[string]bool{}
-	for _, o := range rec.all() {
-		if o.m.Dir == jsonrpc.ClientToServer && o.m.Info.Kind == jsonrpc.KindResponse && o.m.ReqMethod != "" {
-			methods[o.m.ReqMethod] = true
+	// relay linked each answer to its request. The relay shows a message to
+	// the Observer after forwarding it, so the last answer's record may come
+	// a moment after the tool's result: wait for it.
+	want := []string{"sampling/createMessage", "elicitation/create", "roots/list"}
+	var methods map[string]bool
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		methods = map[string]bool{}
+		for _, o := range rec.all() {
+			if o.m.Dir == jsonrpc.ClientToServer && o.m.Info.Kind == jsonrpc.KindResponse && o.m.ReqMethod != "" {
+				methods[o.m.ReqMethod] = true
+			}
 		}
+		if (methods[want[0]] && methods[want[1]] && methods[want[2]]) || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, o := range rec.all() {
 		if o.err != nil {
 			t.Errorf("message %d: %v", o.m.Seq, o.err)
 		}
 	}
-	for _, m := range []string{"sampling/createMessage", "elicitation/create", "roots/list"} {
+	for _, m := range want {
 		if !methods[m] {
 			t.Errorf("no client answer to %s was correlated (saw %v)", m, methods)
 		}
