@@ -53,9 +53,42 @@ type gapFrame struct {
 	AtStart bool  `json:"at_start"` // From starts that line: its number is part of the gap
 	Len     int64 `json:"len"`      // bytes of the rendering
 	Lines   int64 `json:"lines"`    // newlines in it
-	// CRC is the CRC-32C of the file's bytes [From, To): a page is made only
-	// from the bytes the first read saw; an edited file refuses it.
+	// Blocks cut [From, To) in runs of Block bytes (the last one shorter),
+	// so that a page reads and renders only the blocks it shows, not the
+	// whole gap.
+	Block  int64      `json:"block"`
+	Blocks []gapBlock `json:"blocks"`
+}
+
+// gapBlock is where a block of a gap starts, and what its bytes were.
+type gapBlock struct {
+	At      int64 `json:"at"`       // offset of its rendering in the gap's
+	Line    int   `json:"line"`     // the line its first byte is in
+	AtStart bool  `json:"at_start"` // its first byte starts that line
+	// CRC is the CRC-32C of its bytes: a page is made only from the bytes
+	// the first read saw; an edit of them refuses it.
 	CRC uint32 `json:"crc"`
+}
+
+// gapBlockSize is the block size for a gap of n bytes: 1 MiB, or more for a
+// gap of over 512 MiB, so that a gap frame stays small.
+func gapBlockSize(n int64) int64 { return max(1<<20, (n+511)/512) }
+
+// valid checks a gap frame's numbers against each other: the daemon keeps
+// it, and a page acts on it later.
+func (g *gapFrame) valid() bool {
+	if g.From < 0 || g.To <= g.From || g.Len < g.To-g.From || g.Lines < 0 || g.Line < 1 || g.Block < 1 ||
+		int64(len(g.Blocks)) != (g.To-g.From+g.Block-1)/g.Block {
+		return false
+	}
+	at := int64(-1)
+	for i, b := range g.Blocks {
+		if b.At <= at || b.At >= g.Len || b.Line < 1 || (i == 0 && (b.At != 0 || b.Line != g.Line || b.AtStart != g.AtStart)) {
+			return false
+		}
+		at = b.At
+	}
+	return true
 }
 
 // toolMeta is what a tool reports besides its output.
@@ -262,7 +295,7 @@ func (r *frameReader) handle(kind byte, p []byte) error {
 		return r.secret(s)
 	case frameGap:
 		var g gapFrame
-		if r.gap == nil || json.Unmarshal(p, &g) != nil || g.From < 0 || g.To <= g.From || g.Len < g.To-g.From || g.Lines < 0 || g.Line < 1 {
+		if r.gap == nil || json.Unmarshal(p, &g) != nil || !g.valid() {
 			return errBadFrame
 		}
 		return r.gap(g)

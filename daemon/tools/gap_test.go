@@ -105,11 +105,12 @@ func renderPage(root *workspace.Root, g gapFrame, skip, n int64) ([]byte, error)
 	return got, nil
 }
 
-// A long read sends its middle as one gap; page mode renders any range of
-// it exactly as the whole read would have, and refuses once the file's bytes
-// in the gap change (not when only the rest of the file does).
+// A long read sends its middle as one gap, in blocks; page mode renders any
+// range of it exactly as the whole read would have, and refuses once the
+// file's bytes in a block it shows change (not when only other blocks, or
+// the rest of the file, do).
 func TestGapPages(t *testing.T) {
-	root, dir, file, tok := gapFile(t, 600<<10)
+	root, dir, file, tok := gapFile(t, 3<<20)
 	out, gaps, _ := readGaps(t, file, 1, -1, 32<<10, scrub.NewVault())
 	if len(gaps) != 1 {
 		t.Fatalf("%d gaps, want 1", len(gaps))
@@ -154,14 +155,24 @@ func TestGapPages(t *testing.T) {
 	if _, err := renderPage(root, g, 0, 100); err != nil {
 		t.Fatalf("an edit outside the gap refused its pages: %v", err)
 	}
-	// One byte in the gap, or a shorter file: refused, saying why.
-	edited[g.From+(g.To-g.From)/2] ^= 1
+	// One byte in the gap's second block: the pages it shows are refused,
+	// saying why; the first block's still come.
+	if len(g.Blocks) < 3 {
+		t.Fatalf("%d blocks in a %d-byte gap", len(g.Blocks), g.To-g.From)
+	}
+	edited[g.From+g.Block+10] ^= 1
 	if err := os.WriteFile(filepath.Join(dir, "log.txt"), edited, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := renderPage(root, g, 0, 100)
+	_, err := renderPage(root, g, g.Blocks[1].At, 100)
 	if !errors.Is(err, catalog.ErrUnknownContinuation) || !strings.Contains(err.Error(), "changed since it was read") {
-		t.Fatalf("a changed gap: %v", err)
+		t.Fatalf("a changed block: %v", err)
+	}
+	if _, err := renderPage(root, g, g.Blocks[1].At-50, 100); !errors.Is(err, catalog.ErrUnknownContinuation) {
+		t.Fatalf("a page across into the changed block: %v", err)
+	}
+	if got, err := renderPage(root, g, 0, 100); err != nil || !bytes.Equal(got, whole[:100]) {
+		t.Fatalf("a page of an unchanged block: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "log.txt"), []byte(file[:g.From+10]), 0o600); err != nil {
 		t.Fatal(err)
@@ -266,4 +277,41 @@ func TestReadMappedShrinks(t *testing.T) {
 		}
 	}()
 	guardFault("x", func() error { panic("boom") })
+}
+
+// A gap frame whose numbers do not agree is malformed: the daemon keeps only
+// frames a page can act on.
+func TestGapFrameValid(t *testing.T) {
+	_, _, file, _ := gapFile(t, 3<<20)
+	_, gaps, _ := readGaps(t, file, 1, -1, 32<<10, scrub.NewVault())
+	good := gaps[0]
+	if !good.valid() {
+		t.Fatalf("the tool's own frame is invalid: %+v", good)
+	}
+	for name, spoil := range map[string]func(g *gapFrame){
+		"empty range":     func(g *gapFrame) { g.To = g.From },
+		"negative from":   func(g *gapFrame) { g.From = -1 },
+		"short rendering": func(g *gapFrame) { g.Len = g.To - g.From - 1 },
+		"line 0":          func(g *gapFrame) { g.Line = 0 },
+		"no block size":   func(g *gapFrame) { g.Block = 0 },
+		"a block missing": func(g *gapFrame) { g.Blocks = g.Blocks[1:] },
+		"blocks out of order": func(g *gapFrame) {
+			g.Blocks = append([]gapBlock(nil), g.Blocks...)
+			g.Blocks[1].At, g.Blocks[2].At = g.Blocks[2].At, g.Blocks[1].At
+		},
+		"block past the end": func(g *gapFrame) {
+			g.Blocks = append([]gapBlock(nil), g.Blocks...)
+			g.Blocks[len(g.Blocks)-1].At = g.Len
+		},
+		"first block elsewhere": func(g *gapFrame) {
+			g.Blocks = append([]gapBlock(nil), g.Blocks...)
+			g.Blocks[0].Line++
+		},
+	} {
+		g := good
+		spoil(&g)
+		if g.valid() {
+			t.Errorf("%s: accepted", name)
+		}
+	}
 }

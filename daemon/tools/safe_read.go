@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"sort"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -152,16 +153,16 @@ func readMapped(root *workspace.Root, op fileOp, sc *scrub.Scrubber, fw *frameWr
 	return err
 }
 
-// renderGap is safe_read's page mode: it reads a gap of an earlier read
-// (op.Gap) again and writes bytes [op.Skip, op.Skip+op.N) of its rendering
-// as raw frames: unscrubbed, since the daemon scrubs the page it cuts from
-// them, with a margin this range does not have. A file whose bytes in the gap
-// are not those of the first read is refused: a page must continue the
-// output it was cut from, not a mix of two versions of the file.
+// renderGap is safe_read's page mode: it reads the blocks of a gap of an
+// earlier read (op.Gap) that hold bytes [op.Skip, op.Skip+op.N) of its
+// rendering again, and writes those bytes as raw frames: unscrubbed, since
+// the daemon scrubs the page it cuts from them, with a margin this range does
+// not have. A block whose bytes are not those of the first read refuses the
+// page: a page must continue the output it was cut from, not mix two versions
+// of the file.
 func renderGap(root *workspace.Root, op fileOp, fw *frameWriter) error {
 	g := op.Gap
-	size := g.To - g.From
-	if g.From < 0 || size <= 0 || size > 1<<40 || op.Skip < 0 || op.N <= 0 || op.Skip+op.N > g.Len {
+	if !g.valid() || g.To-g.From > 1<<40 || op.Skip < 0 || op.N <= 0 || op.Skip+op.N > g.Len {
 		return fmt.Errorf("safe_read: bad page request (%d+%d of a %d-byte gap): %w", op.Skip, op.N, g.Len, catalog.ErrInternal)
 	}
 	f, err := root.OpenRead(op.Rel)
@@ -170,38 +171,29 @@ func renderGap(root *workspace.Root, op fileOp, fw *frameWriter) error {
 	}
 	defer f.Close()
 	changed := fmt.Errorf("safe_read: %s changed since it was read, so the rest of that read is gone: %w", op.Display, catalog.ErrUnknownContinuation)
-	buf, release := prefaulted(int(size))
+	buf, release := prefaulted(int(min(g.Block, g.To-g.From)))
 	defer release()
-	buf = buf[:size]
-	if _, err := f.ReadAt(buf, g.From); err == io.EOF || err == io.ErrUnexpectedEOF {
-		return changed
-	} else if err != nil {
-		return fmt.Errorf("safe_read: %s: read: %v: %w", op.Display, err, catalog.ErrIO)
-	}
-	if crc32.Checksum(buf, castagnoli) != g.CRC {
-		return changed
-	}
-	fw.mark("read")
-	// Walk the gap in pieces: pieces before the range are only measured,
-	// pieces that overlap it are rendered and the overlap sent.
-	z := numberer{line: g.Line, atStart: g.AtStart}
-	var scratch []byte
+	var out []byte
 	from, to := op.Skip, op.Skip+op.N
-	pos := int64(0)
-	for p := 0; p < len(buf) && pos < to; {
-		k := min(len(buf), p+64<<10)
-		ahead := z
-		if n, _ := ahead.measure(buf[p:k]); pos+n <= from {
-			z, pos, p = ahead, pos+n, k
-			continue
+	// The first block whose rendering reaches past from.
+	i := sort.Search(len(g.Blocks), func(i int) bool { return i+1 == len(g.Blocks) || g.Blocks[i+1].At > from })
+	for ; i < len(g.Blocks) && g.Blocks[i].At < to; i++ {
+		b := g.Blocks[i]
+		lo := g.From + int64(i)*g.Block
+		blk := buf[:min(g.Block, g.To-lo)]
+		if _, err := f.ReadAt(blk, lo); err == io.EOF || err == io.ErrUnexpectedEOF {
+			return changed
+		} else if err != nil {
+			return fmt.Errorf("safe_read: %s: read: %v: %w", op.Display, err, catalog.ErrIO)
 		}
-		scratch = z.put(scratch[:0], buf[p:k])
-		lo, hi := max(0, from-pos), min(int64(len(scratch)), to-pos)
-		if err := fw.data(frameRaw, scratch[lo:hi]); err != nil {
+		if crc32.Checksum(blk, castagnoli) != b.CRC {
+			return changed
+		}
+		z := numberer{line: b.Line, atStart: b.AtStart}
+		out = z.put(out[:0], blk)
+		if err := fw.data(frameRaw, out[max(0, from-b.At):min(int64(len(out)), to-b.At)]); err != nil {
 			return err
 		}
-		pos += int64(len(scratch))
-		p = k
 	}
 	fw.mark("render")
 	return nil
@@ -364,15 +356,19 @@ func emitNumbered(fw *frameWriter, buf []byte, base int64, a, e, line int, fs []
 					return err
 				}
 				end := min(q, gapTo)
-				g := gapFrame{From: base + int64(p), To: base + int64(end), Line: z.line, AtStart: z.atStart}
-				// One pass over the gap, a block at a time, so that the
-				// CRC and the newline count read each block from the
-				// cache, not memory, on a 10 MB file.
-				for k := p; k < end; k += 64 << 10 {
-					blk := buf[k:min(end, k+64<<10)]
-					g.CRC = crc32.Update(g.CRC, castagnoli, blk)
-					n, lines := z.measure(blk)
-					g.Len, g.Lines = g.Len+n, g.Lines+lines
+				g := gapFrame{From: base + int64(p), To: base + int64(end), Line: z.line, AtStart: z.atStart,
+					Block: gapBlockSize(int64(end - p))}
+				// One pass over the gap, 64 KiB at a time, so that the CRC
+				// and the newline count read each piece from the cache.
+				for k := p; k < end; k += int(g.Block) {
+					b := gapBlock{At: g.Len, Line: z.line, AtStart: z.atStart}
+					for blkEnd, j := min(end, k+int(g.Block)), k; j < blkEnd; j += 64 << 10 {
+						piece := buf[j:min(blkEnd, j+64<<10)]
+						b.CRC = crc32.Update(b.CRC, castagnoli, piece)
+						n, lines := z.measure(piece)
+						g.Len, g.Lines = g.Len+n, g.Lines+lines
+					}
+					g.Blocks = append(g.Blocks, b)
 				}
 				fw.mark("gap")
 				if err := fw.gap(g); err != nil {
