@@ -179,6 +179,7 @@ func (s *service) page(ctx context.Context, req *wire.CallRequest, cred peer.Cre
 				Vault: layer.Vault, Rules: s.rules}
 			err := tools.FillGap(ctx, env, source, off, p)
 			layers = env.Layers
+			s.opts.Logger.Debug("page read again", "tool", req.GetTool(), "bytes", len(p), "stages", env.Stages)
 			return err
 		}
 		return respond.Page(s.store, layer, s.counter, sess, req.GetContinueRef(), tokens, fill)

@@ -12,6 +12,7 @@ import (
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/workspace"
+	"github.com/contextd/contextd/scrub"
 )
 
 // fileOp is a file tool's operation as the daemon hands it to the sandbox: the
@@ -242,12 +243,16 @@ func toolMain(ctx context.Context, args []string, stdin io.Reader, stdout io.Wri
 		return fmt.Errorf("%s: %w", op.Tool, err)
 	}
 	defer root.Close()
-	sc, err := toolScrubber(op.Rules)
-	if err != nil {
-		return fmt.Errorf("%s: scrubber: %v: %w", op.Tool, err, catalog.ErrConfig)
-	}
 	fw := newFrameWriter(stdout)
 	var meta toolMeta
+	var sc *scrub.Scrubber
+	if op.Tool != "safe_read" || op.Gap == nil {
+		// Page mode scrubs nothing (the daemon scrubs the page), so it does
+		// not wait for a scrubber an init from the pool may not have built.
+		if sc, err = toolScrubber(op.Rules); err != nil {
+			return fmt.Errorf("%s: scrubber: %v: %w", op.Tool, err, catalog.ErrConfig)
+		}
+	}
 	switch op.Tool {
 	case "safe_read":
 		if op.Gap != nil {

@@ -70,9 +70,9 @@ type gapBlock struct {
 	CRC uint32 `json:"crc"`
 }
 
-// gapBlockSize is the block size for a gap of n bytes: 1 MiB, or more for a
-// gap of over 512 MiB, so that a gap frame stays small.
-func gapBlockSize(n int64) int64 { return max(1<<20, (n+511)/512) }
+// gapBlockSize is the block size for a gap of n bytes: 256 KiB, or more for
+// a gap of over 128 MiB, so that a gap frame stays under 512 blocks.
+func gapBlockSize(n int64) int64 { return max(256<<10, (n+511)/512) }
 
 // valid checks a gap frame's numbers against each other: the daemon keeps
 // it, and a page acts on it later.

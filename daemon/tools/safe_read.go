@@ -173,7 +173,7 @@ func renderGap(root *workspace.Root, op fileOp, fw *frameWriter) error {
 	changed := fmt.Errorf("safe_read: %s changed since it was read, so the rest of that read is gone: %w", op.Display, catalog.ErrUnknownContinuation)
 	buf, release := prefaulted(int(min(g.Block, g.To-g.From)))
 	defer release()
-	var out []byte
+	out := make([]byte, 0, 64<<10)
 	from, to := op.Skip, op.Skip+op.N
 	// The first block whose rendering reaches past from.
 	i := sort.Search(len(g.Blocks), func(i int) bool { return i+1 == len(g.Blocks) || g.Blocks[i+1].At > from })
@@ -189,10 +189,22 @@ func renderGap(root *workspace.Root, op fileOp, fw *frameWriter) error {
 		if crc32.Checksum(blk, castagnoli) != b.CRC {
 			return changed
 		}
-		z := numberer{line: b.Line, atStart: b.AtStart}
-		out = z.put(out[:0], blk)
-		if err := fw.data(frameRaw, out[max(0, from-b.At):min(int64(len(out)), to-b.At)]); err != nil {
-			return err
+		// Walk the block in pieces: those before the range are only
+		// measured, those that overlap it rendered and the overlap sent.
+		z, pos := numberer{line: b.Line, atStart: b.AtStart}, b.At
+		for p := 0; p < len(blk) && pos < to; {
+			k := min(len(blk), p+16<<10)
+			ahead := z
+			if n, _ := ahead.measure(blk[p:k]); pos+n <= from {
+				z, pos, p = ahead, pos+n, k
+				continue
+			}
+			out = z.put(out[:0], blk[p:k])
+			if err := fw.data(frameRaw, out[max(0, from-pos):min(int64(len(out)), to-pos)]); err != nil {
+				return err
+			}
+			pos += int64(len(out))
+			p = k
 		}
 	}
 	fw.mark("render")
