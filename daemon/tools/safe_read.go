@@ -223,12 +223,24 @@ func mapWhole(f *os.File) ([]byte, func(), error) {
 	if err != nil || st.Size() < 1<<20 || st.Size() > 1<<40 {
 		return nil, nil, nil
 	}
-	b, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_POPULATE)
+	flags := unix.MAP_PRIVATE
+	if st.Size() <= populateMax {
+		flags |= unix.MAP_POPULATE
+	}
+	b, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, flags)
 	if err != nil {
 		return nil, nil, nil
 	}
 	return b, func() { unix.Munmap(b) }, nil
 }
+
+// populateMax is the largest file mapped with its pages populated at once.
+// A larger one (a multi-gigabyte log) is faulted in as the one pass over it
+// reaches each part, with the kernel's read-ahead, instead of being read
+// whole before anything else happens. Its page cache is charged to the
+// tool's scope, where clean pages are reclaimed under the memory limit, not
+// counted against it as a read into the heap would be.
+const populateMax = 256 << 20
 
 // readWhole reads the rest of f (br wraps it and may hold its start).
 func readWhole(f *os.File, br *bufio.Reader) ([]byte, func(), error) {
