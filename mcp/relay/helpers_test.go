@@ -1,10 +1,12 @@
 package relay
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -156,10 +158,15 @@ func (r *recorder) Observe(m *jsonrpc.Message, v Verdict, err error) {
 	r.seen = append(r.seen, observed{*m, v, err})
 }
 
+// all returns what was observed, in the order the relay read the messages
+// (Seq): its two directions are observed by two goroutines, each after
+// forwarding, so the order of the calls to Observe is not that order.
 func (r *recorder) all() []observed {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]observed(nil), r.seen...)
+	out := append([]observed(nil), r.seen...)
+	slices.SortFunc(out, func(a, b observed) int { return cmp.Compare(a.m.Seq, b.m.Seq) })
+	return out
 }
 
 // waitFor polls the recorder until n messages were observed.
