@@ -22,9 +22,12 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/contextd-proxy ./cmd/contextd-proxy-mcp
 
 # Debian packages contextd and its tests need (installs only what is missing),
-# and nfpm, which builds the Debian package (make deb, e2e TestApt).
-deps: nfpm
+# and then nfpm, which builds the Debian package (make deb, e2e TestApt): it
+# comes from the Go module proxy, which needs the ca-certificates deps.sh
+# installs, so it is made after, not as a prerequisite.
+deps:
 	scripts/deps.sh
+	$(MAKE) --no-print-directory nfpm
 
 # Install the binaries into $(PREFIX)/bin and the user units, and enable the socket.
 install: build

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -115,11 +116,15 @@ func (m *mux) serveLite(conn net.Conn) {
 			CallsInFlight: st.CallsInFlight, SocketActivated: st.SocketActivated, Tools: st.Tools}})
 		return
 	case req.Wrap != nil:
-		conn.SetDeadline(time.Time{})
 		m.svc.serveWrap(conn, req.Wrap, cred)
 		return
+	case (req.Inspect != nil || req.Admin != nil) && cred.UID != uint32(os.Getuid()):
+		// allowed_uids lets other users make tool calls in their own
+		// sessions; watching, steering or approving the owner's wrapped
+		// servers stays the owner's.
+		lite.Write(conn, &lite.Event{Error: catalog.ToDetail(fmt.Errorf("uid %d: inspect and the mcp admin commands are for the daemon's own user only: %w", cred.UID, catalog.ErrPeerRefused))})
+		return
 	case req.Inspect != nil:
-		conn.SetDeadline(time.Time{})
 		m.svc.serveInspect(conn, req.Inspect, cred)
 		return
 	case req.Admin != nil:

@@ -41,13 +41,17 @@ func (s *service) setupMCP(cfg *config.Config) {
 // own next to where the embedded one would be (records are local history,
 // not shared knowledge).
 func (s *service) mcpStores(ctx context.Context) (mcpwrap.Stores, error) {
+	if s.opts.Config.Store.Backend != "sqlite" {
+		// Not even opened: a Qdrant server that is down would hold up every
+		// wrap and admin request for nothing.
+		return s.ownMCPStore()
+	}
 	st, err := s.stateStore(ctx)
-	if err == nil {
-		if sq, ok := st.(*sqlite.Store); ok {
-			return sq, nil
-		}
-	} else if s.opts.Config.Store.Backend == "sqlite" {
+	if err != nil {
 		return nil, err
+	}
+	if sq, ok := st.(*sqlite.Store); ok {
+		return sq, nil
 	}
 	return s.ownMCPStore()
 }

@@ -3,16 +3,14 @@ package proxy_test
 import (
 	"bytes"
 	"context"
-	"github.com/contextd/contextd/daemon"
-	"github.com/contextd/contextd/daemon/runner"
-	"github.com/contextd/contextd/daemon/tools"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/contextd/contextd/internal/daemontest"
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/proxy"
@@ -162,32 +160,8 @@ func TestMainNoDaemon(t *testing.T) {
 	}
 }
 
-// startDaemon serves the real daemon on a socket of its own until the test ends.
-func startDaemon(t *testing.T) string {
-	t.Helper()
-	sock := filepath.Join(t.TempDir(), "contextd.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- daemon.Run(ctx, ln, &daemon.Options{
-			Logger: slog.New(slog.DiscardHandler),
-			Notify: func(string) error { return nil },
-			// The proxy's contract is under test here; the sandbox has its own.
-			Runner: runner.Direct{ToolMain: tools.ToolMainContext},
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("daemon: %v", err)
-		}
-	})
-	return sock
-}
+// startDaemon serves the real daemon until the test ends.
+func startDaemon(t *testing.T) string { return daemontest.Start(t) }
 
 // Main against a real daemon: argv[0] picks the tool, the command's exit status is
 // the proxy's, and contextd's own failures are catalog codes with sysexits.

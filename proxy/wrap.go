@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/proxy/client"
@@ -17,6 +18,10 @@ import (
 
 const wrapUsage = `usage: contextd-proxy mcp wrap [--name NAME] -- COMMAND [ARGS...]
        contextd-proxy mcp wrap [--name NAME] --url URL [--sse]`
+
+// errWrapHelp is parseWrap's answer to --help: runWrap prints the usage and
+// succeeds.
+var errWrapHelp = errors.New("help asked for")
 
 // wrapArgs is a parsed `mcp wrap` command line.
 type wrapArgs struct {
@@ -52,7 +57,7 @@ func parseWrap(args []string) (*wrapArgs, error) {
 		case "--sse":
 			w.sse = true
 		case "-h", "--help":
-			return nil, fmt.Errorf("%s: %w", wrapUsage, catalog.ErrUsage)
+			return nil, errWrapHelp
 		default:
 			if strings.HasPrefix(a, "-") {
 				return nil, fmt.Errorf("mcp wrap: unknown option %s\n%s: %w", a, wrapUsage, catalog.ErrUsage)
@@ -131,6 +136,10 @@ func sanitizeName(s string) string {
 // message is read, checked and recorded once, in the daemon.
 func runWrap(ctx context.Context, args []string, sio IO) (int, error) {
 	w, err := parseWrap(args)
+	if errors.Is(err, errWrapHelp) {
+		fmt.Fprintln(sio.Stdout, wrapUsage)
+		return 0, nil
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -174,6 +183,13 @@ func pump(ctx context.Context, conn net.Conn, sio IO) error {
 	case err := <-down:
 		if err != nil && !errors.Is(err, net.ErrClosed) {
 			return fmt.Errorf("mcp wrap: connection to the daemon: %v: %w", err, catalog.ErrConnectionLost)
+		}
+		select {
+		case <-up:
+		case <-time.After(200 * time.Millisecond):
+			// The server ended while the client still talked to it (a
+			// command that exits at once, a crash): say where the reason is.
+			fmt.Fprintln(sio.Stderr, "contextd: the MCP server ended; its exit and stderr are in the daemon's log (journalctl --user -u contextd)")
 		}
 		return nil
 	case <-ctx.Done():

@@ -20,9 +20,10 @@ func (s *Store) validateEmbed() error {
 	case EmbedNone:
 		// A URL or a model without a protocol is a half-made setting, not
 		// a choice of lexical search: say so instead of ignoring it.
-		for key, v := range map[string]string{"embed_url": s.EmbedURL, "embed_model": s.EmbedModel, "embed_api_key_env": s.EmbedAPIKeyEnv} {
-			if v != "" {
-				return fmt.Errorf("store.%s is set but store.embed_api is empty: set embed_api = \"ollama\" or \"openai\", or remove %s", key, key)
+		// In file order, so that the key named is the same every time.
+		for _, kv := range [][2]string{{"embed_url", s.EmbedURL}, {"embed_model", s.EmbedModel}, {"embed_api_key_env", s.EmbedAPIKeyEnv}} {
+			if kv[1] != "" {
+				return fmt.Errorf("store.%s is set but store.embed_api is empty: set embed_api = \"ollama\" or \"openai\", or remove %s", kv[0], kv[0])
 			}
 		}
 	case EmbedOllama, EmbedOpenAI:

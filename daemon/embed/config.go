@@ -25,8 +25,10 @@ func FromConfig(s config.Store) *Client {
 	if s.EmbedAPIKeyEnv != "" {
 		o.APIKey = os.Getenv(s.EmbedAPIKeyEnv)
 		if o.APIKey == "" {
-			why = fmt.Errorf("store.embed_api_key_env names %s, which is not set in the daemon's environment "+
-				"(set it for the user manager: `systemctl --user set-environment %s=...` or an Environment= drop-in): %w",
+			// Read by the daemon, and by doctor and status in the user's
+			// shell: the fix is the daemon's environment either way.
+			why = fmt.Errorf("store.embed_api_key_env names %s, which is not set in this process's environment "+
+				"(the daemon reads the user manager's: `systemctl --user set-environment %s=...` or an Environment= drop-in): %w",
 				s.EmbedAPIKeyEnv, s.EmbedAPIKeyEnv, catalog.ErrConfig)
 		}
 	}

@@ -1,6 +1,7 @@
 package mcpwrap
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -94,11 +95,11 @@ func (w *Wrapper) Admin(ctx context.Context, op string, args json.RawMessage) (j
 		if err != nil {
 			return nil, err
 		}
-		var b jsonBuffer
+		var b bytes.Buffer
 		if err := record.WriteJSON(&b, r); err != nil {
 			return nil, fmt.Errorf("%s: %v: %w", op, err, catalog.ErrInternal)
 		}
-		return json.RawMessage(b), nil
+		return json.RawMessage(b.Bytes()), nil
 	case OpApprove:
 		var a ApproveArgs
 		if err := decode(&a); err != nil {
@@ -134,7 +135,3 @@ func (w *Wrapper) Admin(ctx context.Context, op string, args json.RawMessage) (j
 	}
 	return b, nil
 }
-
-type jsonBuffer []byte
-
-func (b *jsonBuffer) Write(p []byte) (int, error) { *b = append(*b, p...); return len(p), nil }

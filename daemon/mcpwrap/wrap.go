@@ -3,11 +3,13 @@ package mcpwrap
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/budget"
@@ -55,9 +57,8 @@ type Deps struct {
 type Wrapper struct {
 	d Deps
 
-	mu     sync.Mutex
-	live   map[string]*session // by record id
-	newest string
+	mu   sync.Mutex
+	live map[string]*session // by record id
 }
 
 // New returns a Wrapper.
@@ -147,7 +148,8 @@ func (w *Wrapper) start(ctx context.Context, req *lite.Wrap, sessionID string) (
 	}
 	s.rec = rec
 	if req.URL != "" {
-		if s.server, err = dialURL(ctx, req); err != nil {
+		opts := &transport.HTTPOptions{MaxMessage: cfg.MCP.MaxMessageBytes, Logger: s.log}
+		if s.server, err = dialURL(ctx, req, opts, string(eng.Redact([]byte(req.URL)))); err != nil {
 			rec.Close()
 			return nil, err
 		}
@@ -180,8 +182,8 @@ func (w *Wrapper) start(ctx context.Context, req *lite.Wrap, sessionID string) (
 		}
 	}
 	w.mu.Lock()
+	s.started = rec.Session().Started
 	w.live[rec.Session().ID] = s
-	w.newest = rec.Session().ID
 	w.mu.Unlock()
 	s.log.Info("mcp wrap started", "record", rec.Session().ID, "target", eng.Redact([]byte(target)))
 	return s, nil
@@ -203,27 +205,31 @@ func (w *Wrapper) keeper(sessionID string) func(ctx context.Context, server, too
 	}
 }
 
-func dialURL(ctx context.Context, req *lite.Wrap) (transport.Conn, error) {
-	if !strings.HasPrefix(req.URL, "http://") && !strings.HasPrefix(req.URL, "https://") {
-		return nil, fmt.Errorf("mcp wrap: --url %q: only http:// and https:// URLs: %w", req.URL, catalog.ErrBadInput)
-	}
+// dialURL reaches a server by URL. The transports check the URL themselves;
+// shown is the URL as errors may quote it (scrubbed: a URL can carry a
+// token).
+func dialURL(ctx context.Context, req *lite.Wrap, opts *transport.HTTPOptions, shown string) (transport.Conn, error) {
+	var c transport.Conn
+	var err error
 	if req.SSE {
-		c, err := transport.NewSSE(ctx, req.URL, nil)
-		if err != nil {
-			return nil, fmt.Errorf("mcp wrap: connect to %s (SSE): %v: %w", req.URL, err, catalog.ErrLaunch)
-		}
+		c, err = transport.NewSSE(ctx, req.URL, opts)
+	} else {
+		c, err = transport.NewStreamableHTTP(req.URL, opts)
+	}
+	switch {
+	case err == nil:
 		return c, nil
+	case errors.Is(err, catalog.ErrUsage):
+		return nil, fmt.Errorf("mcp wrap: --url %s: only http:// and https:// URLs with a host: %w", shown, catalog.ErrBadInput)
+	default:
+		return nil, fmt.Errorf("mcp wrap: connect to %s (SSE; is the server up at that address?): %v: %w", shown, err, catalog.ErrLaunch)
 	}
-	c, err := transport.NewStreamableHTTP(req.URL, nil)
-	if err != nil {
-		return nil, fmt.Errorf("mcp wrap: %s: %v: %w", req.URL, err, catalog.ErrBadInput)
-	}
-	return c, nil
 }
 
 // session is one live wrap.
 type session struct {
 	name, target string
+	started      time.Time // when its record began (set before it is live)
 	log          *slog.Logger
 	engine       *intercept.Engine
 	rec          *record.Recorder
@@ -398,7 +404,14 @@ func (w *Wrapper) lookup(id string) (*session, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if id == "" {
-		id = w.newest
+		// The newest of those still running: one that ended is not a
+		// default, and an older one still running is.
+		var at time.Time
+		for k, s := range w.live {
+			if st := s.started; id == "" || st.After(at) {
+				id, at = k, st
+			}
+		}
 	}
 	s, ok := w.live[id]
 	if !ok {

@@ -20,7 +20,6 @@ type envelope struct {
 	id         []byte // the id's JSON, nil when absent
 	method     string
 	tool       string // params.name of tools/call
-	params     [2]int // span of params, zero when absent
 }
 
 var trackedMembers = map[string]bool{"jsonrpc": true, "id": true, "method": true, "params": true, "result": true, "error": true}
@@ -83,7 +82,6 @@ func readEnvelope(b []byte) (envelope, error) {
 		env.kind = jsonrpc.KindError
 	}
 	if p, ok := seen["params"]; ok {
-		env.params = [2]int{p.valStart, p.valEnd}
 		if env.method == "tools/call" && b[p.valStart] == '{' {
 			m, ok, err := findMember(b, p.valStart, "name")
 			if err != nil {

@@ -131,14 +131,6 @@ func (c *Correlator) Answer(respDir Direction, id json.RawMessage) (Match, bool)
 	return c.take(Key(respDir.Reverse(), id))
 }
 
-// Forget drops the outstanding request with the given id that travelled
-// reqDir (one the relay did not pass on, so no answer will come), reporting
-// whether there was one.
-func (c *Correlator) Forget(reqDir Direction, id json.RawMessage) bool {
-	_, ok := c.take(Key(reqDir, id))
-	return ok
-}
-
 func (c *Correlator) take(k string) (Match, bool) {
 	if k == "" {
 		return Match{}, false

@@ -64,6 +64,15 @@ func (o *HTTPOptions) withDefaults() HTTPOptions {
 // not be reached, it refused the session, it broke the protocol.
 var ErrServer = fmt.Errorf("mcp transport: the MCP server failed: %w", catalog.ErrIO)
 
+// addHeaders adds the configured headers h to req.
+func addHeaders(req *http.Request, h http.Header) {
+	for k, vs := range h {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+}
+
 func parseHTTPURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -124,13 +124,7 @@ func NewSSE(ctx context.Context, rawURL string, opts *HTTPOptions) (*SSE, error)
 // Endpoint is the URL messages are POSTed to, as the server named it.
 func (s *SSE) Endpoint() string { return s.endpoint }
 
-func (s *SSE) addHeaders(req *http.Request) {
-	for k, vs := range s.opts.Header {
-		for _, v := range vs {
-			req.Header.Add(k, v)
-		}
-	}
-}
+func (s *SSE) addHeaders(req *http.Request) { addHeaders(req, s.opts.Header) }
 
 // Read implements Conn. Messages already received are returned before the
 // end of the stream is.

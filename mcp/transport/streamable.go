@@ -194,11 +194,7 @@ func (s *Streamable) Write(ctx context.Context, msg []byte) error {
 // headers sets the session and version headers, and the standard headers
 // later protocol versions require.
 func (s *Streamable) headers(req *http.Request, msg []byte, info jsonrpc.Info) {
-	for k, vs := range s.opts.Header {
-		for _, v := range vs {
-			req.Header.Add(k, v)
-		}
-	}
+	addHeaders(req, s.opts.Header)
 	s.mu.Lock()
 	session, version := s.session, s.version
 	s.mu.Unlock()
@@ -372,11 +368,7 @@ func (s *Streamable) get(lastID string) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	for k, vs := range s.opts.Header {
-		for _, v := range vs {
-			req.Header.Add(k, v)
-		}
-	}
+	addHeaders(req, s.opts.Header)
 	req.Header.Set("Accept", "text/event-stream")
 	s.mu.Lock()
 	if s.session != "" {
@@ -469,11 +461,7 @@ func (s *Streamable) Close() error {
 			defer cancel()
 			req, err := http.NewRequestWithContext(ctx, http.MethodDelete, s.url, nil)
 			if err == nil {
-				for k, vs := range s.opts.Header {
-					for _, v := range vs {
-						req.Header.Add(k, v)
-					}
-				}
+				addHeaders(req, s.opts.Header)
 				req.Header.Set(hSession, session)
 				if version != "" {
 					req.Header.Set(hVersion, version)

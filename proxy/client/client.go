@@ -122,10 +122,11 @@ func (c *Conn) Call(ctx context.Context, call *lite.Call, onOutput func([]byte))
 	}
 }
 
-// Status asks the daemon how it is.
-func (c *Conn) Status(ctx context.Context) (*lite.Status, error) {
+// ask sends one request and reads its one answer; an error answer is
+// returned as the error.
+func (c *Conn) ask(ctx context.Context, req *lite.Request) (*lite.Event, error) {
 	defer c.watch(ctx)()
-	if err := c.send(&lite.Request{Status: &struct{}{}}); err != nil {
+	if err := c.send(req); err != nil {
 		return nil, err
 	}
 	var ev lite.Event
@@ -138,6 +139,15 @@ func (c *Conn) Status(ctx context.Context) (*lite.Status, error) {
 	if ev.Error != nil {
 		return nil, catalog.FromDetail(ev.Error)
 	}
+	return &ev, nil
+}
+
+// Status asks the daemon how it is.
+func (c *Conn) Status(ctx context.Context) (*lite.Status, error) {
+	ev, err := c.ask(ctx, &lite.Request{Status: &struct{}{}})
+	if err != nil {
+		return nil, err
+	}
 	if ev.Status == nil {
 		return nil, fmt.Errorf("%s: the daemon answered a status request with something else: %w", c.Path, catalog.ErrInternal)
 	}
@@ -147,23 +157,13 @@ func (c *Conn) Status(ctx context.Context) (*lite.Status, error) {
 // Admin sends one request of contextd's own command line and decodes the
 // answer into out (nil: the answer is not read beyond success).
 func (c *Conn) Admin(ctx context.Context, op string, args, out any) error {
-	defer c.watch(ctx)()
 	raw, err := json.Marshal(args)
 	if err != nil {
 		return fmt.Errorf("%s: encode: %v: %w", op, err, catalog.ErrInternal)
 	}
-	if err := c.send(&lite.Request{Admin: &lite.Admin{Op: op, Args: raw}}); err != nil {
+	ev, err := c.ask(ctx, &lite.Request{Admin: &lite.Admin{Op: op, Args: raw}})
+	if err != nil {
 		return err
-	}
-	var ev lite.Event
-	if err := lite.Read(c.r, &ev, maxEvent); err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("%s: no answer in time: %w", c.Path, catalog.ErrDaemonUnavailable)
-		}
-		return c.classify(err, false)
-	}
-	if ev.Error != nil {
-		return catalog.FromDetail(ev.Error)
 	}
 	if ev.Admin == nil {
 		return fmt.Errorf("%s: the daemon answered %s with something else: %w", c.Path, op, catalog.ErrInternal)
@@ -177,26 +177,53 @@ func (c *Conn) Admin(ctx context.Context, op string, args, out any) error {
 	return nil
 }
 
+// Request connects to the daemon at path (checking who serves it), sends
+// req and returns the connection unread and unbuffered: for a request whose
+// answer opens a conversation of its own on the connection (a wrap, an
+// inspect), which the caller reads itself.
+func Request(path string, req *lite.Request) (*Conn, error) {
+	conn, _, err := DialChecked(path)
+	if err != nil {
+		return nil, err
+	}
+	c := &Conn{Path: path, c: conn}
+	if err := c.send(req); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Net returns the connection itself.
+func (c *Conn) Net() net.Conn { return c.c }
+
+// Refused returns the error to report when the daemon closed the connection
+// before its first answer because it does not serve this uid, and nil when
+// that is not why.
+func (c *Conn) Refused(err error) error {
+	if e := c.classify(err, false); errors.Is(e, catalog.ErrPeerRefused) {
+		return e
+	}
+	return nil
+}
+
 // OpenWrap asks the daemon at path to stand between this process and the MCP
 // server w names. On success the returned connection carries the MCP
 // conversation itself (newline-delimited JSON-RPC both ways).
 func OpenWrap(path string, w *lite.Wrap) (net.Conn, *lite.WrapReady, error) {
-	conn, _, err := DialChecked(path)
+	c, err := Request(path, &lite.Request{Wrap: w})
 	if err != nil {
 		return nil, nil, err
 	}
 	fail := func(err error) (net.Conn, *lite.WrapReady, error) {
-		conn.Close()
+		c.Close()
 		return nil, nil, err
 	}
-	if _, err := io.WriteString(conn, lite.Magic); err != nil {
-		return fail(DialError(path, err))
-	}
-	if err := lite.Write(conn, &lite.Request{Wrap: w}); err != nil {
-		return fail(DialError(path, err))
-	}
 	var ev lite.Event
-	if err := lite.Read(conn, &ev, maxEvent); err != nil {
+	if err := lite.Read(c.c, &ev, maxEvent); err != nil {
+		if refused := c.Refused(err); refused != nil {
+			return fail(refused)
+		}
 		return fail(fmt.Errorf("mcp wrap: the daemon closed the connection before the server was ready (%v); see its log (journalctl --user -u contextd): %w", err, catalog.ErrConnectionLost))
 	}
 	if ev.Error != nil {
@@ -205,7 +232,7 @@ func OpenWrap(path string, w *lite.Wrap) (net.Conn, *lite.WrapReady, error) {
 	if ev.Wrap == nil {
 		return fail(fmt.Errorf("mcp wrap: unexpected answer from the daemon: %w", catalog.ErrInternal))
 	}
-	return conn, ev.Wrap, nil
+	return c.c, ev.Wrap, nil
 }
 
 // interrupted reports a call the caller itself ended (SIGINT, SIGTERM) as such,

@@ -32,8 +32,9 @@ const (
 	ExitBlock = 2
 )
 
-// DefaultBlocked are the built-in tools of Claude Code that contextd replaces.
-var DefaultBlocked = []string{"Bash", "Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "Grep", "Glob"}
+// DefaultBlocked are the built-in tools of Claude Code that contextd replaces:
+// the ones the hook install writes into Claude Code's matcher.
+var DefaultBlocked = strings.Split(install.HookMatcher, "|")
 
 // EnvBlocked overrides the block list: tool names separated by commas or
 // spaces; set but empty blocks nothing.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,10 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contextd/contextd/daemon"
+	"github.com/contextd/contextd/internal/daemontest"
+
 	"github.com/contextd/contextd/daemon/config"
-	"github.com/contextd/contextd/daemon/runner"
-	"github.com/contextd/contextd/daemon/tools"
 	"github.com/contextd/contextd/proxy/install"
 )
 
@@ -112,32 +110,9 @@ func registeredProject(t *testing.T) string {
 	return root
 }
 
-// startDaemon serves the real daemon on a socket of its own until the test
-// ends (its tools run unsandboxed: the hook only asks for its status).
-func startDaemon(t *testing.T) string {
-	t.Helper()
-	sock := filepath.Join(t.TempDir(), "contextd.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- daemon.Run(ctx, ln, &daemon.Options{
-			Logger: slog.New(slog.DiscardHandler),
-			Notify: func(string) error { return nil },
-			Runner: runner.Direct{ToolMain: tools.ToolMainContext},
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("daemon: %v", err)
-		}
-	})
-	return sock
-}
+// startDaemon serves the real daemon until the test ends (the hook only asks
+// for its status).
+func startDaemon(t *testing.T) string { return daemontest.Start(t) }
 
 func oneLineOut(t *testing.T, what string, s string) {
 	t.Helper()

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/contextd/contextd/proxy/cli"
+
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/workspace"
 )
@@ -361,9 +363,11 @@ func Uninstall(ctx context.Context, o Options) (*AgentReport, error) {
 	}
 	left := &agentManifest{Version: 1, Kind: m.Kind, Proxy: m.Proxy, Agents: m.Agents}
 
+	// What could not be undone stays recorded, for the next uninstall.
 	if m.ClaudeLocal && !o.NoClaudeCLI {
-		claudeUnregister(ctx, o.claudeBin(), root, m.Proxy, rep)
+		left.ClaudeLocal = claudeUnregister(ctx, o.claudeBin(), root, m.Proxy, rep)
 	} else if m.ClaudeLocal {
+		left.ClaudeLocal = true
 		rep.warn("contextd is still registered with Claude Code for this project; remove it with: claude mcp remove --scope local %s", MCPServerName)
 	}
 	for i := len(m.Markdown) - 1; i >= 0; i-- {
@@ -397,8 +401,16 @@ func Uninstall(ctx context.Context, o Options) (*AgentReport, error) {
 	for _, d := range dirs {
 		if err := os.Remove(abs(root, d)); err == nil {
 			rep.did(d, "removed (empty)")
+		} else if _, err := os.Lstat(abs(root, d)); err == nil {
+			left.Dirs = append(left.Dirs, d)
 		}
 	}
+	// The hook names contextd's MCP tools while Claude Code may still know
+	// the server: its .mcp.json entry or its local registration is left.
+	for _, e := range left.JSON {
+		left.MCP = left.MCP || m.MCP && e.File == ".mcp.json"
+	}
+	left.MCP = left.MCP || m.MCP && left.ClaudeLocal
 	mp := filepath.Join(root, AgentManifestName)
 	if len(left.JSON) > 0 || len(left.Markdown) > 0 || len(left.ToolsDirs) > 0 {
 		if err := writeAgentManifest(root, left); err != nil {
@@ -827,7 +839,7 @@ func claudeMCPValue(proxy string) []byte {
 
 // HookCommand is the command line of the PreToolUse hook for proxy (Claude
 // Code runs it with a shell, so an unusual path is quoted).
-func HookCommand(proxy string) string { return shellQuote(proxy) + " hook" }
+func HookCommand(proxy string) string { return cli.ShellQuote(proxy) + " hook" }
 
 func claudeHookValue(proxy string) []byte {
 	type cmd struct {
@@ -856,20 +868,6 @@ func openCodeV2Value(proxy string) []byte {
 		Command []string `json:"command"`
 	}{"local", []string{proxy, "mcp"}})
 	return b
-}
-
-func shellQuote(s string) string {
-	safe := s != ""
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("/._-+:,@%=", c)) {
-			safe = false
-			break
-		}
-	}
-	if safe {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // undoJSON removes one recorded entry if it is still as install wrote it.

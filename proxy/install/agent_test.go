@@ -645,6 +645,28 @@ func TestUninstallAfterFileBroke(t *testing.T) {
 	sameTree(t, "after the second uninstall", snapshot(t, root), before)
 }
 
+// The same with a file inside a directory install created: the directory
+// stays recorded while the file keeps it, and the second uninstall removes it.
+func TestUninstallAfterSettingsBroke(t *testing.T) {
+	root, bin := project(t, nil)
+	before := snapshot(t, root)
+	ctx := context.Background()
+	if _, err := install.Setup(ctx, opts(root, bin)); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(root, ".claude", "settings.json")
+	good := readFile(t, p)
+	writeFile(t, p, good+"oops")
+	if _, err := install.Uninstall(ctx, install.Options{Project: root, NoClaudeCLI: true}); !errors.Is(err, catalog.ErrConflict) {
+		t.Fatalf("uninstall with a broken settings.json: %v", err)
+	}
+	writeFile(t, p, good)
+	if _, err := install.Uninstall(ctx, install.Options{Project: root, NoClaudeCLI: true}); err != nil {
+		t.Fatalf("second uninstall: %v", err)
+	}
+	sameTree(t, "after the second uninstall", snapshot(t, root), before)
+}
+
 func TestFindRoot(t *testing.T) {
 	root, _ := project(t, nil)
 	deep := filepath.Join(root, "a", "b")

@@ -282,11 +282,11 @@ func claudeRegister(ctx context.Context, bin, root, proxy string, owned bool, re
 
 // claudeUnregister removes the local registration install made, if it is still
 // the one install made.
-func claudeUnregister(ctx context.Context, bin, root, proxy string, rep *AgentReport) {
+func claudeUnregister(ctx context.Context, bin, root, proxy string, rep *AgentReport) (stillThere bool) {
 	path, err := exec.LookPath(bin)
 	if err != nil {
 		rep.warn("no claude CLI on PATH to remove contextd's local MCP registration; run: claude mcp remove --scope local %s", MCPServerName)
-		return
+		return true
 	}
 	cur := claudeGet(ctx, path, root)
 	switch {
@@ -297,8 +297,9 @@ func claudeUnregister(ctx context.Context, bin, root, proxy string, rep *AgentRe
 	default:
 		if out, err := claudeRun(ctx, path, root, "mcp", "remove", "--scope", "local", MCPServerName); err != nil {
 			rep.warn("claude mcp remove --scope local %s: %v: %s", MCPServerName, err, strings.TrimSpace(out))
-			return
+			return true
 		}
 		rep.did("claude mcp (local scope)", "removed "+MCPServerName)
 	}
+	return false
 }

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,14 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contextd/contextd/internal/daemontest"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/daemon"
 	"github.com/contextd/contextd/daemon/budget"
-	"github.com/contextd/contextd/daemon/runner"
-	"github.com/contextd/contextd/daemon/tools"
 	"github.com/contextd/contextd/toolspec"
 	"github.com/contextd/contextd/wire/lite"
 )
@@ -460,27 +457,7 @@ func startDaemon(t *testing.T) string {
 	t.Setenv("XDG_STATE_HOME", filepath.Join(home, "state"))
 	t.Setenv("XDG_DATA_HOME", filepath.Join(home, "data"))
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, "config"))
-	sock := filepath.Join(t.TempDir(), "contextd.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- daemon.Run(ctx, ln, &daemon.Options{
-			Logger: slog.New(slog.DiscardHandler),
-			Notify: func(string) error { return nil },
-			Runner: runner.Direct{ToolMain: tools.ToolMainContext},
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("daemon: %v", err)
-		}
-	})
-	return sock
+	return daemontest.Start(t)
 }
 
 // callText calls a tool and returns its text and isError; a protocol error

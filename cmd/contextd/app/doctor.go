@@ -27,14 +27,10 @@ configured embedding endpoint, which it then probes with one short text.`,
 			cfg, cfgErr := config.Load(cfgPath)
 			checks := append(sandbox.Diagnose(c.Context()), memorySearchCheck(c.Context(), cfg, cfgErr))
 			for _, ch := range checks {
-				mark := "ok  "
-				switch {
-				case !ch.OK && ch.Required:
-					mark, failed = "FAIL", failed+1
-				case !ch.OK:
-					mark = "warn"
+				if !ch.OK && ch.Required {
+					failed++
 				}
-				fmt.Fprintf(c.OutOrStdout(), "%s  %-50s %s\n", mark, ch.Layer, ch.Detail)
+				fmt.Fprintf(c.OutOrStdout(), "%s  %-50s %s\n", checkMark(ch.OK, ch.Required), ch.Layer, ch.Detail)
 				if !ch.OK {
 					fmt.Fprintf(c.OutOrStdout(), "      fix: %s\n", ch.Fix)
 				}

@@ -124,18 +124,11 @@ func runInspect(ctx context.Context, record string, in io.Reader, out io.Writer)
 // once the daemon has said hello, or with the daemon's refusal (no live
 // wrap session, or no such record) as a catalog error.
 func attachInspect(path, record string) (net.Conn, *lite.InspectHello, error) {
-	conn, _, err := client.DialChecked(path)
+	c, err := client.Request(path, &lite.Request{Inspect: &lite.Inspect{Record: record}})
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := io.WriteString(conn, lite.Magic); err != nil {
-		conn.Close()
-		return nil, nil, client.DialError(path, err)
-	}
-	if err := lite.Write(conn, &lite.Request{Inspect: &lite.Inspect{Record: record}}); err != nil {
-		conn.Close()
-		return nil, nil, client.DialError(path, err)
-	}
+	conn := c.Net()
 	conn.SetReadDeadline(time.Now().Add(helloTimeout))
 	// The first answer is a Hello, or an Error (an InspectEvent and an Event
 	// carry an error in the same field, so an older daemon's refusal of a
@@ -146,6 +139,9 @@ func attachInspect(path, record string) (net.Conn, *lite.InspectHello, error) {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
 			return nil, nil, fmt.Errorf("inspect: no answer from the daemon at %s in %s: %w", path, helloTimeout, catalog.ErrDaemonUnavailable)
+		}
+		if refused := c.Refused(err); refused != nil {
+			return nil, nil, refused
 		}
 		return nil, nil, fmt.Errorf("inspect: the daemon at %s closed the connection without answering (%v); a daemon older than `contextd inspect` does this: restart it (systemctl --user restart contextd.service): %w",
 			path, err, catalog.ErrConnectionLost)

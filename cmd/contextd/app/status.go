@@ -79,6 +79,18 @@ type LayerState struct {
 	OK       bool   `json:"ok"`
 	Required bool   `json:"required"`
 	Detail   string `json:"detail"`
+	Fix      string `json:"fix,omitempty"` // what to do, for a layer that is not ok
+}
+
+// checkMark is how doctor and status mark a check.
+func checkMark(ok, required bool) string {
+	switch {
+	case !ok && required:
+		return "FAIL"
+	case !ok:
+		return "warn"
+	}
+	return "ok  "
 }
 
 func statusCommand() *cobra.Command {
@@ -96,25 +108,38 @@ It does not start the daemon: a socket-waiting daemon stays asleep.`,
 			if socket == "" {
 				socket = client.SocketPath()
 			}
-			cfg, err := config.Load(cfgPath)
-			if err != nil {
-				return err
-			}
 			ctx, cancel := context.WithTimeout(c.Context(), 30*time.Second)
 			defer cancel()
-			r := &Report{Daemon: daemonState(ctx, socket), Today: today(time.Now()), Store: storeState(cfg)}
+			r := &Report{Daemon: daemonState(ctx, socket), Today: today(time.Now())}
+			// A configuration that does not load hides only the store (the
+			// daemon, the audit and the sandbox are still worth seeing);
+			// status then says so and fails with its error.
+			cfg, cfgErr := config.Load(cfgPath)
+			if cfgErr != nil {
+				r.Store = StoreState{Backend: "unknown", Location: "(the configuration did not load)",
+					Note: fmt.Sprintf("configuration: %v; fix it (docs/config.md lists every key)", cfgErr)}
+			} else {
+				r.Store = storeState(cfg)
+			}
 			if !noSandbox {
 				for _, ch := range sandbox.Diagnose(ctx) {
-					r.Sandbox = append(r.Sandbox, LayerState{Layer: ch.Layer, OK: ch.OK, Required: ch.Required, Detail: ch.Detail})
+					l := LayerState{Layer: ch.Layer, OK: ch.OK, Required: ch.Required, Detail: ch.Detail}
+					if !ch.OK {
+						l.Fix = ch.Fix
+					}
+					r.Sandbox = append(r.Sandbox, l)
 				}
 			}
 			if asJSON {
 				enc := json.NewEncoder(c.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return enc.Encode(r)
+				if err := enc.Encode(r); err != nil {
+					return err
+				}
+				return cfgErr
 			}
 			r.print(c.OutOrStdout())
-			return nil
+			return cfgErr
 		},
 	}
 	c.Flags().StringVar(&socket, "socket", "", "socket path (default $CONTEXTD_SOCKET or $XDG_RUNTIME_DIR/contextd/contextd.sock)")
@@ -247,10 +272,8 @@ func storeState(cfg *config.Config) StoreState {
 		s.Location = p
 		if fi, err := os.Stat(p); err == nil {
 			s.Bytes = fi.Size()
-			for _, ext := range []string{"-wal"} {
-				if w, err := os.Stat(p + ext); err == nil {
-					s.Bytes += w.Size()
-				}
+			if w, err := os.Stat(p + "-wal"); err == nil {
+				s.Bytes += w.Size()
 			}
 		} else {
 			s.Note = "not created yet (the first memory or checkpoint creates it)"
@@ -310,14 +333,10 @@ func (r *Report) print(w io.Writer) {
 	if len(r.Sandbox) > 0 {
 		fmt.Fprintln(w, "sandbox:")
 		for _, l := range r.Sandbox {
-			mark := "ok  "
-			switch {
-			case !l.OK && l.Required:
-				mark = "FAIL"
-			case !l.OK:
-				mark = "warn"
+			fmt.Fprintf(w, "  %s  %-44s %s\n", checkMark(l.OK, l.Required), l.Layer, l.Detail)
+			if l.Fix != "" {
+				fmt.Fprintf(w, "        fix: %s\n", l.Fix)
 			}
-			fmt.Fprintf(w, "  %s  %-44s %s\n", mark, l.Layer, l.Detail)
 		}
 	}
 }

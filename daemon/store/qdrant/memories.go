@@ -228,7 +228,7 @@ func (s *Store) DenseSize() int { return s.denseSize }
 // changed; PutMemory drops the vector when the memory's text changes.
 func (s *Store) SetMemoryVector(ctx context.Context, id, project string, v []float32) error {
 	if s.denseSize == 0 {
-		return fmt.Errorf("qdrant store: set memory vector: collection %s has no dense vector (Options.DenseSize)", s.memories)
+		return fmt.Errorf("qdrant store: set memory vector: collection %s has no dense vector: it was created when no embedding endpoint answered; set another [store] collection_prefix, or delete the collection to have it made again", s.memories)
 	}
 	if len(v) != s.denseSize {
 		return fmt.Errorf("qdrant store: set memory vector: %d dimensions, the collection has %d", len(v), s.denseSize)
