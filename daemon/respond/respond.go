@@ -436,9 +436,15 @@ func (p *Pipe) send(b []byte) error {
 	return p.o.Send(b)
 }
 
+// inMem reports whether mem holds the whole output. It still does after
+// commit made a page source of it (commit copies mem to the store and leaves
+// mem in place); only toStore, for an output over memLimit, moves it out, and
+// from then on the kept tail is the only copy in memory.
+func (p *Pipe) inMem() bool { return p.entry == nil || p.mem != nil }
+
 // restBytes returns the output after what was sent live (n bytes).
 func (p *Pipe) restBytes(n int64) []byte {
-	if p.entry == nil {
+	if p.inMem() {
 		return p.mem[int64(len(p.mem))-n:]
 	}
 	return p.tail[max(0, int64(len(p.tail))-n):]
@@ -446,7 +452,7 @@ func (p *Pipe) restBytes(n int64) []byte {
 
 // tailWindow returns the last bytes of the output.
 func (p *Pipe) tailWindow() []byte {
-	if p.entry == nil {
+	if p.inMem() {
 		return p.mem[max(0, len(p.mem)-p.tailKeep):]
 	}
 	return p.tail[max(0, len(p.tail)-p.tailKeep):]
