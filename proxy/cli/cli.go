@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -74,6 +75,46 @@ var toolFlags = map[string]map[string]flagSpec{
 	"return":             {"id": {key: "id"}},
 }
 
+// argvTools are the tools whose positional arguments are a command: options
+// come before it (safe_bash ls -la), except as optionsAfter in Parse allows.
+var argvTools = map[string]bool{"safe_bash": true}
+
+// isCommandLine says whether s is more than one word to bash: it holds a bash
+// metacharacter (blank, newline, or one of |&;()<>), so it was written as a
+// whole command line ('cat build.log'), not as a program's name.
+func isCommandLine(s string) bool {
+	return strings.ContainsAny(s, " \t\n|&;()<>")
+}
+
+// onlyOptions says whether rest is not empty and every argument of it is one
+// of the tool's long options or a common one (--name or --name=VALUE), or the
+// value that follows an option taking one. After a command line given as one
+// argument, such arguments are meant for the tool (safe_bash 'cat build.log'
+// --format json); anything else keeps them all the command's.
+func onlyOptions(flags map[string]flagSpec, rest []string) bool {
+	if len(rest) == 0 {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		if !strings.HasPrefix(rest[i], "--") {
+			return false
+		}
+		name, _, hasVal := strings.Cut(strings.TrimLeft(rest[i], "-"), "=") // as Parse reads it
+		takesValue := false
+		if s, ok := flags[name]; ok {
+			takesValue = !s.isBool && s.set == nil
+		} else if j := slices.IndexFunc(CommonFlags, func(f Flag) bool { return f.Name == name }); j >= 0 {
+			takesValue = CommonFlags[j].TakesValue
+		} else {
+			return false // "--", or an option contextd does not know
+		}
+		if takesValue && !hasVal {
+			i++ // its value, whatever it looks like (a missing one is Parse's error)
+		}
+	}
+	return true
+}
+
 // Usage is the short usage line of each tool.
 var Usage = map[string]string{
 	"safe_bash":  "safe_bash [--timeout SECONDS] [--cwd DIR] [--network] [--] COMMAND...   (or: safe_bash < script)",
@@ -111,12 +152,17 @@ func Parse(tool string, args []string, stdin Stdin) (*Invocation, error) {
 	var rawJSON *string
 	var pos []string
 	dashdash := false
+	optionsAfter := false // options follow a command line given as one argument
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		// Flags are read until the first positional argument or "--": after it,
-		// everything belongs to the command (safe_bash ls -la).
-		if dashdash || !strings.HasPrefix(a, "-") || a == "-" || len(pos) > 0 && tool == "safe_bash" {
+		// A command's options are read until its first positional argument or
+		// "--": after it, everything belongs to the command (safe_bash ls -la),
+		// unless optionsAfter.
+		if dashdash || !strings.HasPrefix(a, "-") || a == "-" || len(pos) > 0 && argvTools[tool] && !optionsAfter {
 			pos = append(pos, a)
+			if len(pos) == 1 && !dashdash && argvTools[tool] {
+				optionsAfter = isCommandLine(a) && onlyOptions(flags, args[i+1:])
+			}
 			continue
 		}
 		if a == "--" {
