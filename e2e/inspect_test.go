@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +47,102 @@ func inspWait(t *testing.T, pane, what string, cond func(screen string) bool) st
 		}
 		time.Sleep(150 * time.Millisecond)
 	}
+}
+
+// inspRowRE matches a message row of the list: the selection mark, the held
+// mark, the sequence number and the direction.
+var inspRowRE = regexp.MustCompile(`^([> =])([! ]) +([0-9]+) (->|<-) `)
+
+// inspHeld waits until the message the test is about is held, and is the
+// only held message: a row marked held that contains every string of want,
+// with the header counting one held. A real server sends requests and
+// notifications of its own at moments the test does not choose
+// (server-everything asks for roots/list 350 ms after initialization, then
+// logs "Roots updated"); with intercept on they are held too. Like a user,
+// the test forwards such messages as they are: n selects the next held
+// message, f forwards it.
+func inspHeld(t *testing.T, pane, what string, want ...string) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s := inspScreen(t, pane)
+		target, others := false, 0
+		var selected string
+		for _, l := range strings.Split(s, "\n") {
+			m := inspRowRE.FindStringSubmatch(l)
+			if m == nil {
+				continue
+			}
+			if m[1] == ">" {
+				selected = l
+			}
+			if m[2] != "!" {
+				continue
+			}
+			if inspHas(want...)(l) {
+				target = true
+			} else {
+				others++
+			}
+		}
+		switch {
+		case target && others == 0 && strings.Contains(s, ", 1 HELD |"):
+			return s
+		case others > 0 && selected != "" && selected[1] == '!' && !inspHas(want...)(selected):
+			// The selection is on another held message: forward it.
+			inspKeys(t, pane, "f")
+		case others > 0 || !target && strings.Contains(s, " HELD |"):
+			// Another held message, or a held one the list does not show
+			// (the list stops following the newest once the user selects
+			// an older message): n selects the next held message.
+			inspKeys(t, pane, "n")
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s to be the one held message; the screen:\n%s", what, s)
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+}
+
+// inspForwardUntil forwards every held message, as a user who lets them
+// through would, until done holds.
+func inspForwardUntil(t *testing.T, pane, what string, done func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !done() {
+		s := inspScreen(t, pane)
+		if strings.Contains(s, " HELD |") {
+			if sel := inspSelectedRow(s); len(sel) > 1 && sel[1] == '!' {
+				inspKeys(t, pane, "f")
+			} else {
+				inspKeys(t, pane, "n")
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out forwarding held messages until %s finished; the screen:\n%s", what, s)
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+	// G: back to the newest message, which the list follows again.
+	inspKeys(t, pane, "G")
+}
+
+// inspSelectedRow is the list row the selection is on, or "".
+func inspSelectedRow(screen string) string {
+	for _, l := range strings.Split(screen, "\n") {
+		if m := inspRowRE.FindStringSubmatch(l); m != nil && m[1] == ">" {
+			return l
+		}
+	}
+	return ""
+}
+
+// inspSelectHeld selects the one held message (n) and waits for the detail
+// pane to show it.
+func inspSelectHeld(t *testing.T, pane, what string, detail ...string) string {
+	t.Helper()
+	inspKeys(t, pane, "n")
+	return inspWait(t, pane, what+", selected", inspHas(append([]string{", 1 HELD |"}, detail...)...))
 }
 
 func inspHas(subs ...string) func(string) bool {
@@ -115,6 +212,11 @@ func TestInspectTmux(t *testing.T) {
 
 	w := startWrap(t, "everything-inspect", nil, "node", everythingEntry(t), "stdio")
 	w.do(map[string]any{"op": "list"})
+	// server-everything asks the client for its roots 350 ms after
+	// initialization, and logs the answer: let that exchange finish before
+	// intercept is on, so that what is held next is the test's own call.
+	// (inspHeld forwards such messages should a server send more later.)
+	w.settled(t, "roots/list", "notifications/message")
 
 	editor := ".inspect-editor.sh"
 	writeProjectFile(t, editor, "#!/bin/sh\n# the test's $EDITOR: changes the argument of the held call\nexec sed -i 's/words from the agent/words from the inspector/' \"$1\"\n")
@@ -142,9 +244,19 @@ func TestInspectTmux(t *testing.T) {
 	inspKeys(t, "tui", "i")
 	inspWait(t, "tui", "intercept on", inspHas("intercept ON"))
 
+	// The server asks for roots again when the client says they changed:
+	// with intercept on, the notification, the server's roots/list, the
+	// client's answer and the server's log of it are each held in turn, at
+	// moments the server chooses. The user forwards them as they come.
+	w.do(map[string]any{"op": "roots-changed"})
+	inspForwardUntil(t, "tui", "the roots exchange", func() bool {
+		st := w.do(map[string]any{"op": "stats"}).Stats
+		return st != nil && st.Requests["roots/list"] >= 2 && st.Notifications["notifications/message"] >= 2
+	})
+
 	// The agent calls; the call is held until the user decides.
 	answer := w.send(map[string]any{"op": "call", "name": "echo", "arguments": map[string]any{"message": "words from the agent"}})
-	s = inspWait(t, "tui", "the held call", inspHas("1 HELD", "tools/call echo", "words from the agent"))
+	s = inspHeld(t, "tui", "the call", "-> req", "tools/call echo")
 	var heldRow string
 	for _, l := range strings.Split(s, "\n") {
 		if strings.Contains(l, "tools/call echo") && strings.Contains(l, "HELD") {
@@ -154,6 +266,7 @@ func TestInspectTmux(t *testing.T) {
 	if len(heldRow) < 2 || heldRow[1] != '!' {
 		t.Errorf("the held call's row is not marked held (!): %q\n%s", heldRow, s)
 	}
+	inspSelectHeld(t, "tui", "the held call", "client->server request HELD", "words from the agent")
 	select {
 	case a := <-answer:
 		t.Fatalf("the held call was answered before anyone decided: %+v", a)
@@ -163,9 +276,10 @@ func TestInspectTmux(t *testing.T) {
 	// m: the editor changes the argument, and the call goes on as edited.
 	// The server's answer is held in turn (intercept holds both directions)
 	// and shows what the server received; f lets it through.
-	inspKeys(t, "tui", "n", "m")
-	inspWait(t, "tui", "the answer to the edited call, held", inspHas("1 HELD", "server->client response HELD", "Echo: words from the inspector"))
-	inspKeys(t, "tui", "n", "f")
+	inspKeys(t, "tui", "m")
+	inspHeld(t, "tui", "the answer to the edited call", "<- resp")
+	inspSelectHeld(t, "tui", "the answer to the edited call", "server->client response HELD", "Echo: words from the inspector")
+	inspKeys(t, "tui", "f")
 	a := inspAnswer(t, w, "tui", "the edited call", answer)
 	r := w.resultOK("echo", a)
 	if got := strings.TrimSpace(r.Text()); got != "Echo: words from the inspector" {
@@ -177,10 +291,12 @@ func TestInspectTmux(t *testing.T) {
 
 	// f, twice: the call and its answer go through as they are.
 	answer = w.send(map[string]any{"op": "call", "name": "echo", "arguments": map[string]any{"message": "second call"}})
-	inspWait(t, "tui", "the second call, held", inspHas("1 HELD", "client->server request HELD", "second call"))
-	inspKeys(t, "tui", "n", "f")
-	inspWait(t, "tui", "the answer to the second call, held", inspHas("1 HELD", "server->client response HELD", "Echo: second call"))
-	inspKeys(t, "tui", "n", "f")
+	inspHeld(t, "tui", "the second call", "-> req", "tools/call echo")
+	inspSelectHeld(t, "tui", "the second call", "client->server request HELD", "second call")
+	inspKeys(t, "tui", "f")
+	inspHeld(t, "tui", "the answer to the second call", "<- resp")
+	inspSelectHeld(t, "tui", "the answer to the second call", "server->client response HELD", "Echo: second call")
+	inspKeys(t, "tui", "f")
 	r = w.resultOK("echo", inspAnswer(t, w, "tui", "the forwarded call", answer))
 	if got := strings.TrimSpace(r.Text()); got != "Echo: second call" {
 		t.Fatalf("the forwarded call: %q", got)

@@ -284,6 +284,31 @@ func (w *wrapSession) resultOK(tool string, a wrapAnswer) toolResult {
 	return r
 }
 
+// settled waits until the client has received each of methods (requests or
+// notifications the server sends on its own, at moments it chooses) at least
+// once, so that a test can start from a quiet session.
+func (w *wrapSession) settled(t *testing.T, methods ...string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		st := w.do(map[string]any{"op": "stats"}).Stats
+		missing := ""
+		for _, m := range methods {
+			if st == nil || st.Requests[m]+st.Notifications[m] == 0 {
+				missing = m
+				break
+			}
+		}
+		if missing == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server never sent %s in 60 s; the client saw %+v", missing, st)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // close ends the client's input and waits for it (and so the wrap, and the
 // server behind it) to exit.
 func (w *wrapSession) close() {

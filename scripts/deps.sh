@@ -9,8 +9,10 @@ set -euo pipefail
 # procps (pgrep, ps): the tests and the e2e suite's user manager harness.
 # bubblewrap: the baseline of the sandbox benchmark. git: version stamping.
 # ca-certificates: the Go module proxy. tmux: the e2e test of `contextd inspect`
-# drives its terminal UI in a tmux pane.
-pkgs=(systemd dbus-user-session gcc libc6-dev pkg-config libseccomp-dev util-linux passwd procps bubblewrap git ca-certificates tmux)
+# drives its terminal UI in a tmux pane. python3: the e2e suite runs a real
+# unittest suite for its logs (Debian's, at /usr/bin/python3, which the test
+# user and the sandbox both see).
+pkgs=(systemd dbus-user-session gcc libc6-dev pkg-config libseccomp-dev util-linux passwd procps bubblewrap git ca-certificates tmux python3)
 # The Debian package and its apt repository (make deb apt-repo, e2e TestApt):
 # dpkg-dev (dpkg-shlibdeps, dpkg-parsechangelog; binutils' readelf), lintian,
 # apt-utils (apt-ftparchive), gnupg (signing key, gpgv), gzip; and what the

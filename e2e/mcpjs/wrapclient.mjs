@@ -16,6 +16,7 @@
 //   {"op": "task", "name": N, "arguments": A}             tools/call as a task: {"result": ..., "statuses": [...]}
 //   {"op": "raw", "method": M, "params": P}               any request: {"result": ...}
 //   {"op": "stats"}                                       what the server sent: {"stats": {...}}
+//   {"op": "roots-changed"}                               notifications/roots/list_changed: {"sent": true}
 //   {"op": "sleep", "ms": N}                              {"slept": N}
 // A JSON-RPC error answer is {"error": {"code", "message"}}; a failure of the
 // client itself (a result that breaks the tool's output schema) is
@@ -142,6 +143,9 @@ async function run(req) {
       return { result: await client.request({ method: req.method, params: req.params }, ResultSchema, long) };
     case 'stats':
       return { stats };
+    case 'roots-changed':
+      await client.sendRootsListChanged();
+      return { sent: true };
     case 'sleep':
       await new Promise((r) => setTimeout(r, req.ms));
       return { slept: req.ms };
