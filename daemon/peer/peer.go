@@ -9,12 +9,12 @@ import (
 	"google.golang.org/grpc/credentials"
 	grpcpeer "google.golang.org/grpc/peer"
 
-	"github.com/contextd/contextd/daemon/peer/cred"
+	"github.com/contextd/contextd/peercred"
 )
 
 // Cred is who is at the other end of a Unix socket, as the kernel saw it at
 // connect time. It is the gRPC AuthInfo of every connection the daemon accepts.
-type Cred = cred.Cred
+type Cred = peercred.Cred
 
 var _ credentials.AuthInfo = Cred{}
 

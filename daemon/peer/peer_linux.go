@@ -10,7 +10,7 @@ import (
 
 	"google.golang.org/grpc/credentials"
 
-	"github.com/contextd/contextd/daemon/peer/cred"
+	"github.com/contextd/contextd/peercred"
 )
 
 // Listener accepts only connections whose peer passes the check. Connections that
@@ -53,7 +53,7 @@ func (l *Listener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		c, err := cred.Read(conn)
+		c, err := peercred.Read(conn)
 		if err != nil {
 			l.Log.Warn("refused connection: cannot read peer credentials", "err", err)
 			conn.Close()
@@ -125,40 +125,6 @@ func (serverCreds) ClientHandshake(context.Context, string, net.Conn) (net.Conn,
 }
 
 func (serverCreds) Clone() credentials.TransportCredentials { return serverCreds{} }
-
-// ClientCredentials checks, on the client side, that the process serving the socket
-// runs as the expected uid (normally the caller's own), so calls are never sent to a
-// socket someone else put in the way. Root is not accepted either: contextd runs as
-// its user.
-func ClientCredentials(wantUID uint32) credentials.TransportCredentials {
-	return clientCreds{want: wantUID}
-}
-
-// ErrServerIdentity is returned by the client handshake when the daemon runs as
-// another uid.
-type ErrServerIdentity = cred.ErrServerIdentity
-
-type clientCreds struct {
-	insecureBase
-	want uint32
-}
-
-func (c clientCreds) ClientHandshake(_ context.Context, _ string, conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	got, err := cred.Read(conn)
-	if err != nil {
-		return nil, nil, err
-	}
-	if got.UID != c.want {
-		return nil, nil, &ErrServerIdentity{Got: got.UID, Want: c.want}
-	}
-	return conn, got, nil
-}
-
-func (clientCreds) ServerHandshake(net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	return nil, nil, errors.New("peer: client credentials used on a server")
-}
-
-func (c clientCreds) Clone() credentials.TransportCredentials { return c }
 
 // insecureBase holds the parts common to both sides: no transport security beyond
 // the socket's own permissions and the peer check.

@@ -26,8 +26,9 @@ import (
 	grpcpeer "google.golang.org/grpc/peer"
 
 	"github.com/contextd/contextd/daemon/peer"
-	"github.com/contextd/contextd/daemon/peer/cred"
+	"github.com/contextd/contextd/peercred"
 	"github.com/contextd/contextd/wire"
+	"github.com/contextd/contextd/wire/grpcclient"
 )
 
 // The test binary doubles as a client process (possibly of another uid):
@@ -78,14 +79,14 @@ func helperMain(mode, sock string) int {
 	return 2
 }
 
-// status calls Status over a fresh connection checked with ClientCredentials(want).
+// status calls Status over a fresh connection checked with grpcclient.Credentials(want).
 func status(sock string, want uint32, opts ...grpc.CallOption) (*wire.StatusReply, error) {
 	cc, err := grpc.NewClient("passthrough:///contextd",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", sock)
 		}),
-		grpc.WithTransportCredentials(peer.ClientCredentials(want)),
+		grpc.WithTransportCredentials(grpcclient.Credentials(want)),
 	)
 	if err != nil {
 		return nil, err
@@ -350,7 +351,7 @@ func TestServerCredentialsFailClosed(t *testing.T) {
 	if _, _, err := peer.ServerCredentials().ClientHandshake(context.Background(), "", uc); err == nil {
 		t.Error("server credentials used as a client")
 	}
-	if _, _, err := peer.ClientCredentials(0).ServerHandshake(uc); err == nil {
+	if _, _, err := grpcclient.Credentials(0).ServerHandshake(uc); err == nil {
 		t.Error("client credentials used as a server")
 	}
 
@@ -434,7 +435,7 @@ func unixPair(t *testing.T) *net.UnixConn {
 
 func TestRead(t *testing.T) {
 	c := unixPair(t)
-	got, err := cred.Read(c)
+	got, err := peercred.Read(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +446,7 @@ func TestRead(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	if _, err := cred.Read(a); err == nil {
+	if _, err := peercred.Read(a); err == nil {
 		t.Error("Read of a non-Unix connection succeeded")
 	}
 }
@@ -461,8 +462,8 @@ func TestClientCredentialsRefusesOtherServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_, _, err = peer.ClientCredentials(other).ClientHandshake(context.Background(), "contextd", c)
-	var ident *peer.ErrServerIdentity
+	_, _, err = grpcclient.Credentials(other).ClientHandshake(context.Background(), "contextd", c)
+	var ident *peercred.ErrServerIdentity
 	if !errors.As(err, &ident) {
 		t.Fatalf("handshake with a server of uid %d while expecting %d: %v", self, other, err)
 	}
@@ -484,7 +485,7 @@ func TestClientCredentialsRefusesOtherServer(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	if _, _, err := peer.ClientCredentials(self).ClientHandshake(context.Background(), "", a); err == nil {
+	if _, _, err := grpcclient.Credentials(self).ClientHandshake(context.Background(), "", a); err == nil {
 		t.Error("client handshake over a non-Unix connection succeeded")
 	}
 }

@@ -12,11 +12,9 @@ import (
 	"io"
 	"net"
 	"os"
-	"strconv"
-	"syscall"
 
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/daemon/peer/cred"
+	"github.com/contextd/contextd/peercred"
 	"github.com/contextd/contextd/wire/lite"
 )
 
@@ -48,35 +46,11 @@ func (c *Conn) Close() error { return c.c.Close() }
 // socket activation the connection succeeds as soon as systemd holds the socket;
 // the daemon starts while the request waits in it.
 func Dial(path string) (*Conn, error) {
-	conn, _, err := DialChecked(path)
+	conn, _, err := peercred.DialChecked(path)
 	if err != nil {
 		return nil, err
 	}
 	return &Conn{Path: path, c: conn, r: bufio.NewReaderSize(conn, 64<<10)}, nil
-}
-
-// DialChecked connects to the socket at path and checks that the process
-// serving it runs as the expected uid (DaemonUID), which it returns. The
-// gRPC client uses it for its first connection too.
-func DialChecked(path string) (net.Conn, uint32, error) {
-	want, err := DaemonUID()
-	if err != nil {
-		return nil, 0, err
-	}
-	conn, err := net.Dial("unix", path)
-	if err != nil {
-		return nil, 0, DialError(path, err)
-	}
-	got, err := cred.Read(conn)
-	if err != nil {
-		conn.Close()
-		return nil, 0, fmt.Errorf("%s: %v: %w", path, err, catalog.ErrInternal)
-	}
-	if got.UID != want {
-		conn.Close()
-		return nil, 0, fmt.Errorf("%s: %v: %w", path, &cred.ErrServerIdentity{Got: got.UID, Want: want}, catalog.ErrDaemonIdentity)
-	}
-	return conn, want, nil
 }
 
 // send writes the magic and the request.
@@ -182,7 +156,7 @@ func (c *Conn) Admin(ctx context.Context, op string, args, out any) error {
 // answer opens a conversation of its own on the connection (a wrap, an
 // inspect), which the caller reads itself.
 func Request(path string, req *lite.Request) (*Conn, error) {
-	conn, _, err := DialChecked(path)
+	conn, _, err := peercred.DialChecked(path)
 	if err != nil {
 		return nil, err
 	}
@@ -253,54 +227,8 @@ func (c *Conn) classify(err error, started bool) error {
 	if started {
 		return fmt.Errorf("%s: %v: %w", c.Path, err, catalog.ErrConnectionLost)
 	}
-	if uid, ok := SocketOwner(c.Path); ok && uid != uint32(os.Getuid()) {
+	if uid, ok := peercred.SocketOwner(c.Path); ok && uid != uint32(os.Getuid()) {
 		return fmt.Errorf("the daemon at %s (uid %d) closed the connection of uid %d: %w", c.Path, uid, os.Getuid(), catalog.ErrPeerRefused)
 	}
 	return fmt.Errorf("%s: the daemon closed the connection before answering (%v): %w", c.Path, err, catalog.ErrDaemonUnavailable)
-}
-
-// DaemonUID is the uid the daemon must run as: ours, unless CONTEXTD_DAEMON_UID
-// names another (a daemon that lists us in its allowed_uids).
-func DaemonUID() (uint32, error) {
-	v := os.Getenv("CONTEXTD_DAEMON_UID")
-	if v == "" {
-		return uint32(os.Getuid()), nil
-	}
-	n, err := strconv.ParseUint(v, 10, 32)
-	if err != nil {
-		return 0, fmt.Errorf("CONTEXTD_DAEMON_UID=%q is not a uid: %w", v, catalog.ErrUsage)
-	}
-	return uint32(n), nil
-}
-
-// DialError classifies a failed connect(2).
-func DialError(path string, err error) error {
-	switch {
-	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ENOTDIR):
-		return fmt.Errorf("no daemon at %s (%v): %w", path, errno(err), catalog.ErrDaemonUnavailable)
-	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
-		return fmt.Errorf("cannot connect to %s (%v): %w", path, errno(err), catalog.ErrSocketPermission)
-	}
-	return fmt.Errorf("cannot connect to %s: %v: %w", path, err, catalog.ErrDaemonUnavailable)
-}
-
-func errno(err error) error {
-	var en syscall.Errno
-	if errors.As(err, &en) {
-		return en
-	}
-	return err
-}
-
-// SocketOwner is the uid owning the socket file at path.
-func SocketOwner(path string) (uint32, bool) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return 0, false
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, false
-	}
-	return st.Uid, true
 }

@@ -1,5 +1,5 @@
 // Package grpcclient connects to the daemon with gRPC, the typed protocol for
-// clients other than the proxy (which uses the light protocol, proxy/client),
+// clients other than the proxy (which uses the light protocol),
 // and turns every way that can fail into a catalog error.
 package grpcclient
 
@@ -14,8 +14,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/daemon/peer"
-	"github.com/contextd/contextd/proxy/client"
+	"github.com/contextd/contextd/peercred"
 	"github.com/contextd/contextd/wire"
 )
 
@@ -41,8 +40,8 @@ const maxMsg = 256 << 20
 func Dial(path string) (*Conn, error) {
 	// The first connection is checked before anything is sent (gRPC would
 	// flatten a handshake failure into an opaque Unavailable); later ones by
-	// ClientCredentials in the handshake.
-	first, want, err := client.DialChecked(path)
+	// Credentials in the handshake.
+	first, want, err := peercred.DialChecked(path)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +57,7 @@ func Dial(path string) (*Conn, error) {
 	}
 	cc, err := grpc.NewClient("passthrough:///contextd",
 		grpc.WithContextDialer(dialer),
-		grpc.WithTransportCredentials(peer.ClientCredentials(want)),
+		grpc.WithTransportCredentials(Credentials(want)),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsg), grpc.MaxCallSendMsgSize(maxMsg)),
 	)
 	if err != nil {
@@ -84,7 +83,7 @@ func (c *Conn) Classify(err error, started bool) error {
 	if started {
 		return fmt.Errorf("%s: %v: %w", c.Path, err, catalog.ErrConnectionLost)
 	}
-	if uid, ok := client.SocketOwner(c.Path); ok && uid != uint32(os.Getuid()) {
+	if uid, ok := peercred.SocketOwner(c.Path); ok && uid != uint32(os.Getuid()) {
 		return fmt.Errorf("the daemon at %s (uid %d) closed the connection of uid %d: %w", c.Path, uid, os.Getuid(), catalog.ErrPeerRefused)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {

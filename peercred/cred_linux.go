@@ -1,4 +1,4 @@
-package cred
+package peercred
 
 import (
 	"fmt"

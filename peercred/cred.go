@@ -1,8 +1,8 @@
-// Package cred reads who is at the other end of a Unix socket (SO_PEERCRED). It
+// Package peercred reads who is at the other end of a Unix socket (SO_PEERCRED). It
 // is the part of the peer check both sides use: the daemon on every accepted
 // connection, the proxy on the daemon before it sends anything. It links nothing
 // but the standard library and x/sys, because the proxy starts on every call.
-package cred
+package peercred
 
 import "fmt"
 
