@@ -10,6 +10,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -34,9 +36,10 @@ var env struct {
 	bin      string // directory with the built binaries, readable by the test users
 	uid      int    // testUser's uid
 	otherUID int
-	home     string // testUser's home
-	project  string // a project directory of testUser, with the tools installed
-	runtime  string // testUser's XDG_RUNTIME_DIR
+	home     string    // testUser's home
+	project  string    // a project directory of testUser, with the tools installed
+	runtime  string    // testUser's XDG_RUNTIME_DIR
+	started  time.Time // when the tests began: the journal before it is earlier runs'
 }
 
 func TestMain(m *testing.M) {
@@ -79,6 +82,13 @@ func setup(m *testing.M) (int, error) {
 		}
 	}
 
+	// A run that was cut short (go test's -timeout, a kill) ran neither its
+	// cleanups nor the `down` below: its manager and whatever it started (a
+	// tmux server, a `sleep 600`, a wrap session) would still be there, and
+	// `up` keeps a running manager. Start from a new one.
+	if out, err := exec.Command("bash", env.usermgr, "down", testUser).CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("usermgr down %s (what an earlier run left): %v\n%s", testUser, err, out)
+	}
 	if out, err := exec.Command("bash", env.usermgr, "up", testUser).CombinedOutput(); err != nil {
 		return 0, fmt.Errorf("usermgr up %s: %v\n%s", testUser, err, out)
 	}
@@ -106,9 +116,13 @@ func setup(m *testing.M) (int, error) {
 	env.runtime = fmt.Sprintf("/run/user/%d", env.uid)
 
 	// A clean slate for the test user: no units, config or projects of earlier runs.
-	userSh(nil, "systemctl --user disable --now contextd.socket contextd.service 2>/dev/null; rm -rf ~/.config/contextd ~/.local/state/contextd ~/.local/share/contextd ~/proj-other ~/.config/systemd/user/contextd.* $XDG_RUNTIME_DIR/contextd-e2e.log ~/proj; true")
-	cfg := `# e2e: short timers so idle exit and drain are seen quickly
-idle_timeout = "4s"
+	userSh(nil, "systemctl --user disable --now contextd.socket contextd.service 2>/dev/null; rm -rf ~/.config/contextd ~/.local/state/contextd ~/.local/share/contextd ~/proj-other ~/proj-dense-* ~/.config/systemd/user/contextd.* $XDG_RUNTIME_DIR/contextd-e2e.log ~/proj; true")
+	// The default idle_timeout (10m): a daemon that exits while a test
+	// works between two calls would come back as another process, and a
+	// test that compares MainPIDs would see an attack or a crash that was
+	// not there. TestIdleExitAndReactivation sets a short one for itself.
+	cfg := `# e2e: a short drain so that stops are seen quickly
+idle_timeout = "10m"
 drain_timeout = "1s"
 log_level = "debug"
 
@@ -140,6 +154,7 @@ max_tokens = 100000
 		}
 	}
 	env.project = filepath.Join(env.home, "proj")
+	env.started = time.Now()
 	code := m.Run()
 	userSh(nil, "cp $XDG_RUNTIME_DIR/contextd-e2e.log /tmp/e2e-daemon.log; systemctl --user disable --now contextd.socket contextd.service; true")
 	return code, nil
@@ -190,14 +205,46 @@ func execute(t testing.TB, stdin, name string, args ...string) result {
 	return finish(t, cmd, stdin)
 }
 
+// commandDeadline bounds each command the suite runs and waits for (apt's
+// lock wait, 10 min, and a cold `make deb` fit): a command that hangs fails
+// its test, whose cleanups then run, and not the whole run at go test's
+// -timeout, which runs none.
+const commandDeadline = 15 * time.Minute
+
 func finish(t testing.TB, cmd *exec.Cmd, stdin string) result {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.Stdin = strings.NewReader(stdin)
+	// A killed command's children may hold its output open.
+	cmd.WaitDelay = time.Minute
 	start := time.Now()
-	err := cmd.Run()
+	err := cmd.Start()
+	var hung atomic.Bool
+	if err == nil {
+		timer := time.AfterFunc(commandDeadline, func() {
+			hung.Store(true)
+			cmd.Process.Kill()
+		})
+		err = cmd.Wait()
+		timer.Stop()
+	}
 	r := result{stdout: out.String(), stderr: errb.String(), elapsed: time.Since(start)}
-	if ee, ok := err.(*exec.ExitError); ok {
+	if hung.Load() {
+		r.code = -1
+		r.stderr += fmt.Sprintf("\n(e2e: killed after %s: %v)", commandDeadline, err)
+		if t != nil {
+			// Errorf, not Fatalf: finish may run on a goroutine of the test.
+			t.Errorf("%v: no end after %s; killed", cmd.Args, commandDeadline)
+		}
+		return r
+	}
+	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil {
+		// It ended, but something it started kept its output open.
+		r.code = cmd.ProcessState.ExitCode()
+		if t != nil {
+			t.Errorf("%v: ended, but a process it started held its output open for %s more", cmd.Args, cmd.WaitDelay)
+		}
+	} else if ee, ok := err.(*exec.ExitError); ok {
 		r.code = ee.ExitCode()
 	} else if err != nil {
 		if t != nil {
@@ -244,13 +291,16 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-// daemonLog returns what the daemon logged: the file of the e2e drop-in where
-// there is no journald, else the journal.
+// daemonLog returns what the daemon logged in this run: the file of the e2e
+// drop-in where there is no journald, else the journal since the tests began.
 func daemonLog(t testing.TB) string {
 	if b, err := os.ReadFile(filepath.Join(env.runtime, "contextd-e2e.log")); err == nil {
 		return string(b)
 	}
-	r := execute(t, "", "journalctl", "--no-pager", "-o", "cat", fmt.Sprintf("_UID=%d", env.uid), "SYSLOG_IDENTIFIER=contextd")
+	// This run's only: the journal keeps earlier runs, whose lines would let a
+	// check pass on what an old daemon logged. (The file is new each run.)
+	r := execute(t, "", "journalctl", "--no-pager", "-o", "cat", fmt.Sprintf("--since=@%d", env.started.Unix()-1),
+		fmt.Sprintf("_UID=%d", env.uid), "SYSLOG_IDENTIFIER=contextd")
 	return r.stdout
 }
 
