@@ -233,14 +233,23 @@ func installClaudeJS() (string, error) {
 }
 
 // claudeEnv keeps Claude Code from updating itself or sending anything it
-// does not need for `claude mcp` (no account is used).
+// does not need for `claude mcp` (no account is used), and gives a server
+// two minutes to connect (the default, 30 s, is short for a cold wrapped
+// server on a loaded machine: socket activation, the sandbox, node loading
+// it).
 func claudeEnv(bin string) []string {
 	return []string{
 		"PATH=" + filepath.Dir(bin) + ":/usr/local/bin:/usr/bin:/bin",
 		"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 		"DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1",
+		"MCP_TIMEOUT=120000",
 	}
 }
+
+// agentUserMCPOffline is the user's .mcp.json of agentUserFiles with a
+// server that needs no network: `claude mcp list` may start the project's
+// servers, and npx would fetch one from the registry.
+const agentUserMCPOffline = "{\n    \"mcpServers\": {\n        \"github\": {\n            \"command\": \"true\",\n            \"args\": [\"github-stub\"]\n        }\n    }\n}\n"
 
 // serverLine is the line of `claude mcp list` about the server name.
 func serverLine(out, name string) string {
@@ -259,7 +268,7 @@ func serverLine(out, name string) string {
 func TestAgentClaudeCodeConnects(t *testing.T) {
 	claude := claudeBin(t)
 	vars := claudeEnv(claude)
-	proj := agentProject(t, "proj-claude", map[string]string{".mcp.json": agentUserFiles[".mcp.json"]})
+	proj := agentProject(t, "proj-claude", map[string]string{".mcp.json": agentUserMCPOffline})
 	proxy := filepath.Join(env.bin, "contextd-proxy")
 	before := agentTree(t, proj)
 

@@ -35,8 +35,9 @@ func TestAgentClaudeCodeConnectsWrap(t *testing.T) {
 	}
 	t.Logf("claude mcp list: %q in %v", line, time.Since(start).Round(time.Millisecond))
 
-	// The handshake went through the firewall: it is in the records.
-	id, _ := newestSession(t, name, "server-everything")
+	// The handshake went through the firewall: it is in the records (of
+	// the session claude started and ended).
+	id := endedSession(t, name, "server-everything")
 	rec := exportRecord(t, id)
 	methods := map[string]bool{}
 	for _, e := range rec.Entries {

@@ -92,7 +92,7 @@ func TestApt(t *testing.T) {
 	}
 
 	step("apt-get install -y contextd")
-	r := aptRoot(t, []string{"DEBIAN_FRONTEND=noninteractive"}, "apt-get", "install", "-y", "contextd")
+	r := aptGet(t, "install", "-y", "contextd")
 	if r.code != 0 {
 		t.Fatalf("apt-get install: %s", r)
 	}
@@ -166,7 +166,7 @@ func TestApt(t *testing.T) {
 	step("publish " + aptV2 + " and upgrade while the daemon (pid " + strconv.Itoa(pid1) + ") runs")
 	aptBuild(t, dist, aptV2)
 	aptUpdate(t)
-	r = aptRoot(t, []string{"DEBIAN_FRONTEND=noninteractive"}, "apt-get", "install", "-y", "contextd")
+	r = aptGet(t, "install", "-y", "contextd")
 	if r.code != 0 {
 		t.Fatalf("apt-get install (upgrade): %s", r)
 	}
@@ -200,7 +200,7 @@ func TestApt(t *testing.T) {
 	}
 
 	step("apt-get remove -y contextd")
-	aptMust(t, aptRoot(t, []string{"DEBIAN_FRONTEND=noninteractive"}, "apt-get", "remove", "-y", "contextd"))
+	aptMust(t, aptGet(t, "remove", "-y", "contextd"))
 	gone := []string{"/usr/bin/contextd", "/usr/bin/contextd-proxy", "/usr/lib/systemd/user/contextd.socket",
 		"/usr/lib/systemd/user/contextd.service", "/usr/share/man/man1/contextd.1.gz", "/usr/share/doc/contextd/copyright"}
 	aptGone(t, gone...)
@@ -214,7 +214,7 @@ func TestApt(t *testing.T) {
 	}
 
 	step("apt-get purge -y contextd")
-	aptMust(t, aptRoot(t, []string{"DEBIAN_FRONTEND=noninteractive"}, "apt-get", "purge", "-y", "contextd"))
+	aptMust(t, aptGet(t, "purge", "-y", "contextd"))
 	if r := aptRoot(t, nil, "dpkg-query", "-W", "-f=${db:Status-Abbrev}", "contextd"); strings.HasPrefix(r.stdout, "i") || strings.HasPrefix(r.stdout, "rc") {
 		t.Errorf("contextd still known to dpkg after purge: %q", r.stdout)
 	}
@@ -235,7 +235,7 @@ func aptCleanState(t *testing.T) {
 		if !strings.Contains(f[0], "~e2e") {
 			t.Fatalf("contextd %s is installed on this machine and was not installed by this test; remove it first", f[0])
 		}
-		aptMust(t, aptRoot(t, []string{"DEBIAN_FRONTEND=noninteractive"}, "dpkg", "--purge", "contextd"))
+		aptMust(t, aptPurge(t))
 	}
 	os.Remove(aptList)
 	os.Remove(aptKeyring)
@@ -250,8 +250,8 @@ func aptCleanState(t *testing.T) {
 // rest of the suite runs its own binaries and must not find /usr/bin/contextd.
 func aptCleanup(t *testing.T, work, dist string) {
 	if r := aptRoot(t, nil, "dpkg-query", "-W", "-f=${db:Status-Abbrev}", "contextd"); r.code == 0 && strings.TrimSpace(r.stdout) != "" {
-		if r := aptRoot(t, []string{"DEBIAN_FRONTEND=noninteractive"}, "dpkg", "--purge", "contextd"); r.code != 0 {
-			t.Errorf("cleanup: dpkg --purge contextd: %s", r)
+		if r := aptPurge(t); r.code != 0 {
+			t.Errorf("cleanup: purge contextd: %s", r)
 		}
 	}
 	os.Remove(aptList)
@@ -312,7 +312,7 @@ func aptBuild(t *testing.T, dist, version string) string {
 // sources are neither fetched nor forgotten).
 func aptUpdate(t *testing.T) {
 	t.Helper()
-	r := aptRoot(t, nil, "apt-get", "update", "-o", "Dir::Etc::sourcelist="+aptList,
+	r := aptGet(t, "update", "-o", "Dir::Etc::sourcelist="+aptList,
 		"-o", "Dir::Etc::sourceparts=-", "-o", "APT::Get::List-Cleanup=0")
 	out := r.stdout + r.stderr
 	if r.code != 0 || strings.Contains(out, "W: ") || strings.Contains(out, "E: ") || strings.Contains(out, "Err:") {
@@ -390,6 +390,38 @@ func aptDaemonLog(t *testing.T) string {
 }
 
 // aptRoot runs a command as root (the test's own identity) with extra environment.
+// aptLockWait is how long apt may wait for the package system's locks: on a
+// freshly booted machine apt-daily or unattended-upgrades often hold them.
+const aptLockWait = 600 * time.Second
+
+// aptGet runs apt-get ARGS as root, non-interactive, waiting for dpkg's lock
+// (DPkg::Lock::Timeout) and, as apt-get update does not wait for the lists'
+// lock, trying again while another apt holds that.
+func aptGet(t *testing.T, args ...string) result {
+	t.Helper()
+	full := append([]string{"-o", fmt.Sprintf("DPkg::Lock::Timeout=%d", int(aptLockWait.Seconds()))}, args...)
+	deadline := time.Now().Add(aptLockWait)
+	for {
+		r := aptRoot(t, []string{"DEBIAN_FRONTEND=noninteractive"}, "apt-get", full...)
+		if r.code == 0 || !strings.Contains(r.stderr, "Could not get lock") || time.Now().After(deadline) {
+			return r
+		}
+		t.Logf("apt-get %s: another apt holds a lock; trying again:\n%s", args[0], strings.TrimSpace(r.stderr))
+		time.Sleep(5 * time.Second)
+	}
+}
+
+// aptPurge purges what is left of contextd (by an interrupted run: perhaps
+// half installed) with apt-get, which waits for the lock, and if apt-get
+// will not (another package of the machine is broken), with dpkg.
+func aptPurge(t *testing.T) result {
+	t.Helper()
+	if r := aptGet(t, "purge", "-y", "contextd"); r.code == 0 {
+		return r
+	}
+	return aptRoot(t, []string{"DEBIAN_FRONTEND=noninteractive"}, "dpkg", "--purge", "contextd")
+}
+
 func aptRoot(t *testing.T, vars []string, name string, args ...string) result {
 	cmd := exec.Command(name, args...)
 	cmd.Env = append(os.Environ(), vars...)

@@ -332,18 +332,35 @@ func TestLongReadPages(t *testing.T) {
 
 // The audit log verifies; an edited or a deleted record makes it fail.
 func TestAuditVerify(t *testing.T) {
-	mustCode(t, tool(t, "safe_bash", "", "true"), 0)
+	// Three records of this test's own, found by their session: the edits
+	// below change what surely is there, wherever the log's files begin.
+	sess := "e2e-audit-" + randomFrom(t, "abcdefghij", 8)
+	link := filepath.Join(env.project, ".claude/tools/safe_bash/safe_bash")
+	for range 3 {
+		mustCode(t, runAs(t, "", []string{"CONTEXTD_SESSION=" + sess}, "", link, "true"), 0)
+	}
 	ok := runAs(t, env.home, nil, "", env.bin+"/contextd", "audit", "verify")
 	mustCode(t, ok, 0)
 
-	for _, c := range []struct{ name, script string }{
-		{"edited", `sed -i '2s/"tool":"safe_[a-z]*"/"tool":"safe_read"/; 2s/"exit_code":[0-9]*/"exit_code":9/' "$f"`},
-		{"deleted", `sed -i '2d' "$f"`},
+	for _, c := range []struct{ name, pick, edit string }{
+		// The last of the three: its tool.
+		{"edited", "tail -1", `sed -i "${n}s/\"tool\":\"safe_bash\"/\"tool\":\"safe_write\"/" "$f"`},
+		// The middle one, whole.
+		{"deleted", "sed -n 2p", `sed -i "${n}d" "$f"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cp := userSh(t, `rm -rf /tmp/audit-copy && cp -r ~/.local/state/contextd/audit /tmp/audit-copy && f=$(ls /tmp/audit-copy/*.jsonl | tail -1) && `+c.script)
+			cp := userSh(t, `set -e; d=$(mktemp -d); echo "$d"
+cp -r ~/.local/state/contextd/audit/. "$d"
+IFS=: read -r f n _ < <(grep -HnF '"session":"`+sess+`"' "$d"/*.jsonl | `+c.pick+`)
+was=$(sha256sum < "$f")
+`+c.edit+`
+if [ "$(sha256sum < "$f")" = "$was" ]; then echo "the edit changed nothing in $f" >&2; exit 3; fi`)
+			dir := strings.TrimSpace(strings.SplitN(cp.stdout, "\n", 2)[0])
+			if strings.HasPrefix(dir, "/tmp/") {
+				t.Cleanup(func() { userSh(t, "rm -rf "+shq(dir)) })
+			}
 			mustCode(t, cp, 0)
-			r := runAs(t, env.home, nil, "", env.bin+"/contextd", "audit", "verify", "--dir", "/tmp/audit-copy")
+			r := runAs(t, env.home, nil, "", env.bin+"/contextd", "audit", "verify", "--dir", dir)
 			if r.code == 0 {
 				t.Fatalf("verify passed after a record was %s:\n%s", c.name, r)
 			}

@@ -206,8 +206,23 @@ func TestBranchBudget(t *testing.T) {
 // acknowledged.
 func TestStoreSurvivesKill(t *testing.T) {
 	tag := randomFrom(t, "abcdefghijklmnopqrstuvwxyz", 8)
+	type ack struct {
+		id   string
+		sent time.Time // when the write was started
+	}
 	var mu sync.Mutex
-	var acked []string
+	var acked []ack
+	acks := func(after time.Time) int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, a := range acked {
+			if !a.sent.Before(after) {
+				n++
+			}
+		}
+		return n
+	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -225,32 +240,49 @@ func TestStoreSurvivesKill(t *testing.T) {
 				"outcome":     "success",
 			})
 			link := filepath.Join(env.project, ".claude", "tools", "memory_store", "memory_store")
+			sent := time.Now()
 			r := runAs(t, "", nil, "", link, "--json", in)
 			if id := uuidRe.FindString(r.stdout); r.code == 0 && id != "" {
 				mu.Lock()
-				acked = append(acked, id)
+				acked = append(acked, ack{id, sent})
 				mu.Unlock()
 			}
 		}
 	}()
-	time.Sleep(3 * time.Second)
+	stopWriter := func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+		<-done
+	}
+	t.Cleanup(stopWriter)
+	// Writes are acknowledged before the kill (however slow each one is)...
+	began := time.Now()
+	waitFor(t, 90*time.Second, "3 acknowledged writes before the kill", func() bool { return acks(time.Time{}) >= 3 })
+	t.Logf("3 writes acknowledged in %s", time.Since(began).Round(time.Millisecond))
 	mustCode(t, systemctl(t, "kill", "--kill-whom=main", "--signal=SIGKILL", "contextd.service"), 0)
-	time.Sleep(2 * time.Second)
-	close(stop)
-	<-done
+	killed := time.Now()
+	// ...and the stream goes on into a new daemon (Restart=on-failure, and
+	// the socket holds the calls meanwhile): a write started after the kill
+	// was acknowledged.
+	waitFor(t, 90*time.Second, "a write started after the kill to be acknowledged", func() bool { return acks(killed) >= 1 })
+	t.Logf("a write started after the kill acknowledged %s after it", time.Since(killed).Round(time.Millisecond))
+	stopWriter()
 	waitFor(t, 20*time.Second, "contextd.service to leave the failed/restart state", func() bool {
 		s := serviceState(t)
 		return s == "inactive" || s == "active" || s == "failed"
 	})
 	systemctl(t, "reset-failed", "contextd.service")
-	if len(acked) < 3 {
-		t.Fatalf("only %d writes acknowledged", len(acked))
-	}
-	for _, id := range acked {
-		g := jsonTool(t, nil, "memory_get", "", "--json", asJSON(map[string]string{"id": id}))
+	mu.Lock()
+	all := append([]ack(nil), acked...)
+	mu.Unlock()
+	for _, a := range all {
+		g := jsonTool(t, nil, "memory_get", "", "--json", asJSON(map[string]string{"id": a.id}))
 		if g.Error != nil {
-			t.Fatalf("acknowledged memory %s lost after kill -9: %+v", id, g.Error)
+			t.Fatalf("acknowledged memory %s lost after kill -9: %+v", a.id, g.Error)
 		}
 	}
-	t.Logf("%d acknowledged writes, all present after kill -9", len(acked))
+	t.Logf("%d acknowledged writes (%d started after the kill), all present after kill -9", len(all), acks(killed))
 }

@@ -19,6 +19,7 @@ type statusReport struct {
 		Version   string
 	}
 	Today struct {
+		Since           time.Time
 		Sessions        int
 		Calls           int
 		SecretsRedacted int   `json:"secrets_redacted"`
@@ -67,6 +68,16 @@ func TestStatus(t *testing.T) {
 	before := s.Today
 	mustCode(t, tool(t, "safe_read", "", "status-secrets.env"), 0)
 	s = contextdStatus(t)
+	if !s.Today.Since.Equal(before.Since) {
+		// Midnight passed between the two: "today" began again. Once more,
+		// within one day.
+		before = s.Today
+		mustCode(t, tool(t, "safe_read", "", "status-secrets.env"), 0)
+		s = contextdStatus(t)
+		if !s.Today.Since.Equal(before.Since) {
+			t.Fatalf("today began at %s, then at %s: two midnights in one test", before.Since, s.Today.Since)
+		}
+	}
 	if s.Daemon.State != "active" || s.Daemon.PID != mainPID(t) || s.Daemon.Version == "" {
 		t.Fatalf("running daemon: %+v, want active with MainPID %d", s.Daemon, mainPID(t))
 	}

@@ -21,8 +21,11 @@ func TestWrapReplay(t *testing.T) {
 	mustContain(t, "echo", r.Text(), "replay me")
 	r, _ = w.callOK("call", "get-sum", map[string]any{"a": 2, "b": 40})
 	mustContain(t, "get-sum", r.Text(), "42")
+	// The record holds what the server sends on its own after the
+	// handshake, and the client's answers, however fast this session was.
+	w.settled(t, "roots/list", "notifications/message")
 	w.close()
-	id, _ := newestSession(t, name, "server-everything")
+	id := endedSession(t, name, "server-everything")
 
 	same := contextdAs(t, append([]string{"mcp", "replay", id, "--name", name, "--"}, everything...)...)
 	mustCode(t, same, 0)
