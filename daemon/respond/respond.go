@@ -158,10 +158,23 @@ type Pipe struct {
 func New(o Options) *Pipe {
 	b := max(o.Budget, budget.MinBudget)
 	o.Budget = b
-	p := &Pipe{o: o, live: true, liveBudget: b * budget.HeadShare / 100,
-		tailKeep: budget.Window(b) + margin}
+	// The live head takes its share, but never the room the marker line
+	// will need should the output not fit: at small budgets the marker is
+	// a large part of the response.
+	live := max(min(b*budget.HeadShare/100, b-markerReserve(o.Counter, o.Tool)), 0)
+	p := &Pipe{o: o, live: true, liveBudget: live, tailKeep: budget.Window(b) + margin}
 	p.stream = scrub.NewStream(o.Layer.Scrubber, p.emitLive)
 	return p
+}
+
+// refBytes is the length of a first page's reference ("c" and 32 hex
+// digits, pages.FormatRef), which costs at most a token a byte.
+const refBytes = 33
+
+// markerReserve bounds the tokens of any marker line of tool: its numbers at
+// their widest, its reference at a token a byte, and two for the seams.
+func markerReserve(c *budget.Counter, tool string) int {
+	return c.Count([]byte(budget.Marker(999_999_999, 999_999_999_999, "", tool))) + refBytes + 2
 }
 
 // emitLive receives complete, layer-2-scrubbed lines from the stream.
