@@ -26,7 +26,7 @@ func TestBudgetDefault(t *testing.T) {
 		systemctl(t, "stop", "contextd.service")
 	})
 	// The suite's timers stay; the budgets are the defaults.
-	cfg := "idle_timeout = \"4s\"\ndrain_timeout = \"1s\"\nlog_level = \"debug\"\n"
+	cfg := "idle_timeout = \"10m\"\ndrain_timeout = \"1s\"\nlog_level = \"debug\"\n"
 	mustCode(t, userSh(t, "cat > ~/.config/contextd/config.toml <<'EOF'\n"+cfg+"EOF"), 0)
 	mustCode(t, systemctl(t, "stop", "contextd.service"), 0) // the next call starts a daemon with this config
 
