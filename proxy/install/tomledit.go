@@ -373,62 +373,76 @@ func stmtValueText(line string) string {
 // install wrote it.
 func undoTOML(root string, e tomlEntry, rep *AgentReport) error {
 	p := abs(root, e.File)
-	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
 		rep.did(e.File, "already gone")
 		return nil
 	}
-	f, err := loadTOML(root, e.File)
+	if err != nil {
+		return fmt.Errorf("read %s: %v: %w", e.File, err, catalog.ErrIO)
+	}
+	out, what, err := undoTOMLEntry(e.File, string(b), e)
 	if err != nil {
 		return err
 	}
-	name := strings.Join(append(append([]string{}, e.Table...), e.Key), ".")
-	if e.Key == "" {
-		name = strings.Join(e.Table, ".")
+	rep.did(e.File, what)
+	if out == string(b) {
+		return nil
+	}
+	if e.CreatedFile && strings.TrimSpace(out) == "" {
+		if err := os.Remove(p); err != nil {
+			return fmt.Errorf("remove %s: %v: %w", e.File, err, catalog.ErrIO)
+		}
+		rep.did(e.File, "removed (left empty)")
+		return nil
+	}
+	return writeAtomic(p, []byte(out))
+}
+
+// undoTOMLText is undoTOMLEntry for a file without a name.
+func undoTOMLText(src string, e tomlEntry) (string, error) {
+	out, _, err := undoTOMLEntry("config.toml", src, e)
+	return out, err
+}
+
+// undoTOMLEntry takes e out of src, and says what it did.
+func undoTOMLEntry(file, src string, e tomlEntry) (string, string, error) {
+	f := &tomlFile{rel: file}
+	if err := f.set(src); err != nil {
+		return src, "", err
+	}
+	name := strings.Join(e.Table, ".")
+	if e.Key != "" {
+		name = strings.Join(append(append([]string{}, e.Table...), e.Key), ".")
 	}
 	var start, end int
 	if e.Key == "" {
 		h := f.doc.section(e.Table)
 		if h < 0 {
-			rep.did(e.File, name+" already gone")
-			return nil
+			return src, name + " already gone", nil
 		}
 		start, end = f.sectionSpan(h)
 	} else {
 		h := -1
 		if len(e.Table) > 0 {
 			if h = f.doc.section(e.Table); h < 0 {
-				rep.did(e.File, name+" already gone")
-				return nil
+				return src, name + " already gone", nil
 			}
 		}
 		i := f.doc.keyStmt(h, e.Key)
 		if i < 0 {
-			rep.did(e.File, name+" already gone")
-			return nil
+			return src, name + " already gone", nil
 		}
 		start, end = f.doc.stmts[i].lineStart, f.doc.stmts[i].lineEnd
 	}
-	if f.src[start:end] != e.Text {
-		rep.did(e.File, "kept "+name+" (changed since install)")
-		return nil
+	if src[start:end] != e.Text {
+		return src, "kept " + name + " (changed since install)", nil
 	}
-	var out string
 	if e.Replaced != "" {
-		out = f.src[:start] + e.Replaced + f.src[end:]
-		rep.did(e.File, "restored your own "+name)
-	} else {
-		if strings.HasSuffix(f.src[:start], e.Prefix) {
-			start -= len(e.Prefix)
-		}
-		out = f.src[:start] + f.src[end:]
-		rep.did(e.File, "removed "+name)
+		return src[:start] + e.Replaced + src[end:], "restored your own " + name, nil
 	}
-	if e.CreatedFile && strings.TrimSpace(out) == "" {
-		if err := os.Remove(f.abs); err != nil {
-			return fmt.Errorf("remove %s: %v: %w", e.File, err, catalog.ErrIO)
-		}
-		rep.did(e.File, "removed (left empty)")
-		return nil
+	if strings.HasSuffix(src[:start], e.Prefix) {
+		start -= len(e.Prefix)
 	}
-	return writeAtomic(f.abs, []byte(out))
+	return src[:start] + src[end:], "removed " + name, nil
 }

@@ -64,9 +64,15 @@ func parseTOML(src string) (*tdoc, error) {
 		return nil, p.fail("not UTF-8 text")
 	}
 	for i := 0; i < len(src); i++ {
-		if src[i] == '\r' && (i+1 >= len(src) || src[i+1] != '\n') {
+		c := src[i]
+		if c == '\r' && (i+1 >= len(src) || src[i+1] != '\n') {
 			p.pos = i
 			return nil, p.fail("a carriage return without a line feed")
+		}
+		// TOML allows no other control character, in strings or comments.
+		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7f {
+			p.pos = i
+			return nil, p.fail("a control character")
 		}
 	}
 	for {
