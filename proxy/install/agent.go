@@ -267,9 +267,16 @@ func Setup(ctx context.Context, o Options) (*AgentReport, error) {
 		}
 	}
 	for _, e := range edits {
-		if e.changed && !e.exists {
-			dirs = append(dirs, missingDirs(root, filepath.Dir(e.abs))...)
+		if !e.changed || e.exists {
+			continue
 		}
+		dir := filepath.Dir(e.abs)
+		if _, err := os.Lstat(dir); err != nil && rel(root, dir) == dir {
+			// A user-level file's own directory (~/.codex, ~/.gemini), as
+			// far as install creates it.
+			dirs = append(dirs, dir)
+		}
+		dirs = append(dirs, missingDirs(root, dir)...)
 	}
 	for _, d := range dirs {
 		if r := rel(root, d); !slices.Contains(m.Dirs, r) {
