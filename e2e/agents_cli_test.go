@@ -76,7 +76,7 @@ func (c *pinnedCLI) get(t *testing.T) string {
 func cliVars(t *testing.T, name string, bins ...string) []string {
 	t.Helper()
 	state := filepath.Join(env.home, name+"-state")
-	mustCode(t, userSh(t, "rm -rf ~/"+name+"-state && mkdir -p ~/"+name+"-state/bin"), 0)
+	mustCode(t, userSh(t, "rm -rf ~/"+name+"-state && mkdir -p ~/"+name+"-state/bin ~/"+name+"-state/codex"), 0)
 	t.Cleanup(func() { userSh(t, "rm -rf ~/"+name+"-state") })
 	for _, b := range bins {
 		link := filepath.Join(state, "bin", strings.TrimSuffix(filepath.Base(b), ".exe"))
