@@ -254,3 +254,38 @@ func TestDetectAgents(t *testing.T) {
 		t.Errorf("opencode.json and gemini on PATH: %v", got)
 	}
 }
+
+// TestProjectAgents: status reads each wired agent's files as they are now:
+// a built-in switched back on by hand shows.
+func TestProjectAgents(t *testing.T) {
+	env := newAgentEnv(t, "auto-three", install.AgentAuto, false)
+	if _, err := install.Setup(context.Background(), env.o); err != nil {
+		t.Fatal(err)
+	}
+	o := env.o
+	o.Agent = install.AgentOpenCode
+	if _, err := install.Setup(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	root, states, err := install.ProjectAgents(filepath.Join(env.root, ".codex"))
+	if err != nil || root != env.root {
+		t.Fatalf("root %s, %v", root, err)
+	}
+	got := map[string]install.AgentState{}
+	for _, s := range states {
+		got[s.Agent] = s
+	}
+	for _, a := range []string{"claude", "codex", "gemini", "opencode"} {
+		if s := got[a]; !s.MCP || !s.BuiltinsOff {
+			t.Errorf("%s: %+v", a, s)
+		}
+	}
+	cfg := filepath.Join(env.root, ".codex", "config.toml")
+	writeFile(t, cfg, strings.Replace(readFile(t, cfg), "shell_tool = false", "shell_tool = true", 1))
+	_, states, _ = install.ProjectAgents(env.root)
+	for _, s := range states {
+		if s.Agent == "codex" && (s.BuiltinsOff || !strings.Contains(s.Detail, "shell_tool")) {
+			t.Errorf("codex with the shell back on: %+v", s)
+		}
+	}
+}
