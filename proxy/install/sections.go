@@ -10,8 +10,8 @@ func mcpSectionBody(names string) string {
 
 In this project shell commands and file access go through the ` + "`contextd`" + ` MCP
 server: every call runs in a sandbox, secrets come back as placeholders and
-output is cut to a token budget. The built-in shell, read and edit tools are
-switched off here.
+output is cut to a token budget. The agent's own shell and file tools are
+switched off here (or ask for approval).
 
 - Run commands with ` + "`safe_bash`" + ` (also to search: ` + "`rg`, `grep -rn`, `find`" + `).
 - Read a file with ` + "`safe_read`" + `; write one with ` + "`safe_write`" + ` (read it first,

@@ -1,7 +1,6 @@
 package install
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -164,10 +163,4 @@ func openCodeState(root string) AgentState {
 		s.Detail = "not denied: " + strings.Join(allowed, ", ")
 	}
 	return s
-}
-
-// MarshalAgents is for tests and --json.
-func MarshalAgents(states []AgentState) string {
-	b, _ := json.Marshal(states)
-	return string(b)
 }
