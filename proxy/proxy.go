@@ -113,9 +113,10 @@ Through a symlink named after a tool (installed by "install"), it is that tool:
   checkpoint_save --summary S    checkpoint_restore [ID]        branch DESCRIPTION / return SUMMARY
 
 By its own name:
-  contextd-proxy install [--agent claude|opencode|none] [--project DIR] [--force] [TOOLS-DIR]
-                                 wire the project for an agent (default claude): the tools in
-                                 .claude/tools, the MCP server, the hook, CLAUDE.md (docs/cli.md)
+  contextd-proxy install [--agent auto|claude|codex|gemini|opencode|none] [--project DIR] [--force] [--no-trust] [TOOLS-DIR]
+                                 wire the project for its agents (default auto: every agent whose
+                                 configuration or CLI is found, else claude): the MCP server, the
+                                 built-in tools off, CLAUDE.md/AGENTS.md/GEMINI.md (docs/cli.md)
   contextd-proxy uninstall [--project DIR]
                                  take back exactly what install added
   contextd-proxy hook            Claude Code's PreToolUse hook (reads its JSON on stdin)

@@ -19,7 +19,7 @@ set -e
 proj=$(mktemp -d "$HOME/contextd-demo.XXXXXX")
 mkdir "$proj/.git"
 cd "$proj"
-contextd-proxy install >/dev/null
+contextd-proxy install --agent claude >/dev/null
 echo "--- demo project: $proj"
 echo "\$ .claude/tools/safe_bash/safe_bash '\''echo hello from \$(id -un); uname -sr'\''"
 .claude/tools/safe_bash/safe_bash '\''echo hello from $(id -un); uname -sr'\''

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,10 +21,24 @@ import (
 
 // The agents install knows how to wire.
 const (
+	AgentAuto     = "auto"
 	AgentClaude   = "claude"
+	AgentCodex    = "codex"
+	AgentGemini   = "gemini"
 	AgentOpenCode = "opencode"
 	AgentNone     = "none"
 )
+
+// agentNames lists the agents --agent takes, for messages.
+const agentNames = "auto, claude, codex, gemini, opencode or none"
+
+func knownAgent(a string) bool {
+	switch a {
+	case AgentAuto, AgentClaude, AgentCodex, AgentGemini, AgentOpenCode, AgentNone:
+		return true
+	}
+	return false
+}
 
 // AgentManifestName is the file at the project root that records what install
 // added to the agent's files, so that uninstall takes back exactly that.
@@ -40,7 +55,8 @@ const MCPServerName = "contextd"
 // Options says what Setup and Uninstall do. The zero value of every field is a
 // documented default.
 type Options struct {
-	// Agent is claude, opencode or none. Default: claude.
+	// Agent is auto, claude, codex, gemini, opencode or none. Default:
+	// claude (the command line's default is auto).
 	Agent string
 	// Project is the project root. Default: the nearest ancestor of the working
 	// directory holding .git (as the daemon finds a workspace), else the
@@ -61,6 +77,19 @@ type Options struct {
 	Claude string
 	// NoClaudeCLI never runs the claude CLI.
 	NoClaudeCLI bool
+	// NoTrust leaves the agents' trust settings alone (Codex reads a
+	// project's .codex/config.toml, Gemini CLI its .gemini/settings.json,
+	// only in a trusted folder); the report then says how to trust it.
+	NoTrust bool
+	// CodexHome is Codex's home, holding the user's config.toml. Default:
+	// $CODEX_HOME, else ~/.codex.
+	CodexHome string
+	// GeminiTrust is Gemini CLI's trusted-folders file. Default:
+	// $GEMINI_CLI_TRUSTED_FOLDERS_PATH, else ~/.gemini/trustedFolders.json.
+	GeminiTrust string
+	// Path is the search path --agent auto looks for the agents' CLIs in.
+	// Default: $PATH.
+	Path string
 }
 
 // AgentReport is what Setup or Uninstall did.
@@ -87,6 +116,7 @@ type agentManifest struct {
 	MCP       bool        `json:"mcp,omitempty"`
 	ToolsDirs []string    `json:"tools_dirs,omitempty"`
 	JSON      []jsonEntry `json:"json,omitempty"`
+	TOML      []tomlEntry `json:"toml,omitempty"`
 	Markdown  []mdEntry   `json:"markdown,omitempty"`
 	// ClaudeLocal: install ran `claude mcp add --scope local contextd`.
 	ClaudeLocal bool `json:"claude_mcp_local,omitempty"`
@@ -108,6 +138,9 @@ type jsonEntry struct {
 	CreatedFile bool `json:"created_file,omitempty"`
 	// Replaced is the text of the user's own entry that --force replaced.
 	Replaced string `json:"replaced,omitempty"`
+	// ByValue: one of several elements install added to the array at Path
+	// (Gemini's tools.exclude), told apart by their values.
+	ByValue bool `json:"by_value,omitempty"`
 }
 
 // mdEntry is the marked section appended to a Markdown file.
@@ -130,12 +163,11 @@ func FindRoot(cwd string) (string, error) {
 }
 
 func (o *Options) resolve() (root string, err error) {
-	switch o.Agent {
-	case "":
+	switch {
+	case o.Agent == "":
 		o.Agent = AgentClaude
-	case AgentClaude, AgentOpenCode, AgentNone:
-	default:
-		return "", fmt.Errorf("unknown agent %q (claude, opencode or none): %w", o.Agent, catalog.ErrUsage)
+	case !knownAgent(o.Agent):
+		return "", fmt.Errorf("unknown agent %q (%s): %w", o.Agent, agentNames, catalog.ErrUsage)
 	}
 	if o.Project != "" {
 		root, err = filepath.Abs(o.Project)
@@ -170,12 +202,14 @@ func abs(root, p string) string {
 	return filepath.Join(root, p)
 }
 
-// Setup wires the project for an agent: the tools, and for Claude Code the MCP
-// server in .mcp.json, the PreToolUse hook in .claude/settings.json and a
-// section of CLAUDE.md; for OpenCode the MCP server in opencode.json. It
-// plans every edit first: when a file is not valid JSON or holds a different
-// contextd entry (without Force), it returns an error wrapping ErrConflict and
-// has changed nothing.
+// Setup wires the project for an agent (for auto, every agent found): for
+// Claude Code the tools, the MCP server in .mcp.json, the PreToolUse hook in
+// .claude/settings.json and a section of CLAUDE.md; for Codex CLI, Gemini CLI
+// and OpenCode the MCP server, their built-in shell and file tools off, and a
+// section of AGENTS.md or GEMINI.md (agents_codex.go, agents_gemini.go,
+// agents_opencode.go). It plans every edit first: when a file is not valid
+// for its format or holds a different contextd entry (without Force), it
+// returns an error wrapping ErrConflict and has changed nothing.
 func Setup(ctx context.Context, o Options) (*AgentReport, error) {
 	if !filepath.IsAbs(o.Proxy) {
 		return nil, fmt.Errorf("proxy path %q is not absolute: %w", o.Proxy, catalog.ErrInternal)
@@ -185,36 +219,35 @@ func Setup(ctx context.Context, o Options) (*AgentReport, error) {
 		return nil, err
 	}
 	rep := &AgentReport{Root: root}
+	agents := []string{o.Agent}
+	if o.Agent == AgentAuto {
+		agents = DetectAgents(root, o.lookPath())
+		rep.did(".", "--agent auto: wiring "+strings.Join(agents, ", "))
+	}
 	m := readAgentManifest(root)
 	m.Proxy = o.Proxy
-	if !slices.Contains(m.Agents, o.Agent) {
-		m.Agents = append(m.Agents, o.Agent)
-		slices.Sort(m.Agents)
+	for _, a := range agents {
+		if !slices.Contains(m.Agents, a) {
+			m.Agents = append(m.Agents, a)
+		}
 	}
+	slices.Sort(m.Agents)
+	withTools := slices.Contains(agents, AgentClaude) || slices.Contains(agents, AgentNone)
 
 	// Plan: every file edit in memory, nothing written yet.
 	var edits []*fileEdit
-	switch o.Agent {
-	case AgentClaude:
-		mcp, err := planMember(root, ".mcp.json", false, []string{"mcpServers", MCPServerName}, claudeMCPValue(o.Proxy), m, o.Force)
+	planned := map[string]bool{} // a file two agents share (AGENTS.md) is planned once
+	for _, a := range agents {
+		es, err := planAgent(root, a, o, m)
 		if err != nil {
 			return nil, err
 		}
-		hook, err := planElement(root, filepath.Join(".claude", "settings.json"), []string{"hooks", "PreToolUse"}, claudeHookValue(o.Proxy), m)
-		if err != nil {
-			return nil, err
+		for _, e := range es {
+			if !planned[e.abs] {
+				planned[e.abs] = true
+				edits = append(edits, e)
+			}
 		}
-		md, err := planSection(root, "CLAUDE.md", claudeSection(rel(root, toolsDir(root, o.ToolsDir))), m, o.Force)
-		if err != nil {
-			return nil, err
-		}
-		edits = append(edits, mcp, hook, md)
-	case AgentOpenCode:
-		oc, err := planOpenCode(root, o.Proxy, m, o.Force)
-		if err != nil {
-			return nil, err
-		}
-		edits = append(edits, oc)
 	}
 
 	// Record first: if anything below fails half-way, uninstall still knows
@@ -222,11 +255,11 @@ func Setup(ctx context.Context, o Options) (*AgentReport, error) {
 	for _, e := range edits {
 		e.record(m)
 	}
-	if o.Agent == AgentClaude {
+	if slices.Contains(agents, AgentClaude) {
 		m.MCP = true
 	}
 	var dirs []string
-	if o.Agent != AgentOpenCode {
+	if withTools {
 		td := toolsDir(root, o.ToolsDir)
 		dirs = append(dirs, missingDirs(root, td)...)
 		if r := rel(root, td); !slices.Contains(m.ToolsDirs, r) {
@@ -234,9 +267,16 @@ func Setup(ctx context.Context, o Options) (*AgentReport, error) {
 		}
 	}
 	for _, e := range edits {
-		if e.changed && !e.exists {
-			dirs = append(dirs, missingDirs(root, filepath.Dir(e.abs))...)
+		if !e.changed || e.exists {
+			continue
 		}
+		dir := filepath.Dir(e.abs)
+		if _, err := os.Lstat(dir); err != nil && rel(root, dir) == dir {
+			// A user-level file's own directory (~/.codex, ~/.gemini), as
+			// far as install creates it.
+			dirs = append(dirs, dir)
+		}
+		dirs = append(dirs, missingDirs(root, dir)...)
 	}
 	for _, d := range dirs {
 		if r := rel(root, d); !slices.Contains(m.Dirs, r) {
@@ -261,7 +301,7 @@ func Setup(ctx context.Context, o Options) (*AgentReport, error) {
 		}
 	}
 	var toolErr error
-	if o.Agent != AgentOpenCode {
+	if withTools {
 		td := toolsDir(root, o.ToolsDir)
 		trep, err := Install(td, o.Proxy)
 		if trep != nil {
@@ -272,7 +312,7 @@ func Setup(ctx context.Context, o Options) (*AgentReport, error) {
 		}
 		toolErr = err
 	}
-	if o.Agent == AgentClaude && !o.NoClaudeCLI {
+	if slices.Contains(agents, AgentClaude) && !o.NoClaudeCLI {
 		if added, ok := claudeRegister(ctx, o.claudeBin(), root, o.Proxy, m.ClaudeLocal, rep); ok && added != m.ClaudeLocal {
 			m.ClaudeLocal = added
 			if err := writeAgentManifest(root, m); err != nil {
@@ -281,6 +321,84 @@ func Setup(ctx context.Context, o Options) (*AgentReport, error) {
 		}
 	}
 	return rep, toolErr
+}
+
+// planAgent plans the file edits for one agent.
+func planAgent(root, agent string, o Options, m *agentManifest) ([]*fileEdit, error) {
+	switch agent {
+	case AgentClaude:
+		mcp, err := planMember(root, ".mcp.json", false, []string{"mcpServers", MCPServerName}, claudeMCPValue(o.Proxy), m, o.Force)
+		if err != nil {
+			return nil, err
+		}
+		hook, err := planElement(root, filepath.Join(".claude", "settings.json"), []string{"hooks", "PreToolUse"}, claudeHookValue(o.Proxy), m)
+		if err != nil {
+			return nil, err
+		}
+		md, err := planSection(root, "CLAUDE.md", claudeSection(rel(root, toolsDir(root, o.ToolsDir))), m, o.Force)
+		if err != nil {
+			return nil, err
+		}
+		return []*fileEdit{mcp, hook, md}, nil
+	case AgentOpenCode:
+		return planOpenCodeAgent(root, o, m)
+	case AgentCodex:
+		return planCodex(root, o, m)
+	case AgentGemini:
+		return planGemini(root, o, m)
+	}
+	return nil, nil
+}
+
+func (o *Options) lookPath() func(string) (string, error) {
+	path := o.Path
+	if path == "" {
+		path = os.Getenv("PATH")
+	}
+	return func(bin string) (string, error) {
+		for _, dir := range filepath.SplitList(path) {
+			if dir == "" {
+				continue
+			}
+			p := filepath.Join(dir, bin)
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+				return p, nil
+			}
+		}
+		return "", exec.ErrNotFound
+	}
+}
+
+// DetectAgents is what --agent auto wires in the project at root: every agent
+// whose project configuration is there or whose CLI is on PATH; Claude Code
+// when none is found.
+func DetectAgents(root string, lookPath func(string) (string, error)) []string {
+	has := func(paths ...string) bool {
+		for _, p := range paths {
+			if _, err := os.Lstat(filepath.Join(root, p)); err == nil {
+				return true
+			}
+		}
+		return false
+	}
+	onPath := func(bin string) bool { _, err := lookPath(bin); return err == nil }
+	var out []string
+	if has(".claude", ".mcp.json", "CLAUDE.md") || onPath("claude") {
+		out = append(out, AgentClaude)
+	}
+	if has(".codex") || onPath("codex") {
+		out = append(out, AgentCodex)
+	}
+	if has(".gemini", "GEMINI.md") || onPath("gemini") {
+		out = append(out, AgentGemini)
+	}
+	if has("opencode.json", "opencode.jsonc", ".opencode") || onPath("opencode") {
+		out = append(out, AgentOpenCode)
+	}
+	if len(out) == 0 {
+		out = []string{AgentClaude}
+	}
+	return out
 }
 
 // summarize reports the tools directory in one line per kind of action
@@ -384,6 +502,13 @@ func Uninstall(ctx context.Context, o Options) (*AgentReport, error) {
 			left.JSON = append([]jsonEntry{e}, left.JSON...)
 		}
 	}
+	for i := len(m.TOML) - 1; i >= 0; i-- {
+		e := m.TOML[i]
+		if err := undoTOML(root, e, rep); err != nil {
+			rep.warn("%s: %v", e.File, err)
+			left.TOML = append([]tomlEntry{e}, left.TOML...)
+		}
+	}
 	for _, td := range m.ToolsDirs {
 		trep, err := RemoveTools(abs(root, td))
 		if trep != nil {
@@ -412,7 +537,7 @@ func Uninstall(ctx context.Context, o Options) (*AgentReport, error) {
 	}
 	left.MCP = left.MCP || m.MCP && left.ClaudeLocal
 	mp := filepath.Join(root, AgentManifestName)
-	if len(left.JSON) > 0 || len(left.Markdown) > 0 || len(left.ToolsDirs) > 0 {
+	if len(left.JSON) > 0 || len(left.TOML) > 0 || len(left.Markdown) > 0 || len(left.ToolsDirs) > 0 {
 		if err := writeAgentManifest(root, left); err != nil {
 			return rep, err
 		}
@@ -529,7 +654,7 @@ type jsonDoc struct {
 }
 
 func loadJSON(root, relPath string, jsonc bool) (*jsonDoc, error) {
-	d := &jsonDoc{rel: relPath, abs: filepath.Join(root, relPath), jsonc: jsonc}
+	d := &jsonDoc{rel: relPath, abs: abs(root, relPath), jsonc: jsonc}
 	b, err := os.ReadFile(d.abs)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -583,7 +708,19 @@ func (d *jsonDoc) finish(e *fileEdit, orig []byte) *fileEdit {
 func findJSONEntry(m *agentManifest, file string, path []string, appendTo bool) *jsonEntry {
 	for i := range m.JSON {
 		e := &m.JSON[i]
-		if e.File == file && slices.Equal(e.Path, path) && e.Append == appendTo {
+		if e.File == file && slices.Equal(e.Path, path) && e.Append == appendTo && !e.ByValue {
+			return e
+		}
+	}
+	return nil
+}
+
+// findJSONElem finds the record of the element value install added to the
+// array at path.
+func findJSONElem(m *agentManifest, file string, path []string, value []byte) *jsonEntry {
+	for i := range m.JSON {
+		e := &m.JSON[i]
+		if e.File == file && slices.Equal(e.Path, path) && e.ByValue && bytes.Equal(compact(e.Value), compact(value)) {
 			return e
 		}
 	}
@@ -591,6 +728,14 @@ func findJSONEntry(m *agentManifest, file string, path []string, appendTo bool) 
 }
 
 func putJSONEntry(m *agentManifest, e jsonEntry) {
+	if e.ByValue {
+		if p := findJSONElem(m, e.File, e.Path, e.Value); p != nil {
+			*p = e
+		} else {
+			m.JSON = append(m.JSON, e)
+		}
+		return
+	}
 	if p := findJSONEntry(m, e.File, e.Path, e.Append); p != nil {
 		*p = e
 		return
@@ -671,6 +816,50 @@ func (d *jsonDoc) member(path []string, want []byte, prev *jsonEntry, force bool
 		return fmt.Errorf("%s: editing it went wrong (%v): %w", d.rel, err, catalog.ErrInternal)
 	}
 	e.actions = append(e.actions, what)
+	*records = append(*records, entry)
+	return nil
+}
+
+// element makes the string value an element of the array at path (added at
+// its end when missing), recording it as told apart by its value.
+func (d *jsonDoc) element(path []string, value string, m *agentManifest, e *fileEdit, records *[]jsonEntry) error {
+	want, _ := marshalNoEscape(value)
+	dotted := strings.Join(path, ".")
+	prev := findJSONElem(m, d.rel, path, want)
+	entry := jsonEntry{File: d.rel, Path: path, Append: true, ByValue: true, Value: want, Existed: len(path), CreatedFile: !d.exists}
+	if prev != nil {
+		entry.Existed, entry.CreatedFile = prev.Existed, prev.CreatedFile
+	}
+	st := styleOf(d.src, d.root)
+	node, k := walk(d.root, path)
+	switch {
+	case k < len(path):
+		if node.kind != '{' {
+			return fmt.Errorf("%s: %s is not a JSON object, so contextd cannot add %s to it; nothing was changed: %w", d.rel, orRoot(path[:k]), dotted, catalog.ErrConflict)
+		}
+		if prev == nil {
+			entry.Existed = k
+		}
+		key := path[k]
+		if err := d.set(insertItem(d.src, node, &key, nest(path[k+1:], append(append([]byte("["), want...), ']')), st)); err != nil {
+			return fmt.Errorf("%s: editing it went wrong (%v): %w", d.rel, err, catalog.ErrInternal)
+		}
+	case node.kind != '[':
+		return fmt.Errorf("%s: %s is not a JSON array, so contextd cannot add %s to it; nothing was changed: %w", d.rel, dotted, value, catalog.ErrConflict)
+	default:
+		for _, el := range node.elems {
+			if sameJSON(d.src, el, want) {
+				if prev != nil {
+					*records = append(*records, entry)
+				}
+				return nil
+			}
+		}
+		if err := d.set(insertItem(d.src, node, nil, want, st)); err != nil {
+			return fmt.Errorf("%s: editing it went wrong (%v): %w", d.rel, err, catalog.ErrInternal)
+		}
+	}
+	e.actions = append(e.actions, "added "+value+" to "+dotted)
 	*records = append(*records, entry)
 	return nil
 }
@@ -783,6 +972,13 @@ func planOpenCode(root, proxy string, m *agentManifest, force bool) (*fileEdit, 
 	if err := d.member(path, want, prev, force, e, &records); err != nil {
 		return nil, err
 	}
+	// The built-in tools contextd replaces, denied for every agent.
+	for _, tool := range OpenCodeDenied {
+		p := []string{"permission", tool}
+		if err := d.member(p, []byte(`"deny"`), findJSONEntry(m, relPath, p, false), force, e, &records); err != nil {
+			return nil, err
+		}
+	}
 	if !d.exists {
 		// The file is new: the "$schema" line and the entry are both ours.
 		for i := range records {
@@ -872,7 +1068,7 @@ func openCodeV2Value(proxy string) []byte {
 
 // undoJSON removes one recorded entry if it is still as install wrote it.
 func undoJSON(root string, e jsonEntry, rep *AgentReport) error {
-	p := filepath.Join(root, e.File)
+	p := abs(root, e.File)
 	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
 		rep.did(e.File, "already gone")
 		return nil
@@ -892,6 +1088,23 @@ func undoJSON(root string, e jsonEntry, rep *AgentReport) error {
 	switch {
 	case !e.Append && k < len(e.Path):
 		rep.did(e.File, dotted+" already gone")
+	case e.ByValue:
+		idx := -1
+		if k == len(e.Path) && node.kind == '[' {
+			for i, el := range node.elems {
+				if sameJSON(d.src, el, e.Value) {
+					idx = i
+				}
+			}
+		}
+		if idx < 0 {
+			rep.did(e.File, string(e.Value)+" already gone from "+dotted)
+			break
+		}
+		if err := d.set(removeItem(d.src, node, idx)); err != nil {
+			return err
+		}
+		rep.did(e.File, "removed "+string(e.Value)+" from "+dotted)
 	case !e.Append && !sameJSON(d.src, node, e.Value):
 		rep.did(e.File, "kept "+dotted+" (changed since install)")
 	case !e.Append && e.Replaced != "":

@@ -9,7 +9,7 @@ import (
 
 // InstallUsage and UninstallUsage are the synopses the errors and help print.
 const (
-	InstallUsage   = "contextd-proxy install [--agent claude|opencode|none] [--project DIR] [--force] [TOOLS-DIR]"
+	InstallUsage   = "contextd-proxy install [--agent auto|claude|codex|gemini|opencode|none] [--project DIR] [--force] [--no-trust] [TOOLS-DIR]"
 	UninstallUsage = "contextd-proxy uninstall [--project DIR]"
 )
 
@@ -30,6 +30,7 @@ func parseArgs(args []string, install bool) (Options, bool, error) {
 	usage := UninstallUsage
 	if install {
 		usage = InstallUsage
+		o.Agent = AgentAuto
 	}
 	bad := func(format string, a ...any) (Options, bool, error) {
 		return Options{}, false, fmt.Errorf("%s; usage: %s: %w", fmt.Sprintf(format, a...), usage, catalog.ErrUsage)
@@ -68,16 +69,16 @@ func parseArgs(args []string, install bool) (Options, bool, error) {
 		case install && name == "--agent":
 			v, ok := value()
 			if !ok {
-				return bad("--agent needs claude, opencode or none")
+				return bad("--agent needs %s", agentNames)
 			}
-			switch v {
-			case AgentClaude, AgentOpenCode, AgentNone:
-				o.Agent = v
-			default:
-				return bad("unknown agent %q (claude, opencode or none)", v)
+			if !knownAgent(v) {
+				return bad("unknown agent %q (%s)", v, agentNames)
 			}
+			o.Agent = v
 		case install && name == "--force" && !hasVal:
 			o.Force = true
+		case install && name == "--no-trust" && !hasVal:
+			o.NoTrust = true
 		default:
 			return bad("unknown option %s", a)
 		}
@@ -86,8 +87,12 @@ func parseArgs(args []string, install bool) (Options, bool, error) {
 	case len(positional) > 1 || (!install && len(positional) > 0):
 		return bad("too many arguments")
 	case len(positional) == 1:
-		if o.Agent == AgentOpenCode {
-			return bad("--agent opencode writes no tools, so it takes no tools directory")
+		switch o.Agent {
+		case AgentOpenCode, AgentCodex, AgentGemini:
+			return bad("--agent %s writes no tools, so it takes no tools directory", o.Agent)
+		case AgentAuto:
+			// A tools directory is what Claude Code uses: as before auto.
+			o.Agent = AgentClaude
 		}
 		o.ToolsDir = positional[0]
 	}

@@ -533,6 +533,10 @@ func removeItem(src []byte, c *jnode, i int) []byte {
 		// From the comma on: white space before it was there before.
 		comma := prevEnd(c, i) + bytes.IndexByte(src[prevEnd(c, i):start], ',')
 		return splice(src, comma, end, "")
+	case n == 1 && onlyWS(src[c.start+1:start], 0) && c.trailing < 0:
+		// The only item, before comments: insertItem put it first with the
+		// line break before it.
+		return splice(src, c.start+1, end, "")
 	case i == 0 && n > 1:
 		next, _ := c.itemSpan(1)
 		if onlyWS(src[end:next], 1) {

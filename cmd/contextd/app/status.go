@@ -18,6 +18,7 @@ import (
 	"github.com/contextd/contextd/daemon/sandbox"
 	"github.com/contextd/contextd/daemon/store/sqlite"
 	"github.com/contextd/contextd/proxy/client"
+	"github.com/contextd/contextd/proxy/install"
 )
 
 // bytesPerToken turns raw output sizes into token estimates for "tokens
@@ -33,6 +34,13 @@ type Report struct {
 	Today   Today        `json:"today"`
 	Store   StoreState   `json:"store"`
 	Sandbox []LayerState `json:"sandbox"`
+	Project ProjectState `json:"project"`
+}
+
+// ProjectState is the current project's agents as install wired them.
+type ProjectState struct {
+	Root   string               `json:"root,omitempty"`
+	Agents []install.AgentState `json:"agents"`
 }
 
 // DaemonState is the daemon as systemd (or, without a user manager, the
@@ -98,10 +106,11 @@ func statusCommand() *cobra.Command {
 	var asJSON, noSandbox bool
 	c := &cobra.Command{
 		Use:   "status",
-		Short: "Show the daemon, today's calls, secrets and tokens saved, the store and the sandbox layers",
+		Short: "Show the daemon, today's calls, secrets and tokens saved, the store, the project's agents and the sandbox layers",
 		Long: `Show at a glance: whether the daemon runs (or waits on its socket), its pid and uptime;
 today's sessions, calls and redacted secrets and the tokens returned against the raw output's
-size (from the audit log); the state store; and each sandbox layer as ` + "`contextd doctor`" + ` checks it.
+size (from the audit log); the state store; the agents wired in the current project, each
+with whether contextd's MCP server is registered and its built-in tools are off; and each sandbox layer as ` + "`contextd doctor`" + ` checks it.
 It does not start the daemon: a socket-waiting daemon stays asleep.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -111,6 +120,9 @@ It does not start the daemon: a socket-waiting daemon stays asleep.`,
 			ctx, cancel := context.WithTimeout(c.Context(), 30*time.Second)
 			defer cancel()
 			r := &Report{Daemon: daemonState(ctx, socket), Today: today(time.Now())}
+			if cwd, err := os.Getwd(); err == nil {
+				r.Project.Root, r.Project.Agents, _ = install.ProjectAgents(cwd)
+			}
 			// A configuration that does not load hides only the store (the
 			// daemon, the audit and the sandbox are still worth seeing);
 			// status then says so and fails with its error.
@@ -329,6 +341,23 @@ func (r *Report) print(w io.Writer) {
 	fmt.Fprintf(w, "store:    %s at %s\n", s.Backend, loc)
 	if s.Note != "" {
 		fmt.Fprintf(w, "          %s\n", s.Note)
+	}
+	if r.Project.Root != "" {
+		if len(r.Project.Agents) == 0 {
+			fmt.Fprintf(w, "agents:   none wired in %s (contextd-proxy install)\n", r.Project.Root)
+		} else {
+			fmt.Fprintf(w, "agents:   in %s\n", r.Project.Root)
+		}
+		for _, a := range r.Project.Agents {
+			mcp, off := "MCP registered", "built-ins off"
+			if !a.MCP {
+				mcp = "MCP NOT registered"
+			}
+			if !a.BuiltinsOff {
+				off = "built-ins ON"
+			}
+			fmt.Fprintf(w, "  %s  %-9s %s, %s (%s)\n", checkMark(a.MCP && a.BuiltinsOff, false), a.Agent, mcp, off, a.Detail)
+		}
 	}
 	if len(r.Sandbox) > 0 {
 		fmt.Fprintln(w, "sandbox:")
