@@ -17,7 +17,7 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/config"
-	"github.com/contextd/contextd/daemon/embed"
+	"github.com/contextd/contextd/daemon/embedding"
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/sandbox"
@@ -229,7 +229,7 @@ func (s *service) idleWatch(d time.Duration) <-chan struct{} {
 func Registry(cfg *config.Config) *tools.Registry {
 	sc := &state.Config{BranchBudget: cfg.Branch.DefaultBudget, ReturnTokens: cfg.Branch.SummaryMaxTokens}
 	// Only a configured endpoint makes a client: none, no network call.
-	if e := embed.FromConfig(cfg.Store); e != nil {
+	if e := embedding.FromConfig(cfg.Store); e != nil {
 		sc.Embedder = e
 	}
 	return tools.NewRegistry(append([]tools.Tool{tools.SafeBash{}, tools.SafeRead{}, tools.SafeWrite{}}, sc.Tools()...)...)

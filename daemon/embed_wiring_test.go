@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/contextd/contextd/daemon/config"
-	"github.com/contextd/contextd/daemon/embed"
+	"github.com/contextd/contextd/daemon/embedding"
 	"github.com/contextd/contextd/daemon/state"
 )
 
@@ -31,7 +31,7 @@ func TestRegistryEmbedder(t *testing.T) {
 		}
 		cfg := config.Default()
 		cfg.Store.EmbedAPI, cfg.Store.EmbedModel = "ollama", "nomic-embed-text"
-		e, ok := embedderOf(cfg, tool).(*embed.Client)
+		e, ok := embedderOf(cfg, tool).(*embedding.Client)
 		if !ok || e == nil || e.Endpoint() != "http://localhost:11434/api/embed" {
 			t.Errorf("%s with embed_api = \"ollama\": embedder %v", tool, e)
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/config"
-	"github.com/contextd/contextd/daemon/embed"
+	"github.com/contextd/contextd/daemon/embedding"
 	"github.com/contextd/contextd/daemon/store"
 	"github.com/contextd/contextd/daemon/store/qdrant"
 	"github.com/contextd/contextd/daemon/store/sqlite"
@@ -76,7 +76,7 @@ func openStore(ctx context.Context, c config.Store) (store.Store, error) {
 		}
 		// A new collection needs the embedding's dimension to hold dense
 		// vectors; an existing one keeps its own (DenseSize 0 accepts it).
-		if e := embed.FromConfig(c); e != nil {
+		if e := embedding.FromConfig(c); e != nil {
 			if dims, _, err := e.Probe(ctx); err == nil {
 				o.DenseSize = dims
 			}

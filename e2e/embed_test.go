@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/contextd/contextd/daemon/embed/embedtest"
+	"github.com/contextd/contextd/daemon/embedding/embedtest"
 )
 
 // The daemon with an embedding endpoint configured: config.toml's [store]
@@ -142,5 +142,5 @@ func TestDenseMemorySearch(t *testing.T) {
 }
 
 // embedProbeText is what the daemon and doctor embed to probe an endpoint
-// (daemon/embed's Probe).
+// (daemon/embedding's Probe).
 const embedProbeText = "contextd probe: is this endpoint an embedding model?"

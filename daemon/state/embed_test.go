@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contextd/contextd/daemon/embed"
-	"github.com/contextd/contextd/daemon/embed/embedtest"
+	"github.com/contextd/contextd/daemon/embedding"
+	"github.com/contextd/contextd/daemon/embedding/embedtest"
 	"github.com/contextd/contextd/daemon/respond"
 	"github.com/contextd/contextd/daemon/store"
 	"github.com/contextd/contextd/daemon/store/storetest"
@@ -33,14 +33,14 @@ const (
 )
 
 // embedServer starts an endpoint of api and a client for it.
-func embedServer(t *testing.T, api string, o embed.Options) (*embedtest.Server, *embed.Client) {
+func embedServer(t *testing.T, api string, o embedding.Options) (*embedtest.Server, *embedding.Client) {
 	t.Helper()
 	srv := embedtest.New(t, api, "test-model", testDims)
 	o.API, o.URL, o.Model = api, srv.BaseURL(), "test-model"
 	if o.RetryAfter == 0 {
 		o.RetryAfter = -1 // every call tries: the tests count requests
 	}
-	c, err := embed.New(&o)
+	c, err := embedding.New(&o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,9 +105,9 @@ func denseOnly(t *testing.T, st store.Store, projects []string, text string, lim
 // memory_store embeds the stored text and keeps the vector; memory_search
 // embeds the query; both APIs.
 func TestMemoryToolsEmbed(t *testing.T) {
-	for _, api := range []string{embed.Ollama, embed.OpenAI} {
+	for _, api := range []string{embedding.Ollama, embedding.OpenAI} {
 		t.Run(api, func(t *testing.T) {
-			srv, c := embedServer(t, api, embed.Options{})
+			srv, c := embedServer(t, api, embedding.Options{})
 			cfg := &Config{Embedder: c}
 			st := openStore(t)
 			env := newEnv(st, "/p", "s")
@@ -141,9 +141,9 @@ func TestMemoryToolsEmbed(t *testing.T) {
 
 // Without an Embedder nothing is embedded: no request, no vector, no
 // warning. (The daemon sets one only when [store] embed_api is set:
-// embed.FromConfig returns nil for the defaults, tested in package embed.)
+// embedding.FromConfig returns nil for the defaults, tested in package embed.)
 func TestMemoryToolsWithoutEmbedder(t *testing.T) {
-	srv, _ := embedServer(t, embed.Ollama, embed.Options{})
+	srv, _ := embedServer(t, embedding.Ollama, embedding.Options{})
 	st := openStore(t)
 	env := newEnv(st, "/p", "s")
 	for _, cfg := range []*Config{nil, {}} {
@@ -166,7 +166,7 @@ func TestEmbeddedTextIsScrubbed(t *testing.T) {
 		t.Fatal(err)
 	}
 	const secret = "ghp_R8x2Lq7Vn4Tz9Wb3Kc6Md1Pf5Hs0Jy2Ga8Ue"
-	srv, c := embedServer(t, embed.Ollama, embed.Options{})
+	srv, c := embedServer(t, embedding.Ollama, embedding.Options{})
 	cfg := &Config{Embedder: c}
 	env := newEnv(openStore(t), "/p", "s")
 	env.Layer = &respond.Layer{Scrubber: sc, Vault: scrub.NewVault()}
@@ -186,7 +186,7 @@ func TestEmbeddedTextIsScrubbed(t *testing.T) {
 // A merge replaces the text; the store drops the old vector and
 // memory_store computes the new one.
 func TestMergeReembeds(t *testing.T) {
-	srv, c := embedServer(t, embed.Ollama, embed.Options{})
+	srv, c := embedServer(t, embedding.Ollama, embedding.Options{})
 	cfg := &Config{Embedder: c}
 	st := openStore(t)
 	env := newEnv(st, "/p", "s")
@@ -223,11 +223,11 @@ func TestMergeReembeds(t *testing.T) {
 func TestEmbedFailuresAreWarnings(t *testing.T) {
 	tests := []struct {
 		name  string
-		setup func(srv *embedtest.Server, o *embed.Options)
+		setup func(srv *embedtest.Server, o *embedding.Options)
 		warn  string
 	}{
-		{"endpoint down", func(srv *embedtest.Server, o *embed.Options) { srv.Close() }, "connection refused"},
-		{"timeout", func(srv *embedtest.Server, o *embed.Options) {
+		{"endpoint down", func(srv *embedtest.Server, o *embedding.Options) { srv.Close() }, "connection refused"},
+		{"timeout", func(srv *embedtest.Server, o *embedding.Options) {
 			o.Timeout = 100 * time.Millisecond
 			srv.SetFault(func(w http.ResponseWriter, r *http.Request) {
 				select {
@@ -236,18 +236,18 @@ func TestEmbedFailuresAreWarnings(t *testing.T) {
 				}
 			})
 		}, "no answer within 100ms"},
-		{"bad JSON", func(srv *embedtest.Server, o *embed.Options) {
+		{"bad JSON", func(srv *embedtest.Server, o *embedding.Options) {
 			srv.SetFault(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"embeddings": [[0.1,`) })
 		}, "malformed embedding response"},
-		{"wrong dimension", func(srv *embedtest.Server, o *embed.Options) { o.Dimensions = 768 }, "embedding dimension changed"},
-		{"HTTP 401", func(srv *embedtest.Server, o *embed.Options) { srv.Key = "sk-another-key" }, "HTTP 401 Unauthorized"},
+		{"wrong dimension", func(srv *embedtest.Server, o *embedding.Options) { o.Dimensions = 768 }, "embedding dimension changed"},
+		{"HTTP 401", func(srv *embedtest.Server, o *embedding.Options) { srv.Key = "sk-another-key" }, "HTTP 401 Unauthorized"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := embedtest.New(t, embed.Ollama, "test-model", testDims)
-			o := embed.Options{API: embed.Ollama, URL: srv.BaseURL(), Model: "test-model", APIKey: testAPIKey, RetryAfter: -1}
+			srv := embedtest.New(t, embedding.Ollama, "test-model", testDims)
+			o := embedding.Options{API: embedding.Ollama, URL: srv.BaseURL(), Model: "test-model", APIKey: testAPIKey, RetryAfter: -1}
 			tt.setup(srv, &o)
-			c, err := embed.New(&o)
+			c, err := embedding.New(&o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -324,7 +324,7 @@ func TestFusionFindsByVector(t *testing.T) {
 	if len(lexical) != 2 {
 		t.Errorf("lexical search found %d memories, want the 2 that share a word", len(lexical))
 	}
-	_, c := embedServer(t, embed.Ollama, embed.Options{})
+	_, c := embedServer(t, embedding.Ollama, embedding.Options{})
 	target, fused := rank(t, &Config{Embedder: c})
 	i := slices.Index(fused, target)
 	if i < 0 {
@@ -372,7 +372,7 @@ func TestRetrievalFused(t *testing.T) {
 		return float64(found) / float64(len(queries)), misses
 	}
 	lexical, lexMisses := measure(t, nil)
-	srv, c := embedServer(t, embed.Ollama, embed.Options{})
+	srv, c := embedServer(t, embedding.Ollama, embedding.Options{})
 	fused, fusedMisses := measure(t, &Config{Embedder: c})
 	if want := len(memories) + len(queries); srv.Requests() != want {
 		t.Errorf("%d embedding requests, want %d (one per memory and per query)", srv.Requests(), want)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/daemon/config"
-	"github.com/contextd/contextd/daemon/embed"
+	"github.com/contextd/contextd/daemon/embedding"
 	"github.com/contextd/contextd/daemon/sandbox"
 )
 
@@ -22,8 +22,8 @@ func memorySearchCheck(ctx context.Context, cfg *config.Config, cfgErr error) sa
 		c.Detail, c.Fix = "the configuration did not load: "+cfgErr.Error(), "fix the configuration file (docs/config.md)"
 		return c
 	}
-	e := embed.FromConfig(cfg.Store)
-	c.Detail = embed.Describe(cfg.Store)
+	e := embedding.FromConfig(cfg.Store)
+	c.Detail = embedding.Describe(cfg.Store)
 	if e == nil {
 		c.OK = true
 		return c

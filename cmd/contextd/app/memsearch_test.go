@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/contextd/contextd/daemon/config"
-	"github.com/contextd/contextd/daemon/embed/embedtest"
+	"github.com/contextd/contextd/daemon/embedding/embedtest"
 )
 
 // The doctor's and status's line on memory search, for each configuration.

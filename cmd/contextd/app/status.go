@@ -14,7 +14,7 @@ import (
 
 	"github.com/contextd/contextd/daemon/audit"
 	"github.com/contextd/contextd/daemon/config"
-	"github.com/contextd/contextd/daemon/embed"
+	"github.com/contextd/contextd/daemon/embedding"
 	"github.com/contextd/contextd/daemon/sandbox"
 	"github.com/contextd/contextd/daemon/store/sqlite"
 	"github.com/contextd/contextd/proxy/client"
@@ -271,7 +271,7 @@ func storeState(cfg *config.Config) StoreState {
 	switch cfg.Store.Backend {
 	case "qdrant":
 		s.Location = fmt.Sprintf("%s:%d", cfg.Store.QdrantHost, cfg.Store.QdrantPort)
-		s.Note = "memory search: " + embed.Describe(cfg.Store)
+		s.Note = "memory search: " + embedding.Describe(cfg.Store)
 	default:
 		p := cfg.Store.Path
 		if p == "" {
@@ -290,7 +290,7 @@ func storeState(cfg *config.Config) StoreState {
 		} else {
 			s.Note = "not created yet (the first memory or checkpoint creates it)"
 		}
-		search := "memory search: " + embed.Describe(cfg.Store)
+		search := "memory search: " + embedding.Describe(cfg.Store)
 		if s.Note == "" {
 			s.Note = search
 		} else {

@@ -1,4 +1,4 @@
-package embed_test
+package embedding_test
 
 import (
 	"math"
@@ -6,12 +6,12 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/contextd/contextd/daemon/embed"
+	"github.com/contextd/contextd/daemon/embedding"
 )
 
 func TestParseOpenAIOrder(t *testing.T) {
 	body := `{"object":"list","data":[{"object":"embedding","index":1,"embedding":[0,1]},{"object":"embedding","index":0,"embedding":[1,0]}],"model":"m","usage":{"prompt_tokens":2,"total_tokens":2}}`
-	vs, err := embed.ParseOpenAI([]byte(body), 2)
+	vs, err := embedding.ParseOpenAI([]byte(body), 2)
 	if err != nil || len(vs) != 2 || vs[0][0] != 1 || vs[1][1] != 1 {
 		t.Fatalf("ParseOpenAI = %v, %v", vs, err)
 	}
@@ -38,9 +38,9 @@ func TestParseRefuses(t *testing.T) {
 		{"too few", `{"data":[]}`, true, 1, "0 embeddings for 1 inputs"},
 	}
 	for _, tt := range tests {
-		parse := embed.ParseOllama
+		parse := embedding.ParseOllama
 		if tt.openai {
-			parse = embed.ParseOpenAI
+			parse = embedding.ParseOpenAI
 		}
 		_, err := parse([]byte(tt.body), tt.n)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -84,7 +84,7 @@ func FuzzParseOllama(f *testing.F) {
 		if n < 0 || n > 64 {
 			return
 		}
-		vs, err := embed.ParseOllama(body, n)
+		vs, err := embedding.ParseOllama(body, n)
 		checkParsed(t, vs, err, n)
 	})
 }
@@ -98,7 +98,7 @@ func FuzzParseOpenAI(f *testing.F) {
 		if n < 0 || n > 64 {
 			return
 		}
-		vs, err := embed.ParseOpenAI(body, n)
+		vs, err := embedding.ParseOpenAI(body, n)
 		checkParsed(t, vs, err, n)
 	})
 }
@@ -110,7 +110,7 @@ func FuzzTruncate(f *testing.F) {
 		if n <= 0 || n > 1<<16 {
 			return
 		}
-		got := embed.Truncate(s, n)
+		got := embedding.Truncate(s, n)
 		if len(got) > n || !utf8.ValidString(got) {
 			t.Fatalf("Truncate(%q, %d) = %q", s, n, got)
 		}

@@ -1,5 +1,5 @@
-// Package embed is the client of an embedding endpoint (Ollama's /api/embed or an OpenAI-compatible /v1/embeddings) that gives memories dense vectors for search.
-package embed
+// Package embedding is the client of an embedding endpoint (Ollama's /api/embed or an OpenAI-compatible /v1/embeddings) that gives memories dense vectors for search.
+package embedding
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package embed_test
+package embedding_test
 
 // These are protocol tests: the client against an httptest server
 // (embedtest) that implements each API's documented request and response
@@ -20,15 +20,15 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/config"
-	"github.com/contextd/contextd/daemon/embed"
-	"github.com/contextd/contextd/daemon/embed/embedtest"
+	"github.com/contextd/contextd/daemon/embedding"
+	"github.com/contextd/contextd/daemon/embedding/embedtest"
 )
 
 const secretKey = "sk-test-9f8e7d6c5b4a39281706f5e4d3c2b1a0"
 
-func client(t *testing.T, o embed.Options) *embed.Client {
+func client(t *testing.T, o embedding.Options) *embedding.Client {
 	t.Helper()
-	c, err := embed.New(&o)
+	c, err := embedding.New(&o)
 	if err != nil {
 		t.Fatalf("New(%+v): %v", o, err)
 	}
@@ -38,11 +38,11 @@ func client(t *testing.T, o embed.Options) *embed.Client {
 // Both APIs: one text, several, more than a batch; order kept; the vectors
 // are the server's.
 func TestProtocol(t *testing.T) {
-	for _, api := range []string{embed.Ollama, embed.OpenAI} {
+	for _, api := range []string{embedding.Ollama, embedding.OpenAI} {
 		t.Run(api, func(t *testing.T) {
 			srv := embedtest.New(t, api, "m1", 64)
 			srv.Key = secretKey
-			c := client(t, embed.Options{API: api, URL: srv.BaseURL(), Model: "m1", APIKey: secretKey, Batch: 3})
+			c := client(t, embedding.Options{API: api, URL: srv.BaseURL(), Model: "m1", APIKey: secretKey, Batch: 3})
 			texts := []string{"alpha", "beta gamma", "delta", "epsilon zeta", "eta", "theta", "iota"}
 			vs, err := c.Embed(t.Context(), texts)
 			if err != nil {
@@ -75,17 +75,17 @@ func TestProtocol(t *testing.T) {
 
 func TestEndpoint(t *testing.T) {
 	tests := []struct{ api, url, want string }{
-		{embed.Ollama, "", "http://localhost:11434/api/embed"},
-		{embed.Ollama, "http://gpu-box:11434", "http://gpu-box:11434/api/embed"},
-		{embed.Ollama, "http://gpu-box:11434/", "http://gpu-box:11434/api/embed"},
-		{embed.Ollama, "https://proxy.example/ollama/api/embed", "https://proxy.example/ollama/api/embed"},
-		{embed.OpenAI, "https://api.openai.com/v1", "https://api.openai.com/v1/embeddings"},
-		{embed.OpenAI, "http://localhost:8080/v1/", "http://localhost:8080/v1/embeddings"},
-		{embed.OpenAI, "http://localhost:8080", "http://localhost:8080/v1/embeddings"},
-		{embed.OpenAI, "http://localhost:8080/v1/embeddings", "http://localhost:8080/v1/embeddings"},
+		{embedding.Ollama, "", "http://localhost:11434/api/embed"},
+		{embedding.Ollama, "http://gpu-box:11434", "http://gpu-box:11434/api/embed"},
+		{embedding.Ollama, "http://gpu-box:11434/", "http://gpu-box:11434/api/embed"},
+		{embedding.Ollama, "https://proxy.example/ollama/api/embed", "https://proxy.example/ollama/api/embed"},
+		{embedding.OpenAI, "https://api.openai.com/v1", "https://api.openai.com/v1/embeddings"},
+		{embedding.OpenAI, "http://localhost:8080/v1/", "http://localhost:8080/v1/embeddings"},
+		{embedding.OpenAI, "http://localhost:8080", "http://localhost:8080/v1/embeddings"},
+		{embedding.OpenAI, "http://localhost:8080/v1/embeddings", "http://localhost:8080/v1/embeddings"},
 	}
 	for _, tt := range tests {
-		c := client(t, embed.Options{API: tt.api, URL: tt.url, Model: "m"})
+		c := client(t, embedding.Options{API: tt.api, URL: tt.url, Model: "m"})
 		if c.Endpoint() != tt.want {
 			t.Errorf("%s %q: endpoint %q, want %q", tt.api, tt.url, c.Endpoint(), tt.want)
 		}
@@ -93,7 +93,7 @@ func TestEndpoint(t *testing.T) {
 }
 
 func TestNewRefuses(t *testing.T) {
-	for _, o := range []*embed.Options{
+	for _, o := range []*embedding.Options{
 		nil,
 		{API: "ollama"},
 		{API: "cohere", Model: "m"},
@@ -102,7 +102,7 @@ func TestNewRefuses(t *testing.T) {
 		{API: "ollama", Model: "m", URL: "http://user:" + secretKey + "@host"},
 		{API: "ollama", Model: "m", Dimensions: -1},
 	} {
-		_, err := embed.New(o)
+		_, err := embedding.New(o)
 		if !errors.Is(err, catalog.ErrConfig) {
 			t.Errorf("New(%+v): %v, want %s", o, err, catalog.ErrConfig.Code)
 		}
@@ -123,13 +123,13 @@ func TestFailures(t *testing.T) {
 	tests := []struct {
 		name  string
 		api   string
-		setup func(t *testing.T, srv *embedtest.Server, o *embed.Options)
+		setup func(t *testing.T, srv *embedtest.Server, o *embedding.Options)
 		want  want
 	}{
-		{"endpoint down", embed.Ollama, func(t *testing.T, srv *embedtest.Server, o *embed.Options) {
+		{"endpoint down", embedding.Ollama, func(t *testing.T, srv *embedtest.Server, o *embedding.Options) {
 			srv.Close()
-		}, want{embed.ErrUnreachable, catalog.ErrStoreUnavailable, "refused"}},
-		{"timeout", embed.Ollama, func(t *testing.T, srv *embedtest.Server, o *embed.Options) {
+		}, want{embedding.ErrUnreachable, catalog.ErrStoreUnavailable, "refused"}},
+		{"timeout", embedding.Ollama, func(t *testing.T, srv *embedtest.Server, o *embedding.Options) {
 			o.Timeout = 100 * time.Millisecond
 			srv.SetFault(func(w http.ResponseWriter, r *http.Request) {
 				select {
@@ -137,50 +137,50 @@ func TestFailures(t *testing.T) {
 				case <-time.After(5 * time.Second):
 				}
 			})
-		}, want{embed.ErrTimeout, catalog.ErrStoreUnavailable, "no answer within 100ms"}},
-		{"bad JSON", embed.Ollama, func(t *testing.T, srv *embedtest.Server, o *embed.Options) {
+		}, want{embedding.ErrTimeout, catalog.ErrStoreUnavailable, "no answer within 100ms"}},
+		{"bad JSON", embedding.Ollama, func(t *testing.T, srv *embedtest.Server, o *embedding.Options) {
 			srv.SetFault(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"embeddings": [[0.1, 0.2],`) })
-		}, want{embed.ErrResponse, catalog.ErrStoreUnavailable, "not the expected JSON"}},
-		{"other API's shape", embed.OpenAI, func(t *testing.T, srv *embedtest.Server, o *embed.Options) {
+		}, want{embedding.ErrResponse, catalog.ErrStoreUnavailable, "not the expected JSON"}},
+		{"other API's shape", embedding.OpenAI, func(t *testing.T, srv *embedtest.Server, o *embedding.Options) {
 			srv.SetFault(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"embeddings": [[0.1, 0.2]]}`) })
-		}, want{embed.ErrResponse, catalog.ErrStoreUnavailable, `no "data"`}},
-		{"wrong count", embed.Ollama, func(t *testing.T, srv *embedtest.Server, o *embed.Options) {
+		}, want{embedding.ErrResponse, catalog.ErrStoreUnavailable, `no "data"`}},
+		{"wrong count", embedding.Ollama, func(t *testing.T, srv *embedtest.Server, o *embedding.Options) {
 			srv.SetFault(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"embeddings": [[0.1], [0.2]]}`) })
-		}, want{embed.ErrResponse, catalog.ErrStoreUnavailable, "2 embeddings for 1 inputs"}},
-		{"wrong dimension", embed.Ollama, func(t *testing.T, srv *embedtest.Server, o *embed.Options) {
+		}, want{embedding.ErrResponse, catalog.ErrStoreUnavailable, "2 embeddings for 1 inputs"}},
+		{"wrong dimension", embedding.Ollama, func(t *testing.T, srv *embedtest.Server, o *embedding.Options) {
 			o.Dimensions = 32 // what this daemon has been storing
-		}, want{embed.ErrDimension, catalog.ErrStoreUnavailable, "64-dimension vectors, 32 before"}},
-		{"HTTP 401", embed.OpenAI, func(t *testing.T, srv *embedtest.Server, o *embed.Options) {
+		}, want{embedding.ErrDimension, catalog.ErrStoreUnavailable, "64-dimension vectors, 32 before"}},
+		{"HTTP 401", embedding.OpenAI, func(t *testing.T, srv *embedtest.Server, o *embedding.Options) {
 			srv.Key = "sk-the-right-one"
-		}, want{embed.ErrAuth, catalog.ErrConfig, "HTTP 401 Unauthorized; check the key"}},
-		{"HTTP 401 without a key", embed.OpenAI, func(t *testing.T, srv *embedtest.Server, o *embed.Options) {
+		}, want{embedding.ErrAuth, catalog.ErrConfig, "HTTP 401 Unauthorized; check the key"}},
+		{"HTTP 401 without a key", embedding.OpenAI, func(t *testing.T, srv *embedtest.Server, o *embedding.Options) {
 			srv.Key, o.APIKey = "sk-the-right-one", ""
-		}, want{embed.ErrAuth, catalog.ErrConfig, "wants a key"}},
-		{"unknown model", embed.Ollama, func(t *testing.T, srv *embedtest.Server, o *embed.Options) {
+		}, want{embedding.ErrAuth, catalog.ErrConfig, "wants a key"}},
+		{"unknown model", embedding.Ollama, func(t *testing.T, srv *embedtest.Server, o *embedding.Options) {
 			o.Model = "nomic-embed-txt"
-		}, want{embed.ErrStatus, catalog.ErrConfig, `model "nomic-embed-txt" not found, try pulling it first`}},
-		{"server error quoting the key", embed.OpenAI, func(t *testing.T, srv *embedtest.Server, o *embed.Options) {
+		}, want{embedding.ErrStatus, catalog.ErrConfig, `model "nomic-embed-txt" not found, try pulling it first`}},
+		{"server error quoting the key", embedding.OpenAI, func(t *testing.T, srv *embedtest.Server, o *embedding.Options) {
 			srv.SetFault(func(w http.ResponseWriter, r *http.Request) {
 				w.WriteHeader(http.StatusInternalServerError)
 				fmt.Fprintf(w, `{"error": {"message": "upstream failed for %s"}}`, r.Header.Get("Authorization"))
 			})
-		}, want{embed.ErrStatus, catalog.ErrStoreUnavailable, "upstream failed for Bearer [API key]"}},
-		{"redirect", embed.Ollama, func(t *testing.T, srv *embedtest.Server, o *embed.Options) {
+		}, want{embedding.ErrStatus, catalog.ErrStoreUnavailable, "upstream failed for Bearer [API key]"}},
+		{"redirect", embedding.Ollama, func(t *testing.T, srv *embedtest.Server, o *embedding.Options) {
 			srv.SetFault(func(w http.ResponseWriter, r *http.Request) {
 				http.Redirect(w, r, "http://elsewhere.invalid/api/embed", http.StatusTemporaryRedirect)
 			})
-		}, want{embed.ErrStatus, catalog.ErrConfig, "redirects are not followed"}},
-		{"not finite", embed.Ollama, func(t *testing.T, srv *embedtest.Server, o *embed.Options) {
+		}, want{embedding.ErrStatus, catalog.ErrConfig, "redirects are not followed"}},
+		{"not finite", embedding.Ollama, func(t *testing.T, srv *embedtest.Server, o *embedding.Options) {
 			srv.SetFault(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"embeddings": [[1e39, 0]]}`) })
-		}, want{embed.ErrResponse, catalog.ErrStoreUnavailable, "not the expected JSON"}},
-		{"zero vector", embed.Ollama, func(t *testing.T, srv *embedtest.Server, o *embed.Options) {
+		}, want{embedding.ErrResponse, catalog.ErrStoreUnavailable, "not the expected JSON"}},
+		{"zero vector", embedding.Ollama, func(t *testing.T, srv *embedtest.Server, o *embedding.Options) {
 			srv.SetFault(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"embeddings": [[0, 0, 0]]}`) })
-		}, want{embed.ErrResponse, catalog.ErrStoreUnavailable, "all zeros"}},
+		}, want{embedding.ErrResponse, catalog.ErrStoreUnavailable, "all zeros"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := embedtest.New(t, tt.api, "m1", 64)
-			o := embed.Options{API: tt.api, URL: srv.BaseURL(), Model: "m1", APIKey: secretKey}
+			o := embedding.Options{API: tt.api, URL: srv.BaseURL(), Model: "m1", APIKey: secretKey}
 			tt.setup(t, srv, &o)
 			c := client(t, o)
 			start := time.Now()
@@ -205,18 +205,18 @@ func TestFailures(t *testing.T) {
 // After the endpoint fails to answer, calls fail at once for RetryAfter,
 // then try again; a refusal that is the configuration's is not held.
 func TestRetryAfter(t *testing.T) {
-	srv := embedtest.New(t, embed.Ollama, "m1", 16)
+	srv := embedtest.New(t, embedding.Ollama, "m1", 16)
 	srv.SetFault(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		fmt.Fprint(w, `{"error": "server busy"}`)
 	})
-	c := client(t, embed.Options{API: embed.Ollama, URL: srv.BaseURL(), Model: "m1", RetryAfter: 300 * time.Millisecond})
-	if _, err := c.Embed(t.Context(), []string{"x"}); !errors.Is(err, embed.ErrStatus) || !strings.Contains(err.Error(), "server busy") {
+	c := client(t, embedding.Options{API: embedding.Ollama, URL: srv.BaseURL(), Model: "m1", RetryAfter: 300 * time.Millisecond})
+	if _, err := c.Embed(t.Context(), []string{"x"}); !errors.Is(err, embedding.ErrStatus) || !strings.Contains(err.Error(), "server busy") {
 		t.Fatalf("503: %v", err)
 	}
 	srv.SetFault(nil)
 	_, err := c.Embed(t.Context(), []string{"x"})
-	if !errors.Is(err, embed.ErrStatus) || !strings.Contains(err.Error(), "not retried") || srv.Requests() != 1 {
+	if !errors.Is(err, embedding.ErrStatus) || !strings.Contains(err.Error(), "not retried") || srv.Requests() != 1 {
 		t.Errorf("within RetryAfter: %v after %d requests; want the held error and no request", err, srv.Requests())
 	}
 	time.Sleep(350 * time.Millisecond)
@@ -227,9 +227,9 @@ func TestRetryAfter(t *testing.T) {
 	// 401 is the configuration's: every call asks again (a fixed key works
 	// at once), nothing is held.
 	srv.Key = "right"
-	c = client(t, embed.Options{API: embed.Ollama, URL: srv.BaseURL(), Model: "m1", APIKey: "wrong"})
+	c = client(t, embedding.Options{API: embedding.Ollama, URL: srv.BaseURL(), Model: "m1", APIKey: "wrong"})
 	for range 2 {
-		if _, err := c.Embed(t.Context(), []string{"x"}); !errors.Is(err, embed.ErrAuth) {
+		if _, err := c.Embed(t.Context(), []string{"x"}); !errors.Is(err, embedding.ErrAuth) {
 			t.Fatalf("401: %v", err)
 		}
 	}
@@ -240,9 +240,9 @@ func TestRetryAfter(t *testing.T) {
 
 // A caller that gives up is not the endpoint's failure.
 func TestCanceled(t *testing.T) {
-	srv := embedtest.New(t, embed.Ollama, "m1", 16)
+	srv := embedtest.New(t, embedding.Ollama, "m1", 16)
 	srv.SetFault(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
-	c := client(t, embed.Options{API: embed.Ollama, URL: srv.BaseURL(), Model: "m1"})
+	c := client(t, embedding.Options{API: embedding.Ollama, URL: srv.BaseURL(), Model: "m1"})
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(50*time.Millisecond, cancel)
 	_, err := c.Embed(ctx, []string{"x"})
@@ -270,7 +270,7 @@ func TestTruncate(t *testing.T) {
 		{"aaaa bbbbbbbbbbbbbbbbbbbbbb", 20, "aaaa bbbbbbbbbbbbbbb"}, // a space too far back: cut the word
 	}
 	for _, tt := range tests {
-		got := embed.Truncate(tt.in, tt.max)
+		got := embedding.Truncate(tt.in, tt.max)
 		if got != tt.want {
 			t.Errorf("Truncate(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
 		}
@@ -279,8 +279,8 @@ func TestTruncate(t *testing.T) {
 		}
 	}
 	// Long texts reach the server cut.
-	srv := embedtest.New(t, embed.Ollama, "m1", 16)
-	c := client(t, embed.Options{API: embed.Ollama, URL: srv.BaseURL(), Model: "m1", MaxInputBytes: 100})
+	srv := embedtest.New(t, embedding.Ollama, "m1", 16)
+	c := client(t, embedding.Options{API: embedding.Ollama, URL: srv.BaseURL(), Model: "m1", MaxInputBytes: 100})
 	if _, err := c.Embed(t.Context(), []string{strings.Repeat("word ", 1000)}); err != nil {
 		t.Fatal(err)
 	}
@@ -292,23 +292,23 @@ func TestTruncate(t *testing.T) {
 // With the defaults (embed_api = ""), nothing is created: no client, so no
 // request can be made.
 func TestFromConfigDefault(t *testing.T) {
-	if c := embed.FromConfig(config.Default().Store); c != nil {
+	if c := embedding.FromConfig(config.Default().Store); c != nil {
 		t.Fatalf("the default configuration made a client: %s", c)
 	}
-	if d := embed.Describe(config.Default().Store); d != "lexical only (no embedding endpoint configured)" {
+	if d := embedding.Describe(config.Default().Store); d != "lexical only (no embedding endpoint configured)" {
 		t.Errorf("Describe = %q", d)
 	}
 }
 
 func TestFromConfig(t *testing.T) {
-	srv := embedtest.New(t, embed.OpenAI, "text-embedding-3-small", 8)
+	srv := embedtest.New(t, embedding.OpenAI, "text-embedding-3-small", 8)
 	srv.Key = secretKey
 	s := config.Default().Store
 	s.EmbedAPI, s.EmbedURL, s.EmbedModel, s.EmbedAPIKeyEnv = "openai", srv.BaseURL(), "text-embedding-3-small", "CONTEXTD_TEST_EMBED_KEY"
 
 	// The variable is not set: a client that says so, and sends nothing.
 	t.Setenv("CONTEXTD_TEST_EMBED_KEY", "")
-	c := embed.FromConfig(s)
+	c := embedding.FromConfig(s)
 	if c == nil {
 		t.Fatal("no client for a configured endpoint")
 	}
@@ -324,9 +324,9 @@ func TestFromConfig(t *testing.T) {
 	}
 
 	t.Setenv("CONTEXTD_TEST_EMBED_KEY", secretKey)
-	c = embed.FromConfig(s)
+	c = embedding.FromConfig(s)
 	want := "lexical + dense (openai at " + srv.BaseURL() + ", model text-embedding-3-small)"
-	if d := embed.Describe(s); d != want {
+	if d := embedding.Describe(s); d != want {
 		t.Errorf("Describe = %q, want %q", d, want)
 	}
 	dims, took, err := c.Probe(t.Context())
@@ -336,7 +336,7 @@ func TestFromConfig(t *testing.T) {
 	if srv.Requests() != 1 {
 		t.Errorf("Probe made %d requests", srv.Requests())
 	}
-	if strings.Contains(c.String()+embed.Describe(s), secretKey) {
+	if strings.Contains(c.String()+embedding.Describe(s), secretKey) {
 		t.Error("the description shows the key")
 	}
 }
@@ -357,13 +357,13 @@ func TestProbeTimeout(t *testing.T) {
 			defer conn.Close()
 		}
 	}()
-	c := client(t, embed.Options{API: embed.Ollama, URL: (&url.URL{Scheme: "http", Host: ln.Addr().String()}).String(), Model: "m", Timeout: 30 * time.Second})
+	c := client(t, embedding.Options{API: embedding.Ollama, URL: (&url.URL{Scheme: "http", Host: ln.Addr().String()}).String(), Model: "m", Timeout: 30 * time.Second})
 	start := time.Now()
 	_, _, err = c.Probe(t.Context())
-	if !errors.Is(err, embed.ErrTimeout) {
+	if !errors.Is(err, embedding.ErrTimeout) {
 		t.Errorf("Probe of a silent endpoint: %v", err)
 	}
-	if d := time.Since(start); d > embed.ProbeTimeout+time.Second {
+	if d := time.Since(start); d > embedding.ProbeTimeout+time.Second {
 		t.Errorf("Probe took %s", d)
 	}
 }
