@@ -116,6 +116,10 @@ var (
 		"the call did not run: a protection layer failed and contextd fails closed; `contextd doctor` checks each layer and says how to fix it")
 	ErrLaunch = define("CTXD-E031", "command could not be started", ExitSoftware, StatusInternal,
 		"check that the shell and the working directory exist")
+	ErrServerStart = define("CTXD-E033", "the wrapped server could not be started", ExitUnavailable, StatusFailedPrecondition,
+		"a wrapped server runs in the sandbox, which sees the project and the system directories only: install the server inside the project, or show its directory with `read_only` under [mcp.servers.NAME] in the configuration (docs/mcp.md)")
+	ErrServerExited = define("CTXD-E034", "the wrapped server exited", ExitUnavailable, StatusUnavailable,
+		"the message ends with the last lines the server wrote to stderr (the daemon's log has them all: `journalctl --user -u contextd`); run the same command in the project to see it fail, fix what it says, then start the agent's MCP connection again")
 
 	ErrUnknownContinuation = define("CTXD-E040", "unknown or expired continuation reference", ExitDataErr, StatusNotFound,
 		"run the original call again to get a fresh reference")

@@ -159,13 +159,45 @@ func runWrap(ctx context.Context, args []string, sio IO) (int, error) {
 	if sb := ready.Sandbox; sb != nil && sb.Scope == "" && sb.ScopeNote != "" {
 		fmt.Fprintf(sio.Stderr, "contextd: note: server runs without a systemd scope: %s\n", sb.ScopeNote)
 	}
-	return 0, pump(ctx, conn, sio)
+	ended, err := pump(ctx, conn, sio)
+	// The server's failure, when it had one, is the reason for whatever
+	// else happened: the client then closed, or stopped this process.
+	if f := wrapFailure(ready.Record); f != nil {
+		return 0, f
+	}
+	if ended {
+		fmt.Fprintln(sio.Stderr, "contextd: the MCP server ended; its exit and stderr are in the daemon's log (journalctl --user -u contextd)")
+	}
+	return 0, err
+}
+
+// wrapFailure asks the daemon why the wrap session record ended, and returns
+// the server's failure (it could not start, or exited early), or nil. The
+// daemon has answered the client's requests with it already; this is for the
+// person reading the agent's log of this process's stderr.
+func wrapFailure(record string) error {
+	if record == "" {
+		return nil
+	}
+	conn, err := client.Dial(client.SocketPath())
+	if err != nil {
+		return nil
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var end lite.WrapEnd
+	if err := conn.Admin(ctx, lite.OpWrapEnd, lite.WrapEndArgs{Record: record}, &end); err != nil {
+		return nil
+	}
+	return catalog.FromDetail(end.Failure)
 }
 
 // pump copies stdin to the daemon and the daemon to stdout until the daemon
 // ends the conversation. The end of stdin is passed on as a half-close, so
-// the server sees its stdin end and the last answers still come back.
-func pump(ctx context.Context, conn net.Conn, sio IO) error {
+// the server sees its stdin end and the last answers still come back. ended
+// reports a conversation the daemon ended while the client still talked.
+func pump(ctx context.Context, conn net.Conn, sio IO) (ended bool, err error) {
 	up := make(chan error, 1)
 	go func() {
 		_, err := io.Copy(conn, sio.Stdin)
@@ -182,17 +214,17 @@ func pump(ctx context.Context, conn net.Conn, sio IO) error {
 	select {
 	case err := <-down:
 		if err != nil && !errors.Is(err, net.ErrClosed) {
-			return fmt.Errorf("mcp wrap: connection to the daemon: %v: %w", err, catalog.ErrConnectionLost)
+			return false, fmt.Errorf("mcp wrap: connection to the daemon: %v: %w", err, catalog.ErrConnectionLost)
 		}
 		select {
 		case <-up:
+			return false, nil
 		case <-time.After(200 * time.Millisecond):
 			// The server ended while the client still talked to it (a
-			// command that exits at once, a crash): say where the reason is.
-			fmt.Fprintln(sio.Stderr, "contextd: the MCP server ended; its exit and stderr are in the daemon's log (journalctl --user -u contextd)")
+			// command that exits at once, a crash).
+			return true, nil
 		}
-		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("mcp wrap: %v: %w", ctx.Err(), catalog.ErrInterrupted)
+		return false, fmt.Errorf("mcp wrap: %v: %w", ctx.Err(), catalog.ErrInterrupted)
 	}
 }

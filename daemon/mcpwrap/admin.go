@@ -9,6 +9,7 @@ import (
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/mcp/intercept"
 	"github.com/contextd/contextd/mcp/record"
+	"github.com/contextd/contextd/wire/lite"
 )
 
 // The admin operations `contextd mcp ...` sends (lite.Admin.Op).
@@ -75,11 +76,32 @@ func (w *Wrapper) Admin(ctx context.Context, op string, args json.RawMessage) (j
 		infos := make([]SessionInfo, 0, len(ss))
 		w.mu.Lock()
 		for _, s := range ss {
-			_, live := w.live[s.ID]
+			ls, live := w.live[s.ID]
+			if live && s.Failure == "" {
+				// Saved at its end; a failed server's session lingers
+				// to answer its client.
+				if f := ls.failure(); f != nil {
+					s.Failure = failureText(f)
+				}
+			}
 			infos = append(infos, SessionInfo{Session: s, Live: live})
 		}
 		w.mu.Unlock()
 		out = infos
+	case lite.OpWrapEnd:
+		var a lite.WrapEndArgs
+		if err := decode(&a); err != nil {
+			return nil, err
+		}
+		var f error
+		w.mu.Lock()
+		if s, ok := w.live[a.Record]; ok {
+			f = s.failure()
+		} else {
+			f = w.failed[a.Record]
+		}
+		w.mu.Unlock()
+		out = lite.WrapEnd{Failure: catalog.ToDetail(f)}
 	case OpSession:
 		var a SessionArgs
 		if err := decode(&a); err != nil {
@@ -88,12 +110,18 @@ func (w *Wrapper) Admin(ctx context.Context, op string, args json.RawMessage) (j
 		if a.ID == "" {
 			return nil, fmt.Errorf("%s: no session id: %w", op, catalog.ErrBadInput)
 		}
-		if s, err := w.lookup(a.ID); err == nil {
-			s.rec.Flush() // a live session's latest messages too
+		live, _ := w.lookup(a.ID)
+		if live != nil {
+			live.rec.Flush() // a live session's latest messages too
 		}
 		r, err := st.LoadSession(ctx, a.ID)
 		if err != nil {
 			return nil, err
+		}
+		if live != nil && r.Session.Failure == "" {
+			if f := live.failure(); f != nil {
+				r.Session.Failure = failureText(f)
+			}
 		}
 		var b bytes.Buffer
 		if err := record.WriteJSON(&b, r); err != nil {

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +28,8 @@ const Profile = "mcp-server"
 type process struct {
 	stdin  *os.File // the relay writes the client's messages here
 	stdout *os.File // and reads the server's from here
+
+	stderr *stderrLog // keeps the last of it, for the message of an early exit
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -47,12 +51,12 @@ func launch(ctx context.Context, r runner.Runner, spec runner.Spec, log *slog.Lo
 		return nil, fmt.Errorf("pipe: %v: %w", err, catalog.ErrSandbox)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	p := &process{stdin: inW, stdout: outR, cancel: cancel, done: make(chan struct{})}
+	p := &process{stdin: inW, stdout: outR, stderr: &stderrLog{log: log, scrub: scrub}, cancel: cancel, done: make(chan struct{})}
 	spec.Tool = Profile
 	spec.Mode = runner.Exec
 	spec.Input = inR       // the runner owns and closes it
 	spec.OutputFile = outW // likewise
-	spec.Stderr = &stderrLog{log: log, scrub: scrub}
+	spec.Stderr = p.stderr
 	go func() {
 		defer close(p.done)
 		p.exit, p.err = r.Run(ctx, spec)
@@ -83,25 +87,10 @@ func (p *process) stop() (runner.Exit, error) {
 // its sandbox is killed.
 const stopGrace = 2 * time.Second
 
-// failure describes how the server ended, for the log and the caller.
-func (p *process) failure() error {
-	select {
-	case <-p.done:
-	default:
-		return nil
-	}
-	if p.err != nil {
-		return fmt.Errorf("MCP server: %w", p.err)
-	}
-	if p.exit.Code != 0 && !p.exit.Canceled {
-		return fmt.Errorf("MCP server exited with status %d: %w", p.exit.Code, catalog.ErrLaunch)
-	}
-	return nil
-}
-
 // stderrLog writes a server's stderr to the daemon's log, a line at a time
 // and at most maxStderrLines lines: a chatty or hostile server cannot flood
 // the journal. Each line is scrubbed first: a server may print its tokens.
+// It also keeps the last maxTail bytes, for lastLines.
 type stderrLog struct {
 	log   *slog.Logger
 	scrub func([]byte) []byte
@@ -109,13 +98,19 @@ type stderrLog struct {
 	buf   []byte
 	n     int
 	lost  int
+	tail  []byte // the last bytes written, at most 2*maxTail
+	cut   bool   // tail starts inside a line: bytes before it were dropped
 }
+
+// maxTail bounds the stderr kept for lastLines.
+const maxTail = 8 << 10
 
 const maxStderrLines = 200
 
 func (s *stderrLog) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.keep(p)
 	s.buf = append(s.buf, p...)
 	for {
 		i := bytes.IndexByte(s.buf, '\n')
@@ -141,4 +136,61 @@ func (s *stderrLog) line(b []byte) {
 	}
 	s.n++
 	s.log.Info("MCP server stderr", "line", string(s.scrub(b)))
+}
+
+// keep appends p to the tail, dropping its oldest bytes past 2*maxTail.
+func (s *stderrLog) keep(p []byte) {
+	s.tail = append(s.tail, p...)
+	if len(s.tail) > 2*maxTail {
+		drop := len(s.tail) - maxTail
+		s.cut = s.tail[drop-1] != '\n'
+		s.tail = append(s.tail[:0], s.tail[drop:]...)
+	}
+}
+
+// lastLines returns the last n non-blank lines the server wrote to stderr,
+// scrubbed of secrets, stripped of control characters, each cut to maxLine
+// runes: what a person needs to see why it failed, and no more. The whole
+// tail is scrubbed before it is cut, so that a secret is never cut in two
+// halves that the scrubber would no longer recognise; a first line that
+// began before the kept bytes is left out for the same reason.
+func (s *stderrLog) lastLines(n, maxLine int) []string {
+	s.mu.Lock()
+	b := append([]byte(nil), s.tail...)
+	cut := s.cut
+	s.mu.Unlock()
+	if cut {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return nil
+		}
+		b = b[i+1:]
+	}
+	if s.scrub != nil {
+		b = s.scrub(b)
+	}
+	var out []string
+	lines := strings.Split(strings.ToValidUTF8(string(b), "\uFFFD"), "\n")
+	for i := len(lines) - 1; i >= 0 && len(out) < n; i-- {
+		l := strings.TrimSpace(strings.Map(printable, lines[i]))
+		if l == "" {
+			continue
+		}
+		if r := []rune(l); len(r) > maxLine {
+			l = string(r[:maxLine]) + "…"
+		}
+		out = append(out, l)
+	}
+	slices.Reverse(out)
+	return out
+}
+
+// printable replaces control characters with a space: the lines end up in
+// messages on a terminal (which would act on an escape sequence) and in a
+// table (where a tab would shift the columns).
+func printable(r rune) rune {
+	if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+		return ' '
+	}
+	return r
 }

@@ -57,14 +57,19 @@ type Deps struct {
 type Wrapper struct {
 	d Deps
 
-	mu   sync.Mutex
-	live map[string]*session // by record id
+	mu     sync.Mutex
+	live   map[string]*session // by record id
+	failed map[string]error    // why recent sessions ended early, by record id (for OpWrapEnd)
+	fifo   []string            // failed's keys, oldest first
 }
 
 // New returns a Wrapper.
 func New(d Deps) *Wrapper {
-	return &Wrapper{d: d, live: map[string]*session{}}
+	return &Wrapper{d: d, live: map[string]*session{}, failed: map[string]error{}}
 }
+
+// maxFailed bounds the failures kept for wraps that ask after their end.
+const maxFailed = 64
 
 // maxNameLen bounds a server name (it keys config, pins and records).
 const maxNameLen = 64
@@ -99,7 +104,7 @@ func (w *Wrapper) Serve(ctx context.Context, conn net.Conn, req *lite.Wrap, sess
 		return fmt.Errorf("mcp wrap: answer the client: %w", err)
 	}
 	client := transport.NewStdio(conn, conn, &transport.StdioOptions{MaxMessage: w.d.Config.MCP.MaxMessageBytes})
-	err = relay.Run(ctx, client, s.server, &relay.Options{Handler: s, Observer: s})
+	err = relay.Run(ctx, client, s.server, &relay.Options{Handler: s, Observer: s, Correlator: s.corr})
 	client.Close()
 	if f := s.failure(); f != nil && err == nil {
 		err = f
@@ -122,7 +127,8 @@ func (w *Wrapper) start(ctx context.Context, req *lite.Wrap, sessionID string) (
 		return nil, err
 	}
 	vs := &intercept.VaultScrubber{Scrubber: w.d.Scrubber, Vault: w.d.Vault(sessionID), Source: "mcp:" + req.Name}
-	s := &session{name: req.Name, log: w.d.Log.With("mcp_server", req.Name, "session", sessionID), inspectors: map[*inspector]bool{}}
+	s := &session{name: req.Name, log: w.d.Log.With("mcp_server", req.Name, "session", sessionID), inspectors: map[*inspector]bool{},
+		corr: jsonrpc.NewCorrelator(0)}
 	eng, err := intercept.New(&intercept.Options{
 		Server:   req.Name,
 		Config:   &cfg.MCP.Intercept,
@@ -175,7 +181,15 @@ func (w *Wrapper) start(ctx context.Context, req *lite.Wrap, sessionID string) (
 			rec.Close()
 			return nil, err
 		}
-		s.server = transport.NewStdio(s.proc.stdout, s.proc.stdin, &transport.StdioOptions{MaxMessage: cfg.MCP.MaxMessageBytes})
+		info := &serverInfo{name: req.Name, command: req.Command, cwd: req.Cwd, path: req.Env["PATH"],
+			workspace: place.Root, home: w.d.Home, config: configFile(cfg), readOnly: sc.ReadOnly, readWrite: sc.ReadWrite}
+		proc := s.proc
+		s.server = newServerConn(
+			transport.NewStdio(s.proc.stdout, s.proc.stdin, &transport.StdioOptions{MaxMessage: cfg.MCP.MaxMessageBytes}),
+			proc,
+			func() []json.RawMessage { return s.corr.PendingIDs(jsonrpc.ClientToServer) },
+			func(unanswered bool) error { return redacted(info.explain(proc, unanswered), eng.Redact) },
+			s.fail)
 		s.sandbox = &lite.Sandbox{Namespaces: true, Seccomp: "embedded:" + Profile + ".json", Network: sc.Network}
 		if sc.Network {
 			s.warnings = append(s.warnings, fmt.Sprintf("server %s shares the host network ([mcp.servers.%s] network = true)", req.Name, req.Name))
@@ -233,12 +247,14 @@ type session struct {
 	log          *slog.Logger
 	engine       *intercept.Engine
 	rec          *record.Recorder
+	corr         *jsonrpc.Correlator // the relay's
 	server       transport.Conn
 	proc         *process // nil for a URL
 	sandbox      *lite.Sandbox
 	warnings     []string
 
 	mu         sync.Mutex
+	failed     error      // why the server ended early
 	backlog    []observed // the newest messages, for inspectors that attach
 	inspectors map[*inspector]bool
 	replays    map[string]bool // ids of requests Replay sent, whose answers stay here
@@ -367,12 +383,38 @@ func (s *session) replay(ctx context.Context, seq uint64) error {
 	return s.server.Write(ctx, out)
 }
 
-// failure is how the server ended, if it failed.
-func (s *session) failure() error {
-	if s.proc == nil {
-		return nil
+// fail records why the server ended early: in the record, the log, and
+// for the wrap's question after the end (OpWrapEnd).
+func (s *session) fail(err error) {
+	s.mu.Lock()
+	first := s.failed == nil
+	if first {
+		s.failed = err
 	}
-	return s.proc.failure()
+	s.mu.Unlock()
+	if first {
+		s.rec.SetFailure(failureText(err))
+		s.log.Warn("mcp wrap: the server ended early", "err", err)
+	}
+}
+
+// failure is why the server ended early, or nil.
+func (s *session) failure() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed
+}
+
+// configFile is the configuration file a user edits to change c: the one it
+// was read from, or the first place contextd looks.
+func configFile(c *config.Config) string {
+	if c.Source != "" {
+		return c.Source
+	}
+	if p := config.SearchPath(); len(p) > 0 {
+		return p[0]
+	}
+	return "the configuration file"
 }
 
 // finish releases held messages, ends the server and the record, and tells
@@ -387,8 +429,17 @@ func (s *session) finish(w *Wrapper) {
 	if err := s.rec.Close(); err != nil {
 		s.log.Warn("mcp wrap: session record", "err", err)
 	}
+	id := s.rec.Session().ID
 	w.mu.Lock()
-	delete(w.live, s.rec.Session().ID)
+	delete(w.live, id)
+	if f := s.failure(); f != nil {
+		w.failed[id] = f
+		w.fifo = append(w.fifo, id)
+		if len(w.fifo) > maxFailed {
+			delete(w.failed, w.fifo[0])
+			w.fifo = w.fifo[1:]
+		}
+	}
 	w.mu.Unlock()
 	s.mu.Lock()
 	for in := range s.inspectors {

@@ -90,6 +90,9 @@ func (d Direct) Run(ctx context.Context, s Spec) (Exit, error) {
 	}
 	if err := cmd.Start(); err != nil {
 		w.Close()
+		if errno := syscall.Errno(0); errors.As(err, &errno) {
+			return Exit{}, &StartError{Path: s.Path, Errno: errno}
+		}
 		return Exit{}, fmt.Errorf("start %s: %v: %w", s.Path, err, catalog.ErrLaunch)
 	}
 	w.Close()

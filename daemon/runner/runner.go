@@ -8,7 +8,10 @@ import (
 	"context"
 	"io"
 	"os"
+	"syscall"
 	"time"
+
+	"github.com/contextd/contextd/catalog"
 )
 
 // Mode says what runs.
@@ -96,3 +99,28 @@ type Layers struct {
 type Runner interface {
 	Run(ctx context.Context, s Spec) (Exit, error)
 }
+
+// StartError is a Runner's error when the sandbox was ready but the program
+// of an Exec spec could not be started in it: it is not there as the process
+// would see it, is not executable, or execve refused it (a script whose #!
+// interpreter is missing). Nothing ran. It unwraps to Errno and to
+// catalog.ErrLaunch, so errors.Is(err, syscall.ENOENT) works.
+type StartError struct {
+	Path   string        // the program, as Spec.Path named it
+	Errno  syscall.Errno // why: ENOENT, EACCES, ENOEXEC...
+	Detail string        // what the runner adds ("command not found in PATH ..."), or ""
+	// Exec is set when the program was found but execve failed: for a
+	// script, ENOENT then means its interpreter is missing.
+	Exec bool
+}
+
+func (e *StartError) Error() string {
+	s := "start " + e.Path
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	return s + ": " + e.Errno.Error()
+}
+
+// Unwrap makes errors.Is work for the errno and the catalog class.
+func (e *StartError) Unwrap() []error { return []error{e.Errno, catalog.ErrLaunch} }

@@ -177,13 +177,13 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 		child.Kill()
 		child.Wait()
 		stopScope()
-		return ex, fmt.Errorf("sandbox setup: %v: %w", err, catalog.ErrSandbox)
+		return ex, setupError(s, err)
 	}
 	if err := child.Release(); err != nil {
 		child.Kill()
 		child.Wait()
 		stopScope()
-		return ex, fmt.Errorf("sandbox setup: %v: %w", err, catalog.ErrSandbox)
+		return ex, setupError(s, err)
 	}
 
 	tReleased = time.Since(t0)
@@ -247,12 +247,29 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 	if w.err != nil && !ex.TimedOut && !ex.Canceled {
 		var se *ns.SetupError
 		if errors.As(w.err, &se) {
-			return ex, fmt.Errorf("sandbox setup: %v: %w", se, catalog.ErrSandbox)
+			return ex, setupError(s, se)
 		}
 		return ex, fmt.Errorf("sandbox: %v: %w", w.err, catalog.ErrSandbox)
 	}
 	ex.Code = w.code
 	return ex, nil
+}
+
+// setupError is the error of a sandbox whose setup failed: a
+// runner.StartError when the sandbox was sound but an Exec spec's program
+// could not be found or executed in it (what the caller can fix: not there
+// as the sandbox shows it, not executable, not a program), else a failed
+// layer, refused as such (fail closed).
+func setupError(s runner.Spec, err error) error {
+	var se *ns.SetupError
+	if s.Mode == runner.Exec && errors.As(err, &se) &&
+		(se.Step == ns.StepResolve || se.Step == ns.StepExec && se.Syscall == "execve") {
+		switch se.Errno {
+		case unix.ENOENT, unix.ENOTDIR, unix.ELOOP, unix.EACCES, unix.ENOEXEC:
+			return &runner.StartError{Path: s.Path, Errno: se.Errno, Detail: se.Msg, Exec: se.Step == ns.StepExec}
+		}
+	}
+	return fmt.Errorf("sandbox setup: %v: %w", err, catalog.ErrSandbox)
 }
 
 // log is r.Log, or a logger that discards when none was given (contextd

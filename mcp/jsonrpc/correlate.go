@@ -156,6 +156,21 @@ func (c *Correlator) Pending(reqDir Direction) int {
 	return c.live[reqDir]
 }
 
+// PendingIDs returns the ids of the requests that travelled reqDir and await
+// an answer, not counting cancelled ones, oldest first: the requests a peer
+// that can no longer answer leaves waiting.
+func (c *Correlator) PendingIDs(reqDir Direction) []json.RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ids []json.RawMessage
+	for p := c.head; p != nil; p = p.next {
+		if p.dir == reqDir && !p.cancelled {
+			ids = append(ids, bytes.Clone(p.m.ID))
+		}
+	}
+	return ids
+}
+
 // Len is how many requests are remembered, cancelled ones included.
 func (c *Correlator) Len() int {
 	c.mu.Lock()

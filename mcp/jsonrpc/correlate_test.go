@@ -192,3 +192,21 @@ func TestCorrelatorConcurrent(t *testing.T) {
 		t.Errorf("len %d", c.Len())
 	}
 }
+
+func TestCorrelatorPendingIDs(t *testing.T) {
+	c := NewCorrelator(0)
+	if ids := c.PendingIDs(ClientToServer); len(ids) != 0 {
+		t.Fatalf("empty correlator: %s", ids)
+	}
+	c.Request(msg(t, ClientToServer, 1, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+	c.Request(msg(t, ServerToClient, 2, `{"jsonrpc":"2.0","id":7,"method":"roots/list"}`))
+	c.Request(msg(t, ClientToServer, 3, `[{"jsonrpc":"2.0","id":"b","method":"ping"},{"jsonrpc":"2.0","id":"c","method":"tools/list"}]`))
+	c.Request(msg(t, ClientToServer, 4, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"b"}}`))
+	c.Answer(ServerToClient, json.RawMessage(`"c"`))
+	str := func(ids []json.RawMessage) string { b, _ := json.Marshal(ids); return string(b) }
+	got := str(c.PendingIDs(ClientToServer)) + " " + str(c.PendingIDs(ServerToClient))
+	// Not "b" (cancelled) nor "c" (answered); the server's 7 is the other direction's.
+	if want := "[1] [7]"; got != want {
+		t.Errorf("PendingIDs = %s, want %s", got, want)
+	}
+}

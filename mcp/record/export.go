@@ -36,6 +36,7 @@ type sessionJSON struct {
 	Server   string     `json:"server"`
 	Started  time.Time  `json:"started"`
 	Ended    *time.Time `json:"ended,omitempty"`
+	Failure  string     `json:"failure,omitempty"`
 	Messages int        `json:"messages"`
 }
 
@@ -68,7 +69,7 @@ type recordJSON struct {
 }
 
 func toSessionJSON(s Session, n int) sessionJSON {
-	sj := sessionJSON{ID: s.ID, Server: s.Server, Started: s.Started.UTC(), Messages: n}
+	sj := sessionJSON{ID: s.ID, Server: s.Server, Started: s.Started.UTC(), Failure: s.Failure, Messages: n}
 	if !s.Ended.IsZero() {
 		t := s.Ended.UTC()
 		sj.Ended = &t
@@ -260,7 +261,7 @@ func ReadJSON(rd io.Reader) (*Record, error) {
 }
 
 func fromSessionJSON(sj *sessionJSON) Session {
-	s := Session{ID: sj.ID, Server: sj.Server, Started: sj.Started.UTC(), Messages: sj.Messages}
+	s := Session{ID: sj.ID, Server: sj.Server, Started: sj.Started.UTC(), Failure: sj.Failure, Messages: sj.Messages}
 	if sj.Ended != nil {
 		s.Ended = sj.Ended.UTC()
 	}

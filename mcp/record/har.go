@@ -164,6 +164,9 @@ func WriteHAR(w io.Writer, r *Record, o *HAROptions) error {
 		Entries: []harEntry{},
 		Comment: fmt.Sprintf("MCP session %s with %s", r.Session.ID, ServerLabel(r.Session.Server)),
 	}}
+	if r.Session.Failure != "" {
+		h.Log.Comment += "; it ended early: " + r.Session.Failure
+	}
 	base := harBase(r.Session.Server)
 	for _, x := range exchanges(r) {
 		h.Log.Entries = append(h.Log.Entries, harExchange(base, x))

@@ -26,6 +26,9 @@ func WriteMarkdown(w io.Writer, r *Record) error {
 	if !s.Ended.IsZero() {
 		fmt.Fprintf(bw, "- Ended: %s (%s)\n", s.Ended.UTC().Format(time.RFC3339), s.Ended.Sub(s.Started).Round(time.Millisecond))
 	}
+	if s.Failure != "" {
+		fmt.Fprintf(bw, "- Failed: %s\n", s.Failure)
+	}
 	fmt.Fprintf(bw, "- Messages: %d\n", len(r.Entries))
 	for _, x := range exchanges(r) {
 		bw.WriteString("\n")

@@ -63,14 +63,14 @@ func (m *MemoryStore) SaveEntries(_ context.Context, session string, batch []Ent
 }
 
 // EndSession implements Store.
-func (m *MemoryStore) EndSession(_ context.Context, id string, ended time.Time) error {
+func (m *MemoryStore) EndSession(_ context.Context, id string, ended time.Time, failure string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ms, err := m.session(id)
 	if err != nil {
 		return err
 	}
-	ms.s.Ended = ended.UTC()
+	ms.s.Ended, ms.s.Failure = ended.UTC(), failure
 	return nil
 }
 

@@ -26,6 +26,11 @@ type Session struct {
 	Server  string
 	Started time.Time
 	Ended   time.Time // zero while the session runs (or if it never ended cleanly)
+	// Failure is why the session ended early, when it did: the server could
+	// not be started, or exited while the client still talked to it. It is
+	// the error's catalog code and message, "CTXD-E034: ..."; empty for a
+	// session that ended normally.
+	Failure string
 	// Messages is how many entries the session holds, as ListSessions and
 	// LoadSession report it (not stored).
 	Messages int
@@ -73,8 +78,9 @@ type Store interface {
 	// SaveEntries stores entries of session (any Seq order; an entry saved
 	// again with the same Seq replaces the first).
 	SaveEntries(ctx context.Context, session string, batch []Entry) error
-	// EndSession sets the session's end time.
-	EndSession(ctx context.Context, id string, ended time.Time) error
+	// EndSession sets the session's end time and, for a session that ended
+	// early, why (Session.Failure; "" for a normal end).
+	EndSession(ctx context.Context, id string, ended time.Time, failure string) error
 }
 
 // Loader reads stored sessions back.
@@ -170,7 +176,11 @@ func Start(ctx context.Context, s Session, o *Options) (*Recorder, error) {
 }
 
 // Session returns the session being recorded.
-func (r *Recorder) Session() Session { return r.sess }
+func (r *Recorder) Session() Session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sess
+}
 
 // Observe implements relay.Observer: it appends m's entry.
 func (r *Recorder) Observe(m *jsonrpc.Message, v relay.Verdict, err error) {
@@ -347,6 +357,17 @@ func (r *Recorder) flushAll() {
 	}
 }
 
+// SetFailure records why the session ends early (Session.Failure), saved
+// with its end by Close. The first call wins: it is the cause, what follows
+// its consequences.
+func (r *Recorder) SetFailure(failure string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sess.Failure == "" {
+		r.sess.Failure = failure
+	}
+}
+
 // Flush saves every entry observed so far, and reports a failure to.
 func (r *Recorder) Flush() error {
 	r.flushAll()
@@ -378,9 +399,10 @@ func (r *Recorder) Close() error {
 	r.mu.Lock()
 	lost := r.lost + len(r.buf)
 	failure := r.failure
-	r.mu.Unlock()
 	r.sess.Ended = time.Now().UTC()
-	endErr := r.o.Store.EndSession(context.Background(), r.sess.ID, r.sess.Ended)
+	sess := r.sess
+	r.mu.Unlock()
+	endErr := r.o.Store.EndSession(context.Background(), sess.ID, sess.Ended, sess.Failure)
 	switch {
 	case lost > 0 && failure != nil:
 		return fmt.Errorf("record: session %s: %d messages not saved: %w", r.sess.ID, lost, failure)

@@ -487,3 +487,40 @@ func TestDiff(t *testing.T) {
 	}
 	_ = fmt.Sprint(d)
 }
+
+// A session that ended early keeps why, in the store and in its exports; the
+// first cause given is the one kept.
+func TestRecorderFailure(t *testing.T) {
+	var ms record.MemoryStore
+	rec, err := record.Start(context.Background(), record.Session{ID: "f", Server: "x"}, &record.Options{Store: &ms})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const why = "CTXD-E033: mcp wrap: the MCP server could not be started: /opt/x is not visible in the sandbox"
+	rec.SetFailure(why)
+	rec.SetFailure("CTXD-E034: a consequence")
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := ms.LoadSession(context.Background(), "f")
+	if err != nil || r.Session.Failure != why || r.Session.Ended.IsZero() {
+		t.Fatalf("stored session %+v, %v; want failure %q", r, err, why)
+	}
+	var js, md bytes.Buffer
+	if err := record.WriteJSON(&js, r); err != nil {
+		t.Fatal(err)
+	}
+	back, err := record.ReadJSON(&js)
+	if err != nil || back.Session.Failure != why {
+		t.Errorf("JSON round trip: %+v, %v", back, err)
+	}
+	if err := record.WriteMarkdown(&md, r); err != nil || !strings.Contains(md.String(), "\n- Failed: "+why+"\n") {
+		t.Errorf("Markdown:\n%s", md.String())
+	}
+	// A normal end has none.
+	ok, _ := record.Start(context.Background(), record.Session{ID: "ok", Server: "x"}, &record.Options{Store: &ms})
+	ok.Close()
+	if r, _ := ms.LoadSession(context.Background(), "ok"); r.Session.Failure != "" {
+		t.Errorf("normal end: failure %q", r.Session.Failure)
+	}
+}

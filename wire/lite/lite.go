@@ -83,6 +83,25 @@ type Admin struct {
 	Args json.RawMessage `json:"args,omitempty"`
 }
 
+// OpWrapEnd is the Admin operation `contextd-proxy mcp wrap` sends once its
+// conversation has ended, to learn why (WrapEndArgs -> WrapEnd): the wrap
+// only copies bytes, and a server that could not start or exited early is
+// known to the daemon alone.
+const OpWrapEnd = "mcp.wrap_end"
+
+// WrapEndArgs names the wrap session (WrapReady.Record).
+type WrapEndArgs struct {
+	Record string `json:"record"`
+}
+
+// WrapEnd is the answer to OpWrapEnd.
+type WrapEnd struct {
+	// Failure is why the session ended early: the server could not be
+	// started, or exited while the client still talked to it. nil for a
+	// normal end, or when the daemon does not know (any more).
+	Failure *catalog.Detail `json:"failure,omitempty"`
+}
+
 // Call mirrors wire.CallRequest.
 type Call struct {
 	Tool     string            `json:"tool"`

@@ -79,8 +79,16 @@ func mcpSessionsCommand() *cobra.Command {
 					state = "live"
 				case s.Ended.IsZero():
 					state = "unfinished"
+				case s.Failure != "":
+					state = "failed"
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.ID, s.Started.Local().Format("2006-01-02 15:04:05"), s.Messages, state, s.Server)
+				if s.Failure != "" {
+					// Why it ended early, under its server: the last cell
+					// of a line of empty ones (it widens no column, and
+					// the rows below stay aligned with those above).
+					fmt.Fprintf(tw, "\t\t\t\t%s\n", s.Failure)
+				}
 			}
 			return tw.Flush()
 		},

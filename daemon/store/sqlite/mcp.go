@@ -44,9 +44,10 @@ func (s *Store) CreateSession(ctx context.Context, sess *record.Session) error {
 	return nil
 }
 
-// EndSession sets an MCP session's end time.
-func (s *Store) EndSession(ctx context.Context, id string, ended time.Time) error {
-	res, err := s.w.ExecContext(ctx, `UPDATE mcp_sessions SET ended = ? WHERE id = ?`, toNanos(ended), id)
+// EndSession sets an MCP session's end time and why it ended early ("" for
+// a normal end).
+func (s *Store) EndSession(ctx context.Context, id string, ended time.Time, failure string) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE mcp_sessions SET ended = ?, failure = ? WHERE id = ?`, toNanos(ended), failure, id)
 	if err != nil {
 		return fmt.Errorf("sqlite store: end MCP session %q: %w", id, err)
 	}
@@ -121,7 +122,7 @@ func (s *Store) ListSessions(ctx context.Context, limit int) ([]record.Session, 
 	if limit <= 0 {
 		limit = 20
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT id, server, started, ended,
+	rows, err := s.r.QueryContext(ctx, `SELECT id, server, started, ended, failure,
 		(SELECT count(*) FROM mcp_entries WHERE session = mcp_sessions.id)
 		FROM mcp_sessions ORDER BY rowid DESC LIMIT ?`, limit)
 	if err != nil {
@@ -134,7 +135,7 @@ func (s *Store) ListSessions(ctx context.Context, limit int) ([]record.Session, 
 			sess           record.Session
 			started, ended int64
 		)
-		if err := rows.Scan(&sess.ID, &sess.Server, &started, &ended, &sess.Messages); err != nil {
+		if err := rows.Scan(&sess.ID, &sess.Server, &started, &ended, &sess.Failure, &sess.Messages); err != nil {
 			return nil, fmt.Errorf("sqlite store: list MCP sessions: %w", err)
 		}
 		sess.Started, sess.Ended = fromNanos(started), fromNanos(ended)
@@ -159,8 +160,8 @@ func (s *Store) LoadSession(ctx context.Context, id string) (*record.Record, err
 		r              record.Record
 		started, ended int64
 	)
-	err = tx.QueryRowContext(ctx, `SELECT id, server, started, ended FROM mcp_sessions WHERE id = ?`, id).
-		Scan(&r.Session.ID, &r.Session.Server, &started, &ended)
+	err = tx.QueryRowContext(ctx, `SELECT id, server, started, ended, failure FROM mcp_sessions WHERE id = ?`, id).
+		Scan(&r.Session.ID, &r.Session.Server, &started, &ended, &r.Session.Failure)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("load MCP session", id)
 	}

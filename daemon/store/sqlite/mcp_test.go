@@ -70,10 +70,11 @@ func TestMCPSessions(t *testing.T) {
 		t.Errorf("SaveEntries of seq 0: %v", err)
 	}
 	ended := started.Add(90 * time.Second)
-	if err := s.EndSession(ctx, "s-1", ended); err != nil {
+	failure := "CTXD-E034: mcp wrap: the MCP server exited with status 1"
+	if err := s.EndSession(ctx, "s-1", ended, failure); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.EndSession(ctx, "nope", ended); !errors.Is(err, store.ErrNotFound) {
+	if err := s.EndSession(ctx, "nope", ended, ""); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("EndSession of an unknown session: %v", err)
 	}
 	if err := s.CreateSession(ctx, &record.Session{ID: "s-2", Server: "https://example.test/mcp", Started: ended}); err != nil {
@@ -92,7 +93,8 @@ func TestMCPSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(list) != 2 || list[0].ID != "s-2" || list[1].ID != "s-1" || list[1].Messages != 5 || list[0].Messages != 0 ||
-		!list[1].Ended.Equal(ended) || !list[0].Ended.IsZero() || !list[1].Started.Equal(started) {
+		!list[1].Ended.Equal(ended) || !list[0].Ended.IsZero() || !list[1].Started.Equal(started) ||
+		list[1].Failure != failure || list[0].Failure != "" {
 		t.Errorf("ListSessions = %+v", list)
 	}
 	if one, _ := s.ListSessions(ctx, 1); len(one) != 1 || one[0].ID != "s-2" {
@@ -104,7 +106,7 @@ func TestMCPSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []record.Entry{req, resp, refused, binary, note}
-	if len(r.Entries) != len(want) || r.Session.Server != sess.Server || r.Session.Messages != 5 {
+	if len(r.Entries) != len(want) || r.Session.Server != sess.Server || r.Session.Messages != 5 || r.Session.Failure != failure {
 		t.Fatalf("LoadSession: %+v", r)
 	}
 	for i, w := range want {

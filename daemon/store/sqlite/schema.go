@@ -131,6 +131,10 @@ CREATE TABLE mcp_pins (
 	PRIMARY KEY (server, tool)
 ) WITHOUT ROWID;
 `,
+	// 2 -> 3: why an MCP wrap session ended early ("" for a normal end).
+	`
+ALTER TABLE mcp_sessions ADD COLUMN failure TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // schemaVersion is the version this code reads and writes.
