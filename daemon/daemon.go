@@ -234,13 +234,3 @@ func Registry(cfg *config.Config) *tools.Registry {
 	}
 	return tools.NewRegistry(append([]tools.Tool{tools.SafeBash{}, tools.SafeRead{}, tools.SafeWrite{}}, sc.Tools()...)...)
 }
-
-// isStateTool reports whether tool runs in the daemon on the state store
-// (rather than in a sandbox).
-func isStateTool(tool string) bool {
-	switch tool {
-	case "safe_bash", "safe_read", "safe_write":
-		return false
-	}
-	return true
-}

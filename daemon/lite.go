@@ -12,7 +12,6 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/peer"
-	"github.com/contextd/contextd/wire"
 	"github.com/contextd/contextd/wire/lite"
 )
 
@@ -143,36 +142,25 @@ func (m *mux) serveLite(conn net.Conn) {
 		conn.Read(b[:])
 		cancel()
 	}()
-	c := req.Call
-	wreq := &wire.CallRequest{Tool: c.Tool, InputJson: c.Input, Session: c.Session, Cwd: c.Cwd,
-		ContinueRef: c.Continue, Env: c.Env, MaxTokens: int32(c.MaxTokens)}
-	send := func(ev *wire.CallEvent) error {
-		var le lite.Event
-		switch e := ev.Event.(type) {
-		case *wire.CallEvent_Output:
-			le.Output = e.Output.Data
-		case *wire.CallEvent_Result:
-			le.Result = liteResult(e.Result)
-		}
-		return lite.Write(conn, &le)
-	}
-	if err := m.svc.call(ctx, wreq, cred, send); err != nil {
+	lc := req.Call
+	c := Call{Tool: lc.Tool, Input: lc.Input, Session: lc.Session, Cwd: lc.Cwd,
+		Continue: lc.Continue, Env: lc.Env, MaxTokens: lc.MaxTokens}
+	res, err := m.svc.call(ctx, c, cred, func(b []byte) error { return lite.Write(conn, &lite.Event{Output: b}) })
+	if err != nil {
 		lite.Write(conn, &lite.Event{Error: catalog.ToDetail(err)})
+		return
+	}
+	if err := lite.Write(conn, &lite.Event{Result: liteResult(res)}); err != nil {
+		m.svc.opts.Logger.Info("result not delivered: caller gone", "err", err)
 	}
 }
 
-func liteResult(r *wire.Result) *lite.Result {
-	out := &lite.Result{ExitCode: int(r.ExitCode), Truncated: r.Truncated, HasMore: r.HasMore,
-		TokensUsed: r.TokensUsed, Continue: r.Continue, Refs: r.Refs, Session: r.Session,
-		Workspace: r.Workspace, Warnings: r.Warnings}
-	if out.Refs == nil {
-		out.Refs = []string{}
-	}
-	if r.Error != nil {
-		out.Error = &catalog.Detail{Code: r.Error.Code, Message: r.Error.Message, Hint: r.Error.Hint}
-	}
-	if sb := r.Sandbox; sb != nil {
-		out.Sandbox = &lite.Sandbox{Namespaces: sb.Namespaces, Seccomp: sb.Seccomp, Scope: sb.Scope, ScopeNote: sb.ScopeNote, Network: sb.Network}
+func liteResult(r Result) *lite.Result {
+	out := &lite.Result{ExitCode: r.ExitCode, Truncated: r.Truncated, HasMore: r.Truncated,
+		TokensUsed: int64(r.TokensUsed), Continue: r.Continue, Refs: []string{}, Session: r.Session,
+		Workspace: r.Workspace, Warnings: r.Warnings, Error: r.Error}
+	if l := r.Sandbox; sandboxed(l) {
+		out.Sandbox = &lite.Sandbox{Namespaces: l.Namespaces, Seccomp: l.Seccomp, Scope: l.Scope, ScopeNote: l.ScopeNote, Network: l.Network}
 	}
 	return out
 }

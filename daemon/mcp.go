@@ -14,7 +14,6 @@ import (
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/daemon/store/sqlite"
 	"github.com/contextd/contextd/daemon/tools"
-	"github.com/contextd/contextd/wire"
 	"github.com/contextd/contextd/wire/lite"
 )
 
@@ -103,7 +102,7 @@ func (s *service) serveWrap(conn net.Conn, req *lite.Wrap, cred peer.Cred) {
 	s.begin()
 	defer s.end()
 	log := s.opts.Logger.With("peer_pid", cred.PID, "peer_uid", cred.UID)
-	sess, err := sessionOf(&wire.CallRequest{Session: req.Session}, cred)
+	sess, err := sessionOf(Call{Session: req.Session}, cred)
 	if err != nil {
 		lite.Write(conn, &lite.Event{Error: catalog.ToDetail(err)})
 		return

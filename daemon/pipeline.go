@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,10 +18,7 @@ import (
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/daemon/respond"
 	"github.com/contextd/contextd/daemon/runner"
-	"github.com/contextd/contextd/daemon/session"
-	"github.com/contextd/contextd/daemon/tools"
 	"github.com/contextd/contextd/scrub"
-	"github.com/contextd/contextd/wire"
 )
 
 // setupPipeline builds what every response goes through: the scrubber (with
@@ -102,14 +98,14 @@ func (s *service) budgetFor(tool string, asked int) (int, string, error) {
 	return max(asked, budget.MinBudget), "", nil
 }
 
-// scrubError is the wire form of a tool's failure, its message scrubbed: it
-// may quote the input (a path, a command).
-func (s *service) scrubError(l *respond.Layer, err error) *wire.Error {
-	we := wire.ErrorOf(err)
-	if we != nil {
-		we.Message = string(l.Scrub([]byte(we.Message)))
+// scrubDetail is a tool's failure as the caller gets it, its message
+// scrubbed: it may quote the input (a path, a command).
+func (s *service) scrubDetail(l *respond.Layer, err error) *catalog.Detail {
+	d := catalog.ToDetail(err)
+	if d != nil {
+		d.Message = string(l.Scrub([]byte(d.Message)))
 	}
-	return we
+	return d
 }
 
 // scrubArgs is a call's input as the audit records it: scrubbed, and a
@@ -133,7 +129,7 @@ func (s *service) scrubArgs(l *respond.Layer, input []byte) json.RawMessage {
 }
 
 // record appends the call's audit record, filling in who and when.
-func (s *service) record(r *audit.Record, req *wire.CallRequest, cred peer.Cred, start time.Time) {
+func (s *service) record(r *audit.Record, c Call, cred peer.Cred, start time.Time) {
 	if s.audit == nil {
 		return
 	}
@@ -142,98 +138,14 @@ func (s *service) record(r *audit.Record, req *wire.CallRequest, cred peer.Cred,
 	if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", cred.PID)); err == nil {
 		r.PeerExe = exe
 	}
-	r.Cwd = req.GetCwd()
+	r.Cwd = c.Cwd
 	r.DurationMS = time.Since(start).Milliseconds()
 	if r.Session == "" {
-		r.Session = req.GetSession()
+		r.Session = c.Session
 	}
 	if err := s.audit.Append(r); err != nil {
 		s.opts.Logger.Error("audit record not written", "tool", r.Tool, "err", err)
 	}
-}
-
-// page answers a continuation: the next page of a stored output.
-func (s *service) page(ctx context.Context, req *wire.CallRequest, cred peer.Cred, send func(*wire.CallEvent) error, start time.Time) error {
-	sess, err := sessionOf(req, cred)
-	if err != nil {
-		return err
-	}
-	tokens, warn, err := s.budgetFor(req.GetTool(), int(req.GetMaxTokens()))
-	if err != nil {
-		return err
-	}
-	// Pages read inside a branch count against it like any response.
-	branches, tokens, err := s.branchGate(ctx, sess, req.GetTool(), tokens)
-	if err != nil {
-		return err
-	}
-	var layer *respond.Layer
-	var layers runner.Layers
-	pageIn := func(sess string) (respond.PageResult, error) {
-		layer = &respond.Layer{Scrubber: s.scrubber, Vault: s.vaults.get(sess)}
-		// A page in a hole of the output (the middle of a long safe_read)
-		// is read again from the file, in the tool's sandbox like the
-		// first read.
-		fill := func(source []byte, off int64, p []byte) error {
-			env := &tools.Env{Session: sess, Peer: cred, Config: s.opts.Config, Runner: s.opts.Runner,
-				Vault: layer.Vault, Rules: s.rules}
-			err := tools.FillGap(ctx, env, source, off, p)
-			layers = env.Layers
-			s.opts.Logger.Debug("page read again", "tool", req.GetTool(), "bytes", len(p), "stages", env.Stages)
-			return err
-		}
-		return respond.Page(s.store, layer, s.counter, sess, req.GetContinueRef(), tokens, fill)
-	}
-	pg, err := pageIn(sess)
-	if errors.Is(err, pages.ErrUnknown) && req.GetSession() != "" {
-		// The caller named a session, but the output may be in the one its
-		// process gets by not naming any: a wrapped MCP server's cut result
-		// is kept in the agent's session, and contextd's MCP face, a child
-		// of the same agent, names a session per connection. That session
-		// is the caller's own (it could ask without a name), so looking
-		// there too opens nothing to it.
-		if own, derr := session.Derive(int(cred.PID)); derr == nil && own != sess {
-			if pg2, err2 := pageIn(own); !errors.Is(err2, pages.ErrUnknown) {
-				pg, err, sess = pg2, err2, own
-			}
-		}
-	}
-	rec := &audit.Record{Tool: req.GetTool(), Session: sess, ContinueOf: req.GetContinueRef()}
-	if layers.Namespaces || layers.Seccomp != "" {
-		rec.Sandbox = auditSandbox(layers)
-	}
-	if err != nil {
-		var class *catalog.Class
-		switch {
-		case errors.Is(err, pages.ErrUnknown):
-			err = fmt.Errorf("continuation %q (references expire, and belong to the session that made them): %w", req.GetContinueRef(), catalog.ErrUnknownContinuation)
-		case errors.As(err, &class):
-			err = fmt.Errorf("continuation %q: %w", req.GetContinueRef(), err) // the sandboxed read's own failure
-		default:
-			err = fmt.Errorf("continuation %q: %v: %w", req.GetContinueRef(), err, catalog.ErrIO)
-		}
-		rec.Error, rec.ExitCode = catalog.ClassOf(err).Code, catalog.ExitCode(err)
-		s.record(rec, req, cred, start)
-		return err
-	}
-	sw := &streamWriter{send: send}
-	if _, err := sw.Write(pg.Data); err != nil {
-		return err
-	}
-	res := &wire.Result{TokensUsed: int64(pg.Tokens), HasMore: pg.HasMore, Truncated: pg.HasMore,
-		Continue: pg.Next, Session: sess}
-	if warn != "" {
-		res.Warnings = []string{warn}
-	}
-	res.Warnings = append(res.Warnings, s.branchCharge(ctx, branches, req.GetTool(), pg.Tokens)...)
-	rec.TokensReturned, rec.Truncated, rec.BytesProduced = pg.Tokens, pg.HasMore, int64(len(pg.Data))
-	rec.SecondLayerRules = layer.Catches
-	rec.Findings = layer.Catches
-	s.record(rec, req, cred, start)
-	if err := send(&wire.CallEvent{Event: &wire.CallEvent_Result{Result: res}}); err != nil {
-		s.opts.Logger.Info("result not delivered: caller gone", "err", err)
-	}
-	return nil
 }
 
 // vaults holds each session's vault (placeholder -> secret), in memory only:

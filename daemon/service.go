@@ -3,10 +3,9 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
-
-	"github.com/contextd/contextd/daemon/mcpwrap"
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/audit"
@@ -14,14 +13,18 @@ import (
 	"github.com/contextd/contextd/daemon/pages"
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/daemon/respond"
+	"github.com/contextd/contextd/daemon/mcpwrap"
 	"github.com/contextd/contextd/daemon/session"
+	"github.com/contextd/contextd/daemon/store"
 	"github.com/contextd/contextd/daemon/tools"
 	"github.com/contextd/contextd/daemon/workspace"
 	"github.com/contextd/contextd/scrub"
+	"github.com/contextd/contextd/toolspec"
 	"github.com/contextd/contextd/wire"
 )
 
-// service implements wire.ToolsServer.
+// service is the daemon's core: it runs calls on its own types (call.go);
+// the protocols adapt to it (lite.go, grpc.go).
 type service struct {
 	wire.UnimplementedToolsServer
 	opts     Options
@@ -47,14 +50,6 @@ type service struct {
 	mcpOwn mcpOwnStore
 }
 
-// Status implements wire.ToolsServer.
-func (s *service) Status(ctx context.Context, _ *wire.StatusRequest) (*wire.StatusReply, error) {
-	if _, ok := peer.FromContext(ctx); !ok {
-		return nil, wire.ToStatus(fmt.Errorf("no peer credentials: %w", catalog.ErrPeerRefused))
-	}
-	return s.status(), nil
-}
-
 func (s *service) status() *wire.StatusReply {
 	return &wire.StatusReply{
 		Version:         s.opts.Version,
@@ -66,105 +61,180 @@ func (s *service) status() *wire.StatusReply {
 	}
 }
 
-// Call implements wire.ToolsServer.
-func (s *service) Call(req *wire.CallRequest, stream wire.Tools_CallServer) error {
-	cred, ok := peer.FromContext(stream.Context())
-	if !ok {
-		return wire.ToStatus(fmt.Errorf("no peer credentials: %w", catalog.ErrPeerRefused))
-	}
-	return wire.ToStatus(s.call(stream.Context(), req, cred, stream.Send))
-}
+// A call goes through four stages, each a method below with one input and
+// one output:
+//
+//	admit    who calls, in which session and workspace, with which budget,
+//	         and whether policy (an open branch's budget) lets the call run
+//	run      the tool, its output written into the response pipe
+//	respond  the pipe's end: the daemon's scrub, the budget, the pages
+//	account  the branch's charge, the log line, the audit record
+//
+// A page of an earlier output (Call.Continue) is admitted and accounted the
+// same way; its respond stage cuts the page from the store (page.go).
 
-// call runs one call for either protocol; send delivers its events in order.
-// Errors before the tool runs are the caller's (or contextd's) and are returned,
-// for the protocol to report; everything after, including the tool's own
-// failure, goes back in the Result.
-func (s *service) call(parent context.Context, req *wire.CallRequest, cred peer.Cred, send func(*wire.CallEvent) error) (err error) {
+// call runs one call for either protocol; out receives its output in order.
+// Errors before the tool runs are the caller's (or contextd's) and are
+// returned, for the protocol to report; everything after, including the
+// tool's own failure, is in the Result.
+func (s *service) call(parent context.Context, c Call, cred peer.Cred, out func([]byte) error) (_ Result, err error) {
 	s.begin()
 	defer s.end()
 	// A refusal may quote the input (a path, a value): the caller gets it
 	// scrubbed like any output.
 	defer func() { err = s.redact(err) }()
 	start := time.Now()
-	log := s.opts.Logger.With("tool", req.GetTool(), "peer_pid", cred.PID, "peer_uid", cred.UID)
-
-	if req.GetContinueRef() != "" {
-		return s.page(parent, req, cred, send, start)
+	if c.Continue != "" {
+		return s.page(parent, c, cred, out, start)
 	}
-	env, call, err := s.prepare(req, cred)
+	adm, err := s.admit(parent, c, cred)
 	if err != nil {
-		log.Info("call refused", "code", catalog.ClassOf(err).Code, "err", s.redact(err))
-		s.record(&audit.Record{Tool: req.GetTool(), Error: catalog.ClassOf(err).Code, ExitCode: catalog.ExitCode(err)}, req, cred, start)
-		return err
+		s.refused(c, cred, adm.session, start, err)
+		return Result{}, err
 	}
-	log = log.With("session", env.Session)
-	tokens, warn, err := s.budgetFor(req.GetTool(), int(req.GetMaxTokens()))
-	if err != nil {
-		return err
-	}
-	if warn != "" {
-		env.Warnings = append(env.Warnings, warn)
-	}
-	branches, tokens, err := s.branchGate(parent, env.Session, req.GetTool(), tokens)
-	if err != nil {
-		log.Info("call refused", "code", catalog.ClassOf(err).Code, "err", err)
-		s.record(&audit.Record{Tool: req.GetTool(), Session: env.Session, Error: catalog.ClassOf(err).Code, ExitCode: catalog.ExitCode(err)}, req, cred, start)
-		return err
-	}
-	if isStateTool(req.GetTool()) {
-		// A store that cannot be opened refuses the call with the reason
-		// (a locked file, a Qdrant server down).
-		if env.Store, err = s.stateStore(parent); err != nil {
-			log.Warn("call refused: state store unavailable", "err", err)
-			s.record(&audit.Record{Tool: req.GetTool(), Session: env.Session, Error: catalog.ClassOf(err).Code, ExitCode: catalog.ExitCode(err)}, req, cred, start)
-			return err
-		}
-	}
-	env.Counter, env.Budget = s.counter, tokens
-
 	// The call ends when the caller goes away or when the daemon stops draining.
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
 	stopAfter := context.AfterFunc(s.callsCtx, func() { cancel(context.Cause(s.callsCtx)) })
 	defer stopAfter()
 
-	sw := &streamWriter{send: send}
+	pipe := s.pipe(adm, out)
+	o := s.run(ctx, adm, pipe)
+	sum := s.respond(adm, pipe, &o)
+	res := s.account(parent, adm, o, sum, start)
+	return res, nil
+}
+
+// admission is what admit decided: the call may run, with this environment
+// and this budget.
+type admission struct {
+	c        Call
+	cred     peer.Cred
+	session  string // known from early on, for the records of refusals
+	run      tools.Call
+	env      *tools.Env
+	tokens   int            // the response budget
+	branches []store.Branch // the session's open branches, charged by account
+	log      *slog.Logger
+}
+
+// admit checks a call before anything runs: the tool and its input, the
+// session, the workspace, the budget (the tool's, less if asked, less if an
+// open branch has less left) and, for a state tool, its store.
+func (s *service) admit(ctx context.Context, c Call, cred peer.Cred) (*admission, error) {
+	adm := &admission{c: c, cred: cred}
+	tool, err := s.opts.Tools.Get(c.Tool)
+	if err != nil {
+		return adm, err
+	}
+	if adm.run, err = tool.Decode(c.Input); err != nil {
+		return adm, err
+	}
+	if adm.session, err = sessionOf(c, cred); err != nil {
+		return adm, err
+	}
+	place, err := workspace.Find(c.Cwd, s.opts.Config.WorkspaceMarkers)
+	if err != nil {
+		return adm, err
+	}
+	adm.env = &tools.Env{Place: place, Session: adm.session, Peer: cred, CallerEnv: c.Env,
+		Config: s.opts.Config, Runner: s.opts.Runner}
+	adm.log = s.opts.Logger.With("tool", c.Tool, "peer_pid", cred.PID, "peer_uid", cred.UID, "session", adm.session)
+	tokens, warn, err := s.budgetFor(c.Tool, c.MaxTokens)
+	if err != nil {
+		return adm, err
+	}
+	if warn != "" {
+		adm.env.Warnings = append(adm.env.Warnings, warn)
+	}
+	if adm.branches, adm.tokens, err = s.branchGate(ctx, adm.session, c.Tool, tokens); err != nil {
+		return adm, err
+	}
+	if toolspec.KindOf(c.Tool) == toolspec.State {
+		// A store that cannot be opened refuses the call with the reason
+		// (a locked file, a Qdrant server down).
+		if adm.env.Store, err = s.stateStore(ctx); err != nil {
+			return adm, err
+		}
+	}
+	return adm, nil
+}
+
+// refused logs and audits a call that admit turned away.
+func (s *service) refused(c Call, cred peer.Cred, session string, start time.Time, err error) {
+	s.opts.Logger.Info("call refused", "tool", c.Tool, "peer_pid", cred.PID, "peer_uid", cred.UID,
+		"code", catalog.ClassOf(err).Code, "err", s.redact(err))
+	s.record(&audit.Record{Tool: c.Tool, Session: session, Error: catalog.ClassOf(err).Code, ExitCode: catalog.ExitCode(err)}, c, cred, start)
+}
+
+// pipe is the response pipe the tool writes into: the daemon's scrub with
+// the session's vault, the budget, and the page store.
+func (s *service) pipe(adm *admission, out func([]byte) error) *respond.Pipe {
+	env := adm.env
+	env.Counter, env.Budget = s.counter, adm.tokens
 	env.Vault = s.vaults.get(env.Session)
 	env.Layer = &respond.Layer{Scrubber: s.scrubber, Vault: env.Vault}
 	env.Rules = s.rules
-	env.Window = budget.Window(tokens)
-	pipe := respond.New(respond.Options{Layer: env.Layer, Counter: s.counter, Budget: tokens,
-		Store: s.store, Session: env.Session, Tool: req.GetTool(), Send: func(b []byte) error { _, err := sw.Write(b); return err }})
-	env.Out = pipe
-	out := call.Run(ctx, env)
-	pipeStart := time.Now()
-	sum, perr := pipe.Close()
-	pipeDone := time.Now()
-	if perr != nil && out.Err == nil {
-		out.Err = fmt.Errorf("%s: response: %v: %w", req.GetTool(), perr, catalog.ErrIO)
+	env.Window = budget.Window(adm.tokens)
+	return respond.New(respond.Options{Layer: env.Layer, Counter: s.counter, Budget: adm.tokens,
+		Store: s.store, Session: env.Session, Tool: adm.c.Tool, Send: deliver(out)})
+}
+
+// deliver is the pipe's Send: a write the caller cannot take means it is
+// gone.
+func deliver(out func([]byte) error) func([]byte) error {
+	return func(b []byte) error {
+		if err := out(b); err != nil {
+			return fmt.Errorf("send output: %v: %w", err, catalog.ErrConnectionLost)
+		}
+		return nil
 	}
-	env.Warnings = append(env.Warnings, s.branchCharge(parent, branches, req.GetTool(), sum.TokensUsed)...)
-	res := &wire.Result{
-		ExitCode:   int32(out.ExitCode),
-		Error:      s.scrubError(env.Layer, out.Err),
+}
+
+// run runs the tool, which writes its output into the pipe.
+func (s *service) run(ctx context.Context, adm *admission, pipe *respond.Pipe) tools.Outcome {
+	adm.env.Out = pipe
+	return adm.run.Run(ctx, adm.env)
+}
+
+// respond ends the pipe: it sends what is left within the budget (or the
+// marker and the tail) and keeps the rest for pages. A failure there is the
+// call's failure unless the tool had one of its own.
+func (s *service) respond(adm *admission, pipe *respond.Pipe, o *tools.Outcome) respond.Summary {
+	t0 := time.Now()
+	sum, err := pipe.Close()
+	if err != nil && o.Err == nil {
+		o.Err = fmt.Errorf("%s: response: %v: %w", adm.c.Tool, err, catalog.ErrIO)
+	}
+	if len(adm.env.Stages) > 0 {
+		adm.log.Debug("tool stages", "stages", adm.env.Stages, "pipe_ms", float64(time.Since(t0).Microseconds())/1000)
+	}
+	return sum
+}
+
+// account charges the session's open branches, logs the call, writes its
+// audit record and returns its Result.
+func (s *service) account(ctx context.Context, adm *admission, o tools.Outcome, sum respond.Summary, start time.Time) Result {
+	env := adm.env
+	env.Warnings = append(env.Warnings, s.branchCharge(ctx, adm.branches, adm.c.Tool, sum.TokensUsed)...)
+	res := Result{
+		ExitCode:   o.ExitCode,
+		Error:      s.scrubDetail(env.Layer, o.Err),
 		Session:    env.Session,
 		Workspace:  env.Place.Root,
-		TokensUsed: int64(sum.TokensUsed),
+		TokensUsed: sum.TokensUsed,
 		Truncated:  sum.Truncated,
-		HasMore:    sum.Truncated,
 		Continue:   sum.Continue,
 		Warnings:   env.Warnings,
+		Sandbox:    env.Layers,
 	}
-	if l := env.Layers; l.Namespaces || l.Seccomp != "" || l.Scope != "" {
-		res.Sandbox = &wire.Sandbox{Namespaces: l.Namespaces, Seccomp: l.Seccomp, Scope: l.Scope, ScopeNote: l.ScopeNote, Network: l.Network}
-	}
-	attrs := []any{"exit", out.ExitCode, "duration_ms", time.Since(start).Milliseconds(),
+	attrs := []any{"exit", o.ExitCode, "duration_ms", time.Since(start).Milliseconds(),
 		"scope", env.Layers.Scope, "seccomp", env.Layers.Seccomp, "network", env.Layers.Network}
 	if env.Layers.Scope == "" && env.Layers.ScopeNote != "" {
 		attrs = append(attrs, "scope_missing", env.Layers.ScopeNote)
 	}
-	if out.Err != nil {
-		attrs = append(attrs, "code", catalog.ClassOf(out.Err).Code, "err", s.redact(out.Err))
+	if o.Err != nil {
+		attrs = append(attrs, "code", catalog.ClassOf(o.Err).Code, "err", s.redact(o.Err))
 	}
 	second := 0
 	for _, n := range env.Layer.Catches {
@@ -172,91 +242,33 @@ func (s *service) call(parent context.Context, req *wire.CallRequest, cred peer.
 	}
 	attrs = append(attrs, "bytes", sum.Bytes, "tokens", sum.TokensUsed, "truncated", sum.Truncated,
 		"findings", countAll(env.Findings), "second_layer", second)
-	log.Info("call", attrs...)
-	if len(env.Stages) > 0 {
-		log.Debug("tool stages", "stages", env.Stages, "pipe_ms", float64(pipeDone.Sub(pipeStart).Microseconds())/1000)
-	}
-	rec := &audit.Record{Tool: req.GetTool(), Session: env.Session, Workspace: env.Place.Root,
-		ExitCode: out.ExitCode, BytesProduced: sum.Bytes, TokensReturned: sum.TokensUsed, Truncated: sum.Truncated,
+	adm.log.Info("call", attrs...)
+	rec := &audit.Record{Tool: adm.c.Tool, Session: env.Session, Workspace: env.Place.Root,
+		ExitCode: o.ExitCode, BytesProduced: sum.Bytes, TokensReturned: sum.TokensUsed, Truncated: sum.Truncated,
 		Findings: merge(env.Findings, env.Layer.Catches), SecondLayer: second, SecondLayerRules: env.Layer.Catches,
 		Warnings: env.Warnings, Sandbox: auditSandbox(env.Layers)}
-	if out.Err != nil {
-		rec.Error = catalog.ClassOf(out.Err).Code
+	if o.Err != nil {
+		rec.Error = catalog.ClassOf(o.Err).Code
 	}
-	rec.Args = s.scrubArgs(env.Layer, req.GetInputJson())
-	s.record(rec, req, cred, start)
-	if err := send(&wire.CallEvent{Event: &wire.CallEvent_Result{Result: res}}); err != nil {
-		log.Info("result not delivered: caller gone", "err", err)
-	}
-	return nil
-}
-
-// prepare checks a request and builds its environment.
-func (s *service) prepare(req *wire.CallRequest, cred peer.Cred) (*tools.Env, tools.Call, error) {
-	tool, err := s.opts.Tools.Get(req.GetTool())
-	if err != nil {
-		return nil, nil, err
-	}
-	call, err := tool.Decode(req.GetInputJson())
-	if err != nil {
-		return nil, nil, err
-	}
-	sess, err := sessionOf(req, cred)
-	if err != nil {
-		return nil, nil, err
-	}
-	place, err := workspace.Find(req.GetCwd(), s.opts.Config.WorkspaceMarkers)
-	if err != nil {
-		return nil, nil, err
-	}
-	return &tools.Env{
-		Place:     place,
-		Session:   sess,
-		Peer:      cred,
-		CallerEnv: req.GetEnv(),
-		Config:    s.opts.Config,
-		Runner:    s.opts.Runner,
-	}, call, nil
+	rec.Args = s.scrubArgs(env.Layer, adm.c.Input)
+	s.record(rec, adm.c, adm.cred, start)
+	return res
 }
 
 // sessionOf is the call's session: the one it names, or the one derived from
 // the calling agent process.
-func sessionOf(req *wire.CallRequest, cred peer.Cred) (string, error) {
-	sess := req.GetSession()
-	if sess != "" {
-		if err := session.Validate(sess); err != nil {
+func sessionOf(c Call, cred peer.Cred) (string, error) {
+	if c.Session != "" {
+		if err := session.Validate(c.Session); err != nil {
 			return "", err
 		}
-		return sess, nil
+		return c.Session, nil
 	}
 	sess, err := session.Derive(int(cred.PID))
 	if err != nil {
 		return "", fmt.Errorf("%v: %w", err, catalog.ErrInternal)
 	}
 	return sess, nil
-}
-
-// streamWriter sends everything written to it as Output events. Writes are not
-// concurrent: tools write from one goroutine at a time.
-type streamWriter struct {
-	send func(*wire.CallEvent) error
-}
-
-// maxChunk keeps each message well under gRPC's default 4 MiB receive limit.
-const maxChunk = 256 << 10
-
-func (w *streamWriter) Write(p []byte) (int, error) {
-	n := 0
-	for len(p) > 0 {
-		c := p[:min(len(p), maxChunk)]
-		// Send does not keep c after it returns, so the caller's buffer is safe.
-		if err := w.send(&wire.CallEvent{Event: &wire.CallEvent_Output{Output: &wire.Output{Data: c}}}); err != nil {
-			return n, fmt.Errorf("send output: %v: %w", err, catalog.ErrConnectionLost)
-		}
-		n += len(c)
-		p = p[len(c):]
-	}
-	return n, nil
 }
 
 // redact returns err with any secret in its message replaced by

@@ -26,6 +26,32 @@ var names = []string{
 	"branch", "return",
 }
 
+// Kind is where a tool runs, which decides what a call of it needs.
+type Kind int
+
+const (
+	// Unknown is the kind of a name that is not a tool.
+	Unknown Kind = iota
+	// Sandboxed tools run a process in a sandbox of its own (namespaces,
+	// seccomp, a transient scope): safe_bash, safe_read, safe_write.
+	Sandboxed
+	// State tools run in the daemon and touch only its own store:
+	// memories, checkpoints, branches.
+	State
+)
+
+// kinds is each tool's kind; TestKinds checks that every listed tool has one.
+var kinds = map[string]Kind{
+	"safe_bash": Sandboxed, "safe_read": Sandboxed, "safe_write": Sandboxed,
+	"memory_search": State, "memory_get": State, "memory_store": State, "memory_feedback": State,
+	"checkpoint_save": State, "checkpoint_restore": State, "checkpoint_list": State,
+	"branch": State, "return": State,
+}
+
+// KindOf returns the kind of the named tool (Unknown for a name that is not
+// a tool).
+func KindOf(name string) Kind { return kinds[name] }
+
 // All returns every tool's spec.
 func All() []Spec {
 	out := make([]Spec, 0, len(names))

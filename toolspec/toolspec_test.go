@@ -84,3 +84,21 @@ func TestSpecs(t *testing.T) {
 		t.Error("Get(nope) found a spec")
 	}
 }
+
+// Every tool has a kind, and only tools do.
+func TestKinds(t *testing.T) {
+	for _, n := range toolspec.Names() {
+		if toolspec.KindOf(n) == toolspec.Unknown {
+			t.Errorf("%s has no kind", n)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		want toolspec.Kind
+	}{{"safe_bash", toolspec.Sandboxed}, {"safe_write", toolspec.Sandboxed}, {"memory_store", toolspec.State},
+		{"return", toolspec.State}, {"continue", toolspec.Unknown}, {"", toolspec.Unknown}} {
+		if got := toolspec.KindOf(c.name); got != c.want {
+			t.Errorf("KindOf(%q) = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
