@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/audit"
-	"github.com/contextd/contextd/daemon/budget"
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/pages"
 	"github.com/contextd/contextd/daemon/peer"

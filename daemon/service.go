@@ -7,9 +7,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/audit"
-	"github.com/contextd/contextd/daemon/budget"
 	"github.com/contextd/contextd/daemon/mcpwrap"
 	"github.com/contextd/contextd/daemon/pages"
 	"github.com/contextd/contextd/daemon/peer"
@@ -17,10 +17,10 @@ import (
 	"github.com/contextd/contextd/daemon/session"
 	"github.com/contextd/contextd/daemon/store"
 	"github.com/contextd/contextd/daemon/tools"
-	"github.com/contextd/contextd/daemon/workspace"
 	"github.com/contextd/contextd/scrub"
 	"github.com/contextd/contextd/toolspec"
 	"github.com/contextd/contextd/wire"
+	"github.com/contextd/contextd/workspace"
 )
 
 // service is the daemon's core: it runs calls on its own types (call.go);

@@ -25,7 +25,7 @@ import (
 // sandbox init loads the tool's profile and execs the contextd binary
 // through a descriptor opened beforehand (execveat, AT_EMPTY_PATH); the
 // binary, a complete cgo-linked Go program like contextd, starts under the
-// filter and does what daemon/workspace does for safe_read and safe_write.
+// filter and does what package workspace does for safe_read and safe_write.
 
 // Environment of the file-tool victims.
 const (
@@ -157,7 +157,7 @@ func toolWrite(root int, rel string) error {
 	dirfd, err := openat2(root, dirRel, unix.O_RDONLY|unix.O_DIRECTORY)
 	if errors.Is(err, unix.ENOENT) {
 		// Create the missing parents one level at a time, each beneath
-		// its confined parent, as daemon/workspace does.
+		// its confined parent, as package workspace does.
 		parts := strings.Split(path.Clean(dirRel), "/")
 		for i := range parts {
 			pfd, err := openat2(root, path.Join(append([]string{"."}, parts[:i]...)...), unix.O_RDONLY|unix.O_DIRECTORY)

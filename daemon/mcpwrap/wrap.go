@@ -11,12 +11,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/daemon/budget"
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/pages"
 	"github.com/contextd/contextd/daemon/runner"
-	"github.com/contextd/contextd/daemon/workspace"
 	"github.com/contextd/contextd/mcp/intercept"
 	"github.com/contextd/contextd/mcp/jsonrpc"
 	"github.com/contextd/contextd/mcp/record"
@@ -24,6 +23,7 @@ import (
 	"github.com/contextd/contextd/mcp/transport"
 	"github.com/contextd/contextd/scrub"
 	"github.com/contextd/contextd/wire/lite"
+	"github.com/contextd/contextd/workspace"
 )
 
 // Stores is where wraps keep their records and pins.

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contextd/contextd/daemon/budget"
+	"github.com/contextd/contextd/budget"
 )
 
 func mode(t *testing.T, p string) os.FileMode {

@@ -18,7 +18,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/contextd/contextd/daemon/budget"
+	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/daemon/pages"
 	"github.com/contextd/contextd/scrub"
 )

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/contextd/contextd/daemon/budget"
+	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/daemon/pages"
 	"github.com/contextd/contextd/scrub"
 )

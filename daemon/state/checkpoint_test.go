@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/daemon/budget"
 )
 
 // tokens returns a text of exactly n tokens.

@@ -3,7 +3,7 @@ package state
 import (
 	"strings"
 
-	"github.com/contextd/contextd/daemon/budget"
+	"github.com/contextd/contextd/budget"
 )
 
 // row is one line of a listing: a prefix kept whole (an id, a score, a date)

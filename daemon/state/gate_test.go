@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/daemon/budget"
 	"github.com/contextd/contextd/daemon/store"
 )
 

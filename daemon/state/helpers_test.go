@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/contextd/contextd/daemon/budget"
+	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/daemon/store"
 	"github.com/contextd/contextd/daemon/store/sqlite"
 	"github.com/contextd/contextd/daemon/tools"
-	"github.com/contextd/contextd/daemon/workspace"
+	"github.com/contextd/contextd/workspace"
 )
 
 // openStore opens a fresh embedded store for one test.

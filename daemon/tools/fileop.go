@@ -11,8 +11,8 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/runner"
-	"github.com/contextd/contextd/daemon/workspace"
 	"github.com/contextd/contextd/scrub"
+	"github.com/contextd/contextd/workspace"
 )
 
 // fileOp is a file tool's operation as the daemon hands it to the sandbox: the

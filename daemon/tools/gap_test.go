@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/daemon/workspace"
 	"github.com/contextd/contextd/scrub"
+	"github.com/contextd/contextd/workspace"
 )
 
 // measure agrees with put on any text cut anywhere, from any line (the

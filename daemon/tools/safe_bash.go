@@ -9,8 +9,8 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/runner"
-	"github.com/contextd/contextd/daemon/workspace"
 	"github.com/contextd/contextd/envallow"
+	"github.com/contextd/contextd/workspace"
 )
 
 // SafeBash runs a bash command line in the workspace.

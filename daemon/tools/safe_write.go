@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/daemon/workspace"
 	"github.com/contextd/contextd/scrub"
+	"github.com/contextd/contextd/workspace"
 )
 
 // SafeWrite replaces a file of the workspace atomically.

@@ -15,15 +15,15 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/daemon/budget"
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/daemon/respond"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/store"
-	"github.com/contextd/contextd/daemon/workspace"
 	"github.com/contextd/contextd/scrub"
+	"github.com/contextd/contextd/workspace"
 )
 
 // Env is everything a tool call may use.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/contextd/contextd/daemon/budget"
+	"github.com/contextd/contextd/budget"
 )
 
 // Budgeter cuts the text of one tools/call result to its token budget. The

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/daemon/budget"
 	"github.com/contextd/contextd/daemon/store/sqlite"
 	"github.com/contextd/contextd/mcp/intercept"
 	"github.com/contextd/contextd/mcp/jsonrpc"

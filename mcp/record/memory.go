@@ -6,8 +6,6 @@ import (
 	"sort"
 	"sync"
 	"time"
-
-	"github.com/contextd/contextd/daemon/store"
 )
 
 // MemoryStore keeps sessions in memory: for a replay's new run, which is
@@ -33,7 +31,7 @@ func (m *MemoryStore) CreateSession(_ context.Context, s *Session) error {
 		m.sessions = map[string]*memSession{}
 	}
 	if _, dup := m.sessions[s.ID]; dup {
-		return fmt.Errorf("record: session %q exists: %w", s.ID, store.ErrConflict)
+		return fmt.Errorf("record: session %q exists: %w", s.ID, ErrExists)
 	}
 	m.sessions[s.ID] = &memSession{s: *s, entries: map[uint64]Entry{}}
 	m.order = append(m.order, s.ID)
@@ -43,7 +41,7 @@ func (m *MemoryStore) CreateSession(_ context.Context, s *Session) error {
 func (m *MemoryStore) session(id string) (*memSession, error) {
 	ms, ok := m.sessions[id]
 	if !ok {
-		return nil, fmt.Errorf("record: session %q: %w", id, store.ErrNotFound)
+		return nil, fmt.Errorf("record: session %q: %w", id, ErrNotFound)
 	}
 	return ms, nil
 }

@@ -7,13 +7,14 @@ package record
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/daemon/store"
+	"github.com/contextd/contextd/internal/ids"
 	"github.com/contextd/contextd/mcp/jsonrpc"
 	"github.com/contextd/contextd/mcp/relay"
 )
@@ -89,7 +90,7 @@ type Loader interface {
 	// (<= 0: 20), with their message counts.
 	ListSessions(ctx context.Context, limit int) ([]Session, error)
 	// LoadSession returns a whole session; an unknown id wraps
-	// store.ErrNotFound.
+	// ErrNotFound.
 	LoadSession(ctx context.Context, id string) (*Record, error)
 }
 
@@ -136,6 +137,14 @@ type Recorder struct {
 
 var _ relay.Observer = (*Recorder)(nil)
 
+// Errors of a Store and a Loader.
+var (
+	// ErrNotFound: no session with that id.
+	ErrNotFound = errors.New("no such MCP session")
+	// ErrExists: a session with that id was already created.
+	ErrExists = errors.New("MCP session exists")
+)
+
 // Start creates session s in o.Store (an empty ID gets a new one, a zero
 // Started the current time) and returns its Recorder. Close it when the
 // session ends.
@@ -154,7 +163,7 @@ func Start(ctx context.Context, s Session, o *Options) (*Recorder, error) {
 		opt.MaxBuffered = 4096
 	}
 	if s.ID == "" {
-		s.ID = store.NewID()
+		s.ID = ids.New()
 	}
 	if s.Started.IsZero() {
 		s.Started = time.Now()

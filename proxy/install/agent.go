@@ -16,7 +16,7 @@ import (
 	"github.com/contextd/contextd/proxy/cli"
 
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/daemon/workspace"
+	"github.com/contextd/contextd/workspace"
 )
 
 // The agents install knows how to wire.

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/daemon/budget"
 	"github.com/contextd/contextd/proxy/install"
 )
 

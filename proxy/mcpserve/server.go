@@ -18,7 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/daemon/store"
+	"github.com/contextd/contextd/internal/ids"
 	"github.com/contextd/contextd/proxy"
 	"github.com/contextd/contextd/proxy/client"
 	"github.com/contextd/contextd/wire/lite"
@@ -62,7 +62,7 @@ func New(opts *Options) (*Server, error) {
 		o.Session = os.Getenv("CONTEXTD_SESSION")
 	}
 	if o.Session == "" {
-		o.Session = "mcp-" + store.NewID()
+		o.Session = "mcp-" + ids.New()
 	}
 	if o.Notes == nil {
 		o.Notes = io.Discard

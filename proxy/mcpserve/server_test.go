@@ -21,8 +21,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/daemon/budget"
 	"github.com/contextd/contextd/toolspec"
 	"github.com/contextd/contextd/wire/lite"
 )

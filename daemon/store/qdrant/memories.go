@@ -8,6 +8,7 @@ import (
 	qc "github.com/qdrant/go-client/qdrant"
 
 	"github.com/contextd/contextd/daemon/store"
+	"github.com/contextd/contextd/internal/ids"
 )
 
 // defaultSearchLimit is MemoryQuery.Limit when it is <= 0.
@@ -33,7 +34,7 @@ func (s *Store) PutMemory(ctx context.Context, m *store.Memory) error {
 		if next.Version != 0 {
 			return fmt.Errorf("qdrant store: put memory: version %d without an id: %w", next.Version, store.ErrConflict)
 		}
-		next.ID = store.NewID()
+		next.ID = ids.New()
 		next.Created = t
 	} else {
 		cur, err := s.getPoint(ctx, "put memory", s.memories, next.ID, s.denseSize > 0)

@@ -7,9 +7,10 @@ import (
 	qc "github.com/qdrant/go-client/qdrant"
 
 	"github.com/contextd/contextd/daemon/store"
+	"github.com/contextd/contextd/internal/ids"
 )
 
-// isCanonicalUUID reports whether s is a UUID as store.FormatUUID writes it:
+// isCanonicalUUID reports whether s is a UUID as ids.Format writes it:
 // 8-4-4-4-12 lower-case hex digits.
 func isCanonicalUUID(s string) bool {
 	if len(s) != 36 {
@@ -50,7 +51,7 @@ func pointUUID(id string) string {
 	copy(b[:], h.Sum(nil))
 	b[6] = b[6]&0x0f | 0x50
 	b[8] = b[8]&0x3f | 0x80
-	return store.FormatUUID(b)
+	return ids.Format(b)
 }
 
 func pointID(id string) *qc.PointId { return qc.NewIDUUID(pointUUID(id)) }

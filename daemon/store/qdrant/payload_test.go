@@ -8,17 +8,18 @@ import (
 	qc "github.com/qdrant/go-client/qdrant"
 
 	"github.com/contextd/contextd/daemon/store"
+	"github.com/contextd/contextd/internal/ids"
 )
 
 func TestIDs(t *testing.T) {
 	seen := map[string]bool{}
 	for range 100 {
-		id := store.NewID()
+		id := ids.New()
 		if !isCanonicalUUID(id) || id[14] != '4' || !reflect.DeepEqual(pointUUID(id), id) {
-			t.Fatalf("store.NewID() = %q: not a canonical version 4 UUID used as is", id)
+			t.Fatalf("ids.New() = %q: not a canonical version 4 UUID used as is", id)
 		}
 		if seen[id] {
-			t.Fatalf("store.NewID() repeated %q", id)
+			t.Fatalf("ids.New() repeated %q", id)
 		}
 		seen[id] = true
 	}
@@ -39,7 +40,7 @@ func TestIDs(t *testing.T) {
 func TestPayloadRoundTrip(t *testing.T) {
 	ts := time.Date(2025, 3, 4, 5, 6, 7, 891011121, time.FixedZone("x", 3600))
 	m := store.Memory{
-		ID: store.NewID(), Project: "", Title: "t \x00 日本語", Description: "d", Content: "c", Outcome: store.Failure,
+		ID: ids.New(), Project: "", Title: "t \x00 日本語", Description: "d", Content: "c", Outcome: store.Failure,
 		Tags: []string{"a", "b"}, Confidence: 0.123456789, Uses: 3, Helpful: 2, Unhelpful: 1, Archived: true,
 		Created: ts, Updated: ts.Add(time.Second), Version: 7,
 	}

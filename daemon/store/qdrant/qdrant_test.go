@@ -15,6 +15,7 @@ import (
 
 	"github.com/contextd/contextd/daemon/store"
 	"github.com/contextd/contextd/daemon/store/storetest"
+	"github.com/contextd/contextd/internal/ids"
 )
 
 // envServer names the Qdrant server the integration tests use, as
@@ -46,7 +47,7 @@ func testServer(t *testing.T) (string, int) {
 func openTemp(t *testing.T, host string, port int, o Options) *Store {
 	t.Helper()
 	o.Host, o.Port = host, port
-	o.CollectionPrefix = "contextd_test_" + strings.ReplaceAll(store.NewID()[:13], "-", "") + "_"
+	o.CollectionPrefix = "contextd_test_" + strings.ReplaceAll(ids.New()[:13], "-", "") + "_"
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s, err := Open(ctx, &o)

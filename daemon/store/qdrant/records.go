@@ -9,6 +9,7 @@ import (
 	qc "github.com/qdrant/go-client/qdrant"
 
 	"github.com/contextd/contextd/daemon/store"
+	"github.com/contextd/contextd/internal/ids"
 )
 
 // ListCheckpoints' limit when it is <= 0, and the most it returns.
@@ -34,7 +35,7 @@ func (s *Store) PutCheckpoint(ctx context.Context, c *store.Checkpoint) error {
 		next.Created = normTime(next.Created)
 	}
 	if next.ID == "" {
-		next.ID = store.NewID()
+		next.ID = ids.New()
 	} else {
 		defer s.lockID(next.ID)()
 		cur, err := s.getPoint(ctx, "put checkpoint", s.checkpoints, next.ID, false)
@@ -126,7 +127,7 @@ func (s *Store) PutBranch(ctx context.Context, b *store.Branch) error {
 		if next.Version != 0 {
 			return fmt.Errorf("qdrant store: put branch: version %d without an id: %w", next.Version, store.ErrConflict)
 		}
-		next.ID = store.NewID()
+		next.ID = ids.New()
 		next.Created = t
 	} else {
 		cur, err := s.getPoint(ctx, "put branch", s.branches, next.ID, false)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/daemon/store"
+	"github.com/contextd/contextd/internal/ids"
 )
 
 // The generator below writes memories that look like a coding agent's:
@@ -137,7 +138,7 @@ func fillBench(tb testing.TB, s *Store, n int) {
 	t := time.Now().UnixNano()
 	for i := range n {
 		m := g.memory()
-		id := store.NewID()
+		id := ids.New()
 		project := benchProject
 		if i%5 == 0 {
 			project = store.Global

@@ -25,7 +25,7 @@ var (
 )
 
 // CreateSession stores a new MCP session. An id already stored is a
-// conflict (store.ErrConflict).
+// conflict (record.ErrExists, and store.ErrConflict).
 func (s *Store) CreateSession(ctx context.Context, sess *record.Session) error {
 	if sess.ID == "" {
 		return fmt.Errorf("sqlite store: create MCP session: empty id: %w", catalog.ErrBadInput)
@@ -39,7 +39,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *record.Session) error {
 	if n, err := res.RowsAffected(); err != nil {
 		return fmt.Errorf("sqlite store: create MCP session %q: %w", sess.ID, err)
 	} else if n == 0 {
-		return fmt.Errorf("sqlite store: create MCP session %q: it exists: %w", sess.ID, store.ErrConflict)
+		return fmt.Errorf("sqlite store: create MCP session %q: it exists: %w (%w)", sess.ID, record.ErrExists, store.ErrConflict)
 	}
 	return nil
 }
@@ -54,7 +54,7 @@ func (s *Store) EndSession(ctx context.Context, id string, ended time.Time, fail
 	if n, err := res.RowsAffected(); err != nil {
 		return fmt.Errorf("sqlite store: end MCP session %q: %w", id, err)
 	} else if n == 0 {
-		return notFound("end MCP session", id)
+		return recordNotFound("end MCP session", id)
 	}
 	return nil
 }
@@ -75,7 +75,7 @@ func (s *Store) SaveEntries(ctx context.Context, session string, batch []record.
 	var one int
 	if err := tx.QueryRowContext(ctx, `SELECT 1 FROM mcp_sessions WHERE id = ?`, session).Scan(&one); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFound("save MCP entries of", session)
+			return recordNotFound("save MCP entries of", session)
 		}
 		return fmt.Errorf("sqlite store: save MCP entries of %q: %w", session, err)
 	}
@@ -163,7 +163,7 @@ func (s *Store) LoadSession(ctx context.Context, id string) (*record.Record, err
 	err = tx.QueryRowContext(ctx, `SELECT id, server, started, ended, failure FROM mcp_sessions WHERE id = ?`, id).
 		Scan(&r.Session.ID, &r.Session.Server, &started, &ended, &r.Session.Failure)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("load MCP session", id)
+		return nil, recordNotFound("load MCP session", id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store: load MCP session %q: %w", id, err)
@@ -271,4 +271,10 @@ func (p pinStore) List(ctx context.Context, server string) ([]intercept.Pin, err
 		return nil, fmt.Errorf("sqlite store: list pins: %w", err)
 	}
 	return out, nil
+}
+
+// recordNotFound is notFound for an MCP session: it wraps record.ErrNotFound,
+// which the record package's users check, as well as store.ErrNotFound.
+func recordNotFound(what, id string) error {
+	return fmt.Errorf("%w (%w)", notFound(what, id), record.ErrNotFound)
 }

@@ -37,7 +37,7 @@ func TestMCPSessions(t *testing.T) {
 	if err := s.CreateSession(ctx, sess); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateSession(ctx, sess); !errors.Is(err, store.ErrConflict) {
+	if err := s.CreateSession(ctx, sess); !errors.Is(err, store.ErrConflict) || !errors.Is(err, record.ErrExists) {
 		t.Errorf("second CreateSession: %v, want ErrConflict", err)
 	}
 	if err := s.CreateSession(ctx, &record.Session{}); !errors.Is(err, catalog.ErrBadInput) {
@@ -63,7 +63,7 @@ func TestMCPSessions(t *testing.T) {
 	if err := s.SaveEntries(ctx, "s-1", []record.Entry{req, refused, binary, note}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SaveEntries(ctx, "nope", []record.Entry{req}); !errors.Is(err, store.ErrNotFound) {
+	if err := s.SaveEntries(ctx, "nope", []record.Entry{req}); !errors.Is(err, store.ErrNotFound) || !errors.Is(err, record.ErrNotFound) {
 		t.Errorf("SaveEntries to an unknown session: %v", err)
 	}
 	if err := s.SaveEntries(ctx, "s-1", []record.Entry{{}}); !errors.Is(err, catalog.ErrBadInput) {
@@ -74,7 +74,7 @@ func TestMCPSessions(t *testing.T) {
 	if err := s.EndSession(ctx, "s-1", ended, failure); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.EndSession(ctx, "nope", ended, ""); !errors.Is(err, store.ErrNotFound) {
+	if err := s.EndSession(ctx, "nope", ended, ""); !errors.Is(err, store.ErrNotFound) || !errors.Is(err, record.ErrNotFound) {
 		t.Errorf("EndSession of an unknown session: %v", err)
 	}
 	if err := s.CreateSession(ctx, &record.Session{ID: "s-2", Server: "https://example.test/mcp", Started: ended}); err != nil {
@@ -118,7 +118,7 @@ func TestMCPSessions(t *testing.T) {
 			t.Errorf("entry %d:\n got %+v\nwant %+v", i, g, w)
 		}
 	}
-	if _, err := s.LoadSession(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.LoadSession(ctx, "nope"); !errors.Is(err, store.ErrNotFound) || !errors.Is(err, record.ErrNotFound) {
 		t.Errorf("LoadSession of an unknown id: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/contextd/contextd/daemon/store"
+	"github.com/contextd/contextd/internal/ids"
 )
 
 // Column weights of bm25(), in the FTS table's column order: the title and
@@ -65,7 +66,7 @@ func (s *Store) PutMemory(ctx context.Context, m *store.Memory) error {
 	}
 	id := m.ID
 	if id == "" {
-		id = store.NewID()
+		id = ids.New()
 	}
 	t := now()
 

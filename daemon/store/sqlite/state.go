@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/contextd/contextd/daemon/store"
+	"github.com/contextd/contextd/internal/ids"
 )
 
 // PutCheckpoint stores c, setting its ID when empty and its Created.
@@ -15,7 +16,7 @@ import (
 func (s *Store) PutCheckpoint(ctx context.Context, c *store.Checkpoint) error {
 	id := c.ID
 	if id == "" {
-		id = store.NewID()
+		id = ids.New()
 	}
 	t := now()
 	// ON CONFLICT DO NOTHING plus the row count tells "already there" from
@@ -108,7 +109,7 @@ func scanBranch(sc interface{ Scan(...any) error }) (*store.Branch, error) {
 func (s *Store) PutBranch(ctx context.Context, b *store.Branch) error {
 	id := b.ID
 	if id == "" {
-		id = store.NewID()
+		id = ids.New()
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {

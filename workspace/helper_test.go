@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/daemon/workspace"
+	"github.com/contextd/contextd/workspace"
 )
 
 // The test binary doubles as a helper process: with CTXD_WS_HELPER set it performs

@@ -1,22 +1,24 @@
-package store
+// Package ids makes the random ids records get (UUIDs), for the daemon's
+// stores, the MCP session records and the proxy's MCP sessions alike.
+package ids
 
 import (
 	"crypto/rand"
 	"encoding/hex"
 )
 
-// NewID returns a random (version 4) UUID in canonical form, the id every
+// New returns a random (version 4) UUID in canonical form, the id every
 // backend gives a new record (Qdrant takes UUIDs as point ids).
-func NewID() string {
+func New() string {
 	var b [16]byte
 	rand.Read(b[:])         // never fails: crypto/rand crashes the program instead
 	b[6] = b[6]&0x0f | 0x40 // version 4
 	b[8] = b[8]&0x3f | 0x80 // RFC 4122 variant
-	return FormatUUID(b)
+	return Format(b)
 }
 
-// FormatUUID writes b in the canonical 8-4-4-4-12 lower-case hex form.
-func FormatUUID(b [16]byte) string {
+// Format writes b in the canonical 8-4-4-4-12 lower-case hex form.
+func Format(b [16]byte) string {
 	var out [36]byte
 	hex.Encode(out[0:8], b[0:4])
 	out[8] = '-'

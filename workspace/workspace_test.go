@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/daemon/workspace"
+	"github.com/contextd/contextd/workspace"
 )
 
 // Tests in this package change the process umask: none of them runs in parallel.

@@ -1,0 +1,155 @@
+package layering
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/contextd/contextd/"
+
+// rule forbids the packages matching from (and, with deep, everything they
+// link) to import any package under one of forbid.
+type rule struct {
+	from   []string // package patterns relative to the module: "proxy/..." or "cmd/contextd-proxy"
+	deep   bool     // check every package linked in, not only direct imports
+	forbid []string // module-relative prefixes ("daemon/" forbids daemon/x but not daemonx)
+	why    string
+}
+
+// rules is the layering, one reviewable table. The daemon is the top: it may
+// use every other layer. Below it sit the MCP firewall (mcp/), the wire
+// protocols (wire/) and the proxy (proxy/); at the bottom the leaves that
+// every side shares (catalog, scrub, budget, workspace, peercred, ids,
+// envallow, toolspec).
+var rules = []rule{
+	{
+		from:   []string{"cmd/contextd-proxy", "cmd/contextd-proxy-mcp"},
+		deep:   true,
+		forbid: []string{"daemon/", "mcp/", "ns/", "seccomp/", "inspect/", "cmd/contextd/"},
+		why:    "the proxy starts on every tool call and runs in the agent's process tree: it links nothing of the daemon (nor its sandbox, seccomp or MCP firewall)",
+	},
+	{
+		from:   []string{"proxy/..."},
+		forbid: []string{"daemon/", "mcp/", "ns/", "seccomp/"},
+		why:    "the proxy speaks to the daemon over the socket only; what both need lives in a shared leaf",
+	},
+	{
+		from:   []string{"mcp/..."},
+		deep:   true,
+		forbid: []string{"daemon/", "proxy/", "cmd/"},
+		why:    "the MCP firewall is a library the daemon uses; it must not reach back into the daemon (daemon -> mcp, never both ways)",
+	},
+	{
+		from:   []string{"wire/..."},
+		deep:   true,
+		forbid: []string{"daemon/", "proxy/", "mcp/", "cmd/"},
+		why:    "the protocols are the edge; clients of the public API link them without the daemon or the proxy",
+	},
+	{
+		from:   []string{"catalog/...", "scrub/...", "budget/...", "workspace/...", "peercred/...", "internal/ids/...", "envallow/...", "toolspec/..."},
+		deep:   true,
+		forbid: []string{"daemon/", "proxy/", "mcp/", "wire/", "cmd/", "ns/", "inspect/"},
+		why:    "the shared leaves sit below every layer that uses them",
+	},
+}
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+}
+
+// graph lists every package of the module with its direct imports and
+// everything it links.
+func graph(t *testing.T) map[string]pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json", "./...")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	g := map[string]pkg{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		g[strings.TrimPrefix(p.ImportPath, module)] = p
+	}
+	return g
+}
+
+func matches(pattern, rel string) bool {
+	if dir, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return rel == dir || strings.HasPrefix(rel, dir+"/")
+	}
+	return rel == pattern
+}
+
+func TestImportRules(t *testing.T) {
+	g := graph(t)
+	for _, r := range rules {
+		found := false
+		for rel, p := range g {
+			in := false
+			for _, f := range r.from {
+				in = in || matches(f, rel)
+			}
+			if !in {
+				continue
+			}
+			found = true
+			edges := p.Imports
+			if r.deep {
+				edges = p.Deps
+			}
+			for _, imp := range edges {
+				dep, ok := strings.CutPrefix(imp, module)
+				if !ok {
+					continue
+				}
+				for _, f := range r.forbid {
+					if strings.HasPrefix(dep+"/", f) || strings.HasPrefix(dep, f) {
+						t.Errorf("%s imports %s: %s", rel, dep, r.why)
+					}
+				}
+			}
+		}
+		if !found {
+			t.Errorf("rule %v matches no package: the table is out of date", r.from)
+		}
+	}
+}
+
+// The rule table must catch a forbidden edge: check it against a graph
+// with one planted.
+func TestRulesCatchAPlantedEdge(t *testing.T) {
+	for _, c := range []struct{ from, to string }{
+		{"proxy/client", "daemon/peer"},
+		{"mcp/intercept", "daemon/budget"},
+		{"budget", "mcp/jsonrpc"},
+	} {
+		caught := false
+		for _, r := range rules {
+			in := false
+			for _, f := range r.from {
+				in = in || matches(f, c.from)
+			}
+			for _, f := range r.forbid {
+				if in && strings.HasPrefix(c.to+"/", f) {
+					caught = true
+				}
+			}
+		}
+		if !caught {
+			t.Errorf("an import %s -> %s would pass the rules", c.from, c.to)
+		}
+	}
+}
