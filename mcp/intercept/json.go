@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/contextd/contextd/mcp/jsonrpc"
 )
 
 // The engine reads and edits messages in place, on their raw bytes: a value
@@ -16,10 +18,12 @@ import (
 // spelling, unknown members) stays byte for byte what the sender wrote, which
 // a decode and re-encode through map[string]any would not keep.
 
-// maxDepth bounds the nesting the scanner follows. No MCP message comes near
-// it; a message past it is refused rather than risking deep recursion on
-// untrusted input.
-const maxDepth = 512
+// maxDepth bounds the nesting the scanner follows: jsonrpc.MaxDepth, the
+// MCP path's one limit. The relay has refused (by Classify) any message
+// nested deeper, so the engine only meets the limit in what it builds or a
+// user rule edits; a message past it is refused rather than risking deep
+// recursion on untrusted input.
+const maxDepth = jsonrpc.MaxDepth
 
 // errSyntax is the cause of every scanning failure: the message is not the
 // JSON it claims to be.

@@ -15,7 +15,14 @@ const (
 	MaxIDLen     = 1024  // bytes of an id as spelled
 	MaxMethodLen = 1024  // bytes of a method or tool name
 	MaxBatch     = 10000 // elements of one batch
-	MaxDepth     = 10000 // nesting depth of any value, as encoding/json allows
+	// MaxDepth is the one nesting limit of the MCP path: how many containers
+	// (the envelope's own object, and a batch's array, included) may be open
+	// at once. Every scanner on the path (Classify, the intercept engine's
+	// reading, editing and scrubbing) uses it, so a message the relay accepts
+	// is one the engine can read: a message nested deeper is refused by
+	// Classify, at the relay, before any handler sees it. No MCP message comes
+	// near it; it bounds the recursion untrusted input can cause.
+	MaxDepth = 512
 )
 
 // ErrInvalid is what Classify reports for a message it refuses. Its texts name

@@ -168,19 +168,35 @@ func TestClassifyBatch(t *testing.T) {
 }
 
 func TestClassifyDepth(t *testing.T) {
-	// The envelope's own object counts, as it does for encoding/json.
+	// The envelope's own object counts, as it does for encoding/json (whose
+	// limit, 10000, is far above MaxDepth).
 	nest := func(n int) []byte {
 		return []byte(`{"jsonrpc":"2.0","id":1,"result":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}`)
 	}
-	if _, err := Classify(nest(MaxDepth)); !errors.Is(err, ErrInvalid) || json.Valid(nest(MaxDepth)) {
+	if _, err := Classify(nest(MaxDepth)); !errors.Is(err, ErrInvalid) || !json.Valid(nest(MaxDepth)) {
 		t.Errorf("depth %d: %v", MaxDepth+1, err)
 	}
 	if _, err := Classify(nest(MaxDepth - 1)); err != nil || !json.Valid(nest(MaxDepth-1)) {
 		t.Errorf("depth %d: %v", MaxDepth, err)
 	}
-	ok := `{"jsonrpc":"2.0","id":1,"result":` + strings.Repeat(`{"a":[`, 2000) + strings.Repeat("]}", 2000) + `}`
+	// Objects and arrays count alike: the envelope and 2*255 containers.
+	n := (MaxDepth - 2) / 2
+	ok := `{"jsonrpc":"2.0","id":1,"result":` + strings.Repeat(`{"a":[`, n) + strings.Repeat("]}", n) + `}`
 	if _, err := Classify([]byte(ok)); err != nil {
-		t.Errorf("depth 4000: %v", err)
+		t.Errorf("depth %d: %v", 2*n+1, err)
+	}
+	over := `{"jsonrpc":"2.0","id":1,"result":` + strings.Repeat(`{"a":[`, n+1) + strings.Repeat("]}", n+1) + `}`
+	if _, err := Classify([]byte(over)); !errors.Is(err, ErrInvalid) {
+		t.Errorf("depth %d: %v", 2*n+3, err)
+	}
+	// A batch's array counts as well.
+	batch := `[{"jsonrpc":"2.0","id":1,"result":` + strings.Repeat("[", MaxDepth-2) + strings.Repeat("]", MaxDepth-2) + `}]`
+	if _, err := Classify([]byte(batch)); err != nil {
+		t.Errorf("batch at depth %d: %v", MaxDepth, err)
+	}
+	batch = `[{"jsonrpc":"2.0","id":1,"result":` + strings.Repeat("[", MaxDepth-1) + strings.Repeat("]", MaxDepth-1) + `}]`
+	if _, err := Classify([]byte(batch)); !errors.Is(err, ErrInvalid) {
+		t.Errorf("batch at depth %d: %v", MaxDepth+1, err)
 	}
 }
 
