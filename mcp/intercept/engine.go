@@ -55,11 +55,6 @@ type Options struct {
 	// forward loops and from the callers of Forward, Modify, Drop and
 	// ReleaseAll, and must return quickly (hand the event to a channel).
 	OnEvent func(Event)
-	// MaxPending bounds how many unanswered requests the engine remembers
-	// (to know what a response answers); default 65536. When it is full the
-	// oldest is forgotten, and its response is treated as answering an
-	// unknown request.
-	MaxPending int
 }
 
 // Engine decides the fate of every message of one wrapped server. It
@@ -73,23 +68,26 @@ type Engine struct {
 	isAllow bool    // the server has one
 
 	mu       sync.Mutex
-	pending  map[string]pendingReq
-	queue    []pendingKey
-	gen      uint64
 	listed   map[string]string // tool -> hash the latest tools/list showed
 	approved map[string]string // tool -> listed hash known to equal the pin
 
 	hold holdState
 }
 
+// pendingReq is the request a response answers, as the relay matched it
+// (jsonrpc.Message's Corr, ReqMethod and ReqTool, or Answers for a batch's
+// elements): the engine keeps no correlation of its own.
 type pendingReq struct {
 	method, tool string
-	gen          uint64
 }
 
-type pendingKey struct {
-	key string
-	gen uint64
+// answers is the request m answers, or nil when it answers none the relay
+// knows (or is not a response).
+func answers(m *jsonrpc.Message) *pendingReq {
+	if m.Corr == 0 || m.Info.Kind != jsonrpc.KindResponse && m.Info.Kind != jsonrpc.KindError {
+		return nil
+	}
+	return &pendingReq{method: m.ReqMethod, tool: m.ReqTool}
 }
 
 var _ relay.Handler = (*Engine)(nil)
@@ -116,11 +114,7 @@ func New(o *Options) (*Engine, error) {
 	if opt.Pins == nil {
 		opt.Pins = &MemoryPins{}
 	}
-	if opt.MaxPending <= 0 {
-		opt.MaxPending = 65536
-	}
-	e := &Engine{o: opt, cfg: cfg, cc: cc, pending: map[string]pendingReq{},
-		listed: map[string]string{}, approved: map[string]string{}}
+	e := &Engine{o: opt, cfg: cfg, cc: cc, listed: map[string]string{}, approved: map[string]string{}}
 	e.allow, e.isAllow = cc.allow[opt.Server]
 	if (cfg.Pin || e.isAllow) && opt.Server == "" {
 		return nil, fmt.Errorf("intercept: pinning and allowlists need the server's name: %w", catalog.ErrInternal)
@@ -131,7 +125,7 @@ func New(o *Options) (*Engine, error) {
 
 // Handle implements relay.Handler.
 func (e *Engine) Handle(ctx context.Context, m *jsonrpc.Message) (relay.Verdict, error) {
-	d, err := e.decide(ctx, m.Dir, m.Raw, nil)
+	d, err := e.decide(ctx, m, m.Raw, nil)
 	if err != nil {
 		return relay.Verdict{Action: relay.Drop, Rule: d.rule()}, err
 	}
@@ -176,16 +170,18 @@ func (d *decision) verdict(orig []byte) relay.Verdict {
 	return v
 }
 
-// decide runs the rules on raw. req, when not nil, is the request a
-// response answers, already looked up (a held message edited by the user is
-// decided again without tracking it twice).
-func (e *Engine) decide(ctx context.Context, dir jsonrpc.Direction, raw []byte, again *decision) (*decision, error) {
+// decide runs the rules on raw, which is m's bytes or, for a held message
+// the user edited, what the user made of them. What a response answers is
+// the relay's correlation, in m; again, when not nil, is the decision on m
+// before the edit, whose request a response keeps.
+func (e *Engine) decide(ctx context.Context, m *jsonrpc.Message, raw []byte, again *decision) (*decision, error) {
+	dir := m.Dir
 	s, end, err := document(raw)
 	if err == nil && raw[s] == '[' {
-		return e.decideBatch(ctx, dir, raw, s, end, again)
+		return e.decideBatch(ctx, m, raw, s, end, again)
 	}
 	d := &decision{raw: raw}
-	if err := e.decideOne(ctx, dir, d, again); err != nil {
+	if err := e.decideOne(ctx, dir, d, again, answers(m)); err != nil {
 		return d, err
 	}
 	return d, nil
@@ -193,8 +189,11 @@ func (e *Engine) decide(ctx context.Context, dir jsonrpc.Direction, raw []byte, 
 
 // decideBatch decides each element of a batch on its own and puts the batch
 // back together: refused elements are taken out and their replies sent back
-// as a batch of their own.
-func (e *Engine) decideBatch(ctx context.Context, dir jsonrpc.Direction, raw []byte, s, end int, again *decision) (*decision, error) {
+// as a batch of their own. An element answers what the relay matched it to
+// (m.Answers, by index); the elements of a batch the user edited answer
+// nothing known, their requests' having been settled by the original.
+func (e *Engine) decideBatch(ctx context.Context, m *jsonrpc.Message, raw []byte, s, end int, again *decision) (*decision, error) {
+	dir := m.Dir
 	d := &decision{raw: raw}
 	var elems [][2]int
 	if _, err := scanArray(raw, s, 0, func(_, a, z int) error {
@@ -208,9 +207,13 @@ func (e *Engine) decideBatch(ctx context.Context, dir jsonrpc.Direction, raw []b
 	}
 	var kept, replies [][]byte
 	changed := false
-	for _, el := range elems {
+	for i, el := range elems {
 		ed := &decision{raw: raw[el[0]:el[1]:el[1]]}
-		if err := e.decideOne(ctx, dir, ed, nil); err != nil {
+		var req *pendingReq
+		if again == nil && i < len(m.Answers) && m.Answers[i].Seq != 0 {
+			req = &pendingReq{method: m.Answers[i].Method, tool: m.Answers[i].Tool}
+		}
+		if err := e.decideOne(ctx, dir, ed, nil, req); err != nil {
 			d.rules = ed.rules
 			return d, err
 		}
@@ -249,8 +252,9 @@ func joinArray(items [][]byte) []byte {
 }
 
 // decideOne runs the built-in rules and then the user's rules on one message
-// (d.raw), leaving the outcome in d.
-func (e *Engine) decideOne(ctx context.Context, dir jsonrpc.Direction, d *decision, again *decision) error {
+// (d.raw), leaving the outcome in d. req is the request it answers, if the
+// relay knows one.
+func (e *Engine) decideOne(ctx context.Context, dir jsonrpc.Direction, d *decision, again *decision, req *pendingReq) error {
 	env, err := readEnvelope(d.raw)
 	if err != nil {
 		return fmt.Errorf("refused a %s message: %v: %w", dir, err, catalog.ErrBadInput)
@@ -259,13 +263,8 @@ func (e *Engine) decideOne(ctx context.Context, dir jsonrpc.Direction, d *decisi
 	switch {
 	case again != nil:
 		d.req = again.req
-		if env.kind == jsonrpc.KindRequest {
-			e.track(dir, env)
-		}
-	case env.kind == jsonrpc.KindRequest:
-		e.track(dir, env)
 	case env.kind == jsonrpc.KindResponse || env.kind == jsonrpc.KindError:
-		d.req = e.answered(dir, env.id)
+		d.req = req
 	}
 	if !env.object {
 		// Not a JSON-RPC message: nothing to route or match, but what a
@@ -424,53 +423,6 @@ func (e *Engine) allowed(tool string) bool {
 		}
 	}
 	return false
-}
-
-// track remembers a request so that its response can be matched to it.
-func (e *Engine) track(dir jsonrpc.Direction, env envelope) {
-	key := jsonrpc.Key(dir, env.id)
-	if key == "" {
-		return // a null or malformed id: no response can be matched to it
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.gen++
-	e.pending[key] = pendingReq{method: env.method, tool: env.tool, gen: e.gen}
-	e.queue = append(e.queue, pendingKey{key, e.gen})
-	for len(e.pending) > e.o.MaxPending && len(e.queue) > 0 {
-		old := e.queue[0]
-		e.queue = e.queue[1:]
-		if p, ok := e.pending[old.key]; ok && p.gen == old.gen {
-			delete(e.pending, old.key)
-		}
-	}
-	// Keep the queue from growing with answered requests' keys.
-	if len(e.queue) > 2*e.o.MaxPending && len(e.queue) > 1024 {
-		q := e.queue[:0]
-		for _, k := range e.queue {
-			if p, ok := e.pending[k.key]; ok && p.gen == k.gen {
-				q = append(q, k)
-			}
-		}
-		e.queue = q
-	}
-}
-
-// answered returns (and forgets) the request a response traveling in dir
-// answers, or nil.
-func (e *Engine) answered(dir jsonrpc.Direction, id []byte) *pendingReq {
-	key := jsonrpc.Key(dir.Reverse(), id)
-	if key == "" {
-		return nil
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	p, ok := e.pending[key]
-	if !ok {
-		return nil
-	}
-	delete(e.pending, key)
-	return &p
 }
 
 // looksLikeToolList reports whether a response whose request is unknown has

@@ -48,12 +48,14 @@ func token(seed uint64) string {
 	return "ghp_" + string(b)
 }
 
-// session feeds messages to an engine as a relay would, numbering them.
+// session feeds messages to an engine as a relay would, numbering,
+// classifying and correlating them.
 type session struct {
-	t   testing.TB
-	e   *intercept.Engine
-	seq uint64
-	mu  sync.Mutex
+	t    testing.TB
+	e    *intercept.Engine
+	seq  uint64
+	mu   sync.Mutex
+	corr jsonrpc.Correlator
 }
 
 func newSession(t testing.TB, o *intercept.Options) *session {
@@ -76,7 +78,15 @@ func (s *session) next(dir jsonrpc.Direction, raw string) *jsonrpc.Message {
 	s.seq++
 	seq := s.seq
 	s.mu.Unlock()
-	return &jsonrpc.Message{Seq: seq, Dir: dir, Time: time.Now(), Raw: []byte(raw)}
+	m := &jsonrpc.Message{Seq: seq, Dir: dir, Time: time.Now(), Raw: []byte(raw)}
+	// The relay's correlation, which the engine reads: what a response
+	// answers, and the requests a response may answer. (The relay remembers
+	// a request once it is passed on; remembering it here already makes no
+	// difference to a test that answers it only after Handle.)
+	m.Info, _ = jsonrpc.Classify(m.Raw)
+	s.corr.Match(m)
+	s.corr.Request(m)
+	return m
 }
 
 // send passes one message and fails the test on an error.
@@ -696,5 +706,29 @@ func TestBudgetMCPHint(t *testing.T) {
 	out, _, _ = b.Fit(context.Background(), "srv", "big", []byte(long.String()))
 	if strings.Contains(string(out), "continue") || !strings.Contains(string(out), "the whole result was not kept") {
 		t.Errorf("nothing kept, yet a way to continue:\n%s", out)
+	}
+}
+
+// TestBatchAnswersEachRequest: each element of a batch of responses is
+// decided as an answer to its own request, as the relay matched it: the
+// tools/call result is cut to the budget, the resources/read result beside
+// it is not.
+func TestBatchAnswersEachRequest(t *testing.T) {
+	s := newSession(t, &intercept.Options{Budgeter: &intercept.CounterBudgeter{Counter: budget.Default(), Tokens: 200}})
+	long := strings.Repeat("a line of a long output\n", 2000)
+	s.send(c2s, `[{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"x"}},`+call(2, "big", `{}`)+`]`)
+	v := s.send(s2c, `[`+textResult(1, long)+`,`+textResult(2, long)+`]`)
+	var got []struct {
+		ID     int
+		Result struct{ Content []struct{ Text string } }
+	}
+	if err := json.Unmarshal(v.Raw, &got); err != nil || v.Action != relay.Modify || v.Rule != intercept.RuleBudget || len(got) != 2 {
+		t.Fatalf("batch of results: %v %s (%v)", v.Action, v.Rule, err)
+	}
+	if got[0].ID != 1 || got[0].Result.Content[0].Text != long {
+		t.Errorf("the resources/read result was changed")
+	}
+	if got[1].ID != 2 || len(got[1].Result.Content[0].Text) >= len(long) {
+		t.Errorf("the tools/call result was not cut")
 	}
 }

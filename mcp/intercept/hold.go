@@ -274,7 +274,7 @@ func (e *Engine) holdMessage(ctx context.Context, m *jsonrpc.Message, d *decisio
 		}
 	case relay.Modify:
 		var nd *decision
-		nd, err = e.decide(ctx, m.Dir, c.raw, d)
+		nd, err = e.decide(ctx, m, c.raw, d)
 		if err != nil {
 			out = relay.Verdict{Action: relay.Drop, Rule: joinRule(RuleUser, nd.rule())}
 			break

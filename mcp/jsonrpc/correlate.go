@@ -102,6 +102,44 @@ func (c *Correlator) request(dir Direction, seq uint64, in *Info) {
 	}
 }
 
+// Match fills in what m answers, as a relay does for each message it reads:
+// for a request, Corr is its own Seq; for a response or error, Corr,
+// ReqMethod and ReqTool are those of the request it answers, which is
+// forgotten. For a batch, Answers holds what each element answers, Corr and
+// ReqMethod the first element's that answers a known request (or, failing
+// that, the batch's own Seq when it holds a request). This is the one
+// correlation of the MCP path: handlers and observers read it from m.
+func (c *Correlator) Match(m *Message) {
+	answer := func(in *Info) (Match, bool) {
+		if in.Kind != KindResponse && in.Kind != KindError {
+			return Match{}, false
+		}
+		p, ok := c.Answer(m.Dir, in.ID)
+		if ok && m.Corr == 0 {
+			m.Corr, m.ReqMethod, m.ReqTool = p.Seq, p.Method, p.Tool
+		}
+		return p, ok
+	}
+	switch m.Info.Kind {
+	case KindRequest:
+		m.Corr = m.Seq
+	case KindResponse, KindError:
+		answer(&m.Info)
+	case KindBatch:
+		hasRequest := false
+		m.Answers = make([]Match, len(m.Info.Batch))
+		for i := range m.Info.Batch {
+			if p, ok := answer(&m.Info.Batch[i]); ok {
+				m.Answers[i] = p
+			}
+			hasRequest = hasRequest || m.Info.Batch[i].Kind == KindRequest
+		}
+		if m.Corr == 0 && hasRequest {
+			m.Corr = m.Seq
+		}
+	}
+}
+
 // Response finds the request m answers (for a batch, the first element that
 // answers one), forgets it (all the batch answers), and returns its Seq and
 // method. ok is false when m is not a response or answers nothing remembered.

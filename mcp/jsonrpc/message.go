@@ -85,5 +85,9 @@ type Message struct {
 	// another's. Empty when no request is known.
 	ReqMethod string
 	ReqTool   string
-	Raw       []byte
+	// Answers is, for a batch, the request each element answers, indexed as
+	// Info.Batch: a zero Match (Seq 0) for an element that answers none
+	// known. Nil for a message that is not a batch.
+	Answers []Match
+	Raw     []byte
 }

@@ -129,8 +129,6 @@ type Recorder struct {
 	failure  error // the last failed save, nil once one succeeds
 	lost     int   // entries given up on
 	closed   bool
-	corr     map[string]uint64    // own correlation when the relay gives none
-	reqs     map[uint64][2]string // seq -> method, tool of unanswered requests
 	kick     chan struct{}
 	finished chan struct{}
 }
@@ -177,8 +175,7 @@ func Start(ctx context.Context, s Session, o *Options) (*Recorder, error) {
 	if err := opt.Store.CreateSession(ctx, &s); err != nil {
 		return nil, fmt.Errorf("record: create session: %w", err)
 	}
-	r := &Recorder{o: opt, sess: s, corr: map[string]uint64{},
-		kick: make(chan struct{}, 1), finished: make(chan struct{})}
+	r := &Recorder{o: opt, sess: s, kick: make(chan struct{}, 1), finished: make(chan struct{})}
 	r.drained = sync.NewCond(&r.mu)
 	go r.flusher()
 	return r, nil
@@ -191,12 +188,18 @@ func (r *Recorder) Session() Session {
 	return r.sess
 }
 
-// Observe implements relay.Observer: it appends m's entry.
+// Observe implements relay.Observer: it appends m's entry. What a response
+// answers is the relay's correlation (m.Corr, ReqMethod, ReqTool): the
+// recorder keeps none of its own.
 func (r *Recorder) Observe(m *jsonrpc.Message, v relay.Verdict, err error) {
 	e := Entry{
 		Seq: m.Seq, Dir: m.Dir, Time: m.Time.UTC(), Kind: m.Info.Kind,
 		Method: m.Info.Method, Tool: m.Info.Tool, Corr: m.Corr,
 		Action: v.Action, Rule: v.Rule,
+	}
+	if (e.Kind == jsonrpc.KindResponse || e.Kind == jsonrpc.KindError) && e.Corr != 0 {
+		// A response's envelope names neither: they are its request's.
+		e.Method, e.Tool = m.ReqMethod, m.ReqTool
 	}
 	if m.Info.ID != nil {
 		e.ID = append(json.RawMessage(nil), m.Info.ID...)
@@ -221,7 +224,6 @@ func (r *Recorder) Observe(m *jsonrpc.Message, v relay.Verdict, err error) {
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.correlate(&e)
 	if r.closed {
 		r.lost++
 		return
@@ -239,55 +241,6 @@ func (r *Recorder) Observe(m *jsonrpc.Message, v relay.Verdict, err error) {
 	if len(r.buf) >= r.o.BatchSize {
 		r.kickLocked()
 	}
-}
-
-// correlate fills in what the relay left out: the request a response answers
-// (by id, per direction) and, for a response, the method and tool of that
-// request.
-func (r *Recorder) correlate(e *Entry) {
-	switch e.Kind {
-	case jsonrpc.KindRequest:
-		if e.Corr == 0 {
-			e.Corr = e.Seq
-		}
-		if len(r.corr) >= 1<<16 {
-			clear(r.corr) // bounded: a flood of unanswered requests forgets the oldest
-		}
-		if k := jsonrpc.Key(e.Dir, e.ID); k != "" {
-			r.corr[k] = e.Seq
-		}
-		r.remember(e.Seq, e.Method, e.Tool)
-	case jsonrpc.KindResponse, jsonrpc.KindError:
-		key := jsonrpc.Key(e.Dir.Reverse(), e.ID)
-		if e.Corr == 0 && key != "" {
-			e.Corr = r.corr[key]
-		}
-		delete(r.corr, key)
-		if e.Method == "" && e.Corr != 0 {
-			e.Method, e.Tool = r.requestOf(e.Corr)
-		}
-	}
-}
-
-// remember keeps the method and tool of a request still unanswered, so that
-// its response can carry them (the relay classifies a response from its
-// envelope alone, which names neither).
-func (r *Recorder) remember(seq uint64, method, tool string) {
-	if r.reqs == nil {
-		r.reqs = map[uint64][2]string{}
-	}
-	if len(r.reqs) >= 1<<16 {
-		clear(r.reqs)
-	}
-	r.reqs[seq] = [2]string{method, tool}
-}
-
-func (r *Recorder) requestOf(seq uint64) (string, string) {
-	mt, ok := r.reqs[seq]
-	if ok {
-		delete(r.reqs, seq)
-	}
-	return mt[0], mt[1]
 }
 
 func (r *Recorder) kickLocked() {

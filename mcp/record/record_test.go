@@ -44,11 +44,12 @@ func token(seed uint64) string {
 // wrap plays a relay: each message is classified, decided by a real
 // intercept engine and observed by the recorder, as the forward loops do.
 type wrap struct {
-	t   *testing.T
-	e   *intercept.Engine
-	rec *record.Recorder
-	seq uint64
-	now time.Time
+	t    *testing.T
+	e    *intercept.Engine
+	rec  *record.Recorder
+	seq  uint64
+	now  time.Time
+	corr jsonrpc.Correlator
 }
 
 func newWrap(t *testing.T, st record.Store, cfg *intercept.Config) *wrap {
@@ -76,7 +77,11 @@ func (w *wrap) send(dir jsonrpc.Direction, raw string) relay.Verdict {
 	w.now = w.now.Add(1500 * time.Microsecond)
 	info, _ := jsonrpc.Classify([]byte(raw))
 	m := &jsonrpc.Message{Seq: w.seq, Dir: dir, Time: w.now, Info: info, Raw: []byte(raw)}
+	w.corr.Match(m) // the relay's correlation, which the engine and the recorder read
 	v, err := w.e.Handle(context.Background(), m)
+	if err == nil && v.Action != relay.Drop {
+		w.corr.Request(m)
+	}
 	w.rec.Observe(m, v, err)
 	return v
 }

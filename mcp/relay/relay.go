@@ -273,7 +273,7 @@ func (r *relay) handle(ctx context.Context, dir jsonrpc.Direction, src, dst *sid
 	if cerr != nil {
 		return r.deliver(ctx, m, r.refuse(m, cerr), cerr, src, dst)
 	}
-	r.match(m)
+	r.corr.Match(m)
 
 	v, herr := Verdict{Action: Forward}, error(nil)
 	if r.opts.Handler != nil {
@@ -313,33 +313,6 @@ func (r *relay) deliver(ctx context.Context, m *jsonrpc.Message, v Verdict, why 
 	}
 	r.observe(m, v, why)
 	return err
-}
-
-// match fills in what a message answers, or its own Seq for a request.
-func (r *relay) match(m *jsonrpc.Message) {
-	answer := func(in *jsonrpc.Info) {
-		if in.Kind != jsonrpc.KindResponse && in.Kind != jsonrpc.KindError {
-			return
-		}
-		if p, ok := r.corr.Answer(m.Dir, in.ID); ok && m.Corr == 0 {
-			m.Corr, m.ReqMethod, m.ReqTool = p.Seq, p.Method, p.Tool
-		}
-	}
-	switch m.Info.Kind {
-	case jsonrpc.KindRequest:
-		m.Corr = m.Seq
-	case jsonrpc.KindResponse, jsonrpc.KindError:
-		answer(&m.Info)
-	case jsonrpc.KindBatch:
-		hasRequest := false
-		for i := range m.Info.Batch {
-			answer(&m.Info.Batch[i])
-			hasRequest = hasRequest || m.Info.Batch[i].Kind == jsonrpc.KindRequest
-		}
-		if m.Corr == 0 && hasRequest {
-			m.Corr = m.Seq
-		}
-	}
 }
 
 // checkVerdict refuses a verdict the relay cannot carry out safely, and
