@@ -181,7 +181,11 @@ func (e *Engine) decide(ctx context.Context, m *jsonrpc.Message, raw []byte, aga
 		return e.decideBatch(ctx, m, raw, s, end, again)
 	}
 	d := &decision{raw: raw}
-	if err := e.decideOne(ctx, dir, d, again, answers(m)); err != nil {
+	var info *jsonrpc.Info
+	if again == nil {
+		info = &m.Info // raw is m.Raw, which the relay classified
+	}
+	if err := e.decideOne(ctx, dir, d, again, answers(m), info); err != nil {
 		return d, err
 	}
 	return d, nil
@@ -207,13 +211,19 @@ func (e *Engine) decideBatch(ctx context.Context, m *jsonrpc.Message, raw []byte
 	}
 	var kept, replies [][]byte
 	changed := false
+	// The relay classified the batch element by element, in order.
+	classified := again == nil && m.Info.Kind == jsonrpc.KindBatch && len(m.Info.Batch) == len(elems)
 	for i, el := range elems {
 		ed := &decision{raw: raw[el[0]:el[1]:el[1]]}
 		var req *pendingReq
 		if again == nil && i < len(m.Answers) && m.Answers[i].Seq != 0 {
 			req = &pendingReq{method: m.Answers[i].Method, tool: m.Answers[i].Tool}
 		}
-		if err := e.decideOne(ctx, dir, ed, nil, req); err != nil {
+		var info *jsonrpc.Info
+		if classified {
+			info = &m.Info.Batch[i]
+		}
+		if err := e.decideOne(ctx, dir, ed, nil, req, info); err != nil {
 			d.rules = ed.rules
 			return d, err
 		}
@@ -253,11 +263,15 @@ func joinArray(items [][]byte) []byte {
 
 // decideOne runs the built-in rules and then the user's rules on one message
 // (d.raw), leaving the outcome in d. req is the request it answers, if the
-// relay knows one.
-func (e *Engine) decideOne(ctx context.Context, dir jsonrpc.Direction, d *decision, again *decision, req *pendingReq) error {
-	env, err := readEnvelope(d.raw)
-	if err != nil {
-		return fmt.Errorf("refused a %s message: %v: %w", dir, err, catalog.ErrBadInput)
+// relay knows one; info, when not nil, is d.raw's classification by the
+// relay, which spares reading the envelope again.
+func (e *Engine) decideOne(ctx context.Context, dir jsonrpc.Direction, d *decision, again *decision, req *pendingReq, info *jsonrpc.Info) error {
+	env, ok := classifiedEnvelope(d.raw, info)
+	if !ok {
+		var err error
+		if env, err = readEnvelope(d.raw); err != nil {
+			return fmt.Errorf("refused a %s message: %v: %w", dir, err, catalog.ErrBadInput)
+		}
 	}
 	d.env = env
 	switch {

@@ -7,11 +7,15 @@ import (
 )
 
 // envelope is what the engine reads of a message before deciding on it. The
-// engine reads it itself, strictly, rather than trusting a classification
-// made elsewhere: the tool name it checks against allowlists and pins must be
-// the one the receiver will act on, so a message whose envelope names a
-// member twice ("name":"allowed","name":"evil"), where parsers disagree on
-// which copy counts, is refused.
+// tool name it checks against allowlists and pins must be the one the
+// receiver will act on, so a message whose envelope names a member twice
+// ("name":"allowed","name":"evil"), where parsers disagree on which copy
+// counts, is refused. jsonrpc.Classify, which the relay runs on every
+// message, is that strict (stricter: it also refuses keys that differ from
+// the envelope's only in letter case), so the engine takes the envelope
+// from the relay's classification (classifiedEnvelope) and reads it itself
+// (readEnvelope) only for what was not classified: a message the user
+// edited while it was held.
 type envelope struct {
 	start, end int  // the value's span in the raw bytes
 	valid      bool // the bytes are one JSON value
@@ -20,6 +24,35 @@ type envelope struct {
 	id         []byte // the id's JSON, nil when absent
 	method     string
 	tool       string // params.name of tools/call
+}
+
+// classifiedEnvelope is the envelope of b from info, b's classification by
+// jsonrpc.Classify (one message, or one element of a batch). ok is false
+// when info cannot stand for it: none was given, b did not classify, or it
+// is a tools/call notification, whose tool Classify does not read.
+func classifiedEnvelope(b []byte, info *jsonrpc.Info) (env envelope, ok bool) {
+	if info == nil {
+		return env, false
+	}
+	switch info.Kind {
+	case jsonrpc.KindRequest, jsonrpc.KindResponse, jsonrpc.KindError:
+	case jsonrpc.KindNotification:
+		if info.Method == "tools/call" {
+			return env, false
+		}
+	default:
+		return env, false
+	}
+	env.start, env.end = skipSpace(b, 0), len(b)
+	for env.end > env.start && isSpace(b[env.end-1]) {
+		env.end--
+	}
+	env.valid, env.object = true, true
+	env.kind, env.method, env.tool = info.Kind, info.Method, info.Tool
+	if len(info.ID) > 0 {
+		env.id = info.ID
+	}
+	return env, true
 }
 
 var trackedMembers = map[string]bool{"jsonrpc": true, "id": true, "method": true, "params": true, "result": true, "error": true}
