@@ -200,6 +200,7 @@ type textIn struct {
 type testServer struct {
 	*mcp.Server
 	cancelled chan string   // the text of each slow call whose context ended
+	started   chan string   // the text of each slow call its handler began
 	echoes    chan struct{} // one per echo call, for flood to wait on
 }
 
@@ -207,6 +208,7 @@ func newTestServer() *testServer {
 	ts := &testServer{
 		Server:    mcp.NewServer(&mcp.Implementation{Name: "relay-test", Version: "1.0.0"}, nil),
 		cancelled: make(chan string, 16),
+		started:   make(chan string, 16),
 		echoes:    make(chan struct{}, 1024),
 	}
 	text := func(s string) *mcp.CallToolResult {
@@ -261,6 +263,10 @@ func newTestServer() *testServer {
 		})
 	mcp.AddTool(ts.Server, &mcp.Tool{Name: "slow", Description: "Waits to be cancelled."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
+			select {
+			case ts.started <- in.Text:
+			default:
+			}
 			select {
 			case <-ctx.Done():
 				ts.cancelled <- in.Text

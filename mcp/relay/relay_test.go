@@ -181,10 +181,20 @@ func TestCancellation(t *testing.T) {
 		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"text": "stop me"}})
 		errc <- err
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for corr.Pending(jsonrpc.ClientToServer) == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	// Cancel once the server's handler runs: a cancellation that reached
+	// the server before the request did would be ignored by it (it knows
+	// no such request yet), and the test would wait on nothing.
+	select {
+	case <-srv.started:
+	case err := <-errc:
+		t.Fatalf("the slow call ended before it was cancelled: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the slow call never reached the server")
 	}
+	if corr.Pending(jsonrpc.ClientToServer) == 0 {
+		t.Error("the relay does not count the slow call as pending")
+	}
+	deadline := time.Now().Add(10 * time.Second)
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled call: %v", err)
