@@ -32,6 +32,7 @@ type process struct {
 	stderr *stderrLog // keeps the last of it, for the message of an early exit
 
 	cancel context.CancelFunc
+	layers chan runner.Layers // what the runner applied, once the server runs
 	done   chan struct{}
 	exit   runner.Exit
 	err    error
@@ -51,12 +52,14 @@ func launch(ctx context.Context, r runner.Runner, spec runner.Spec, log *slog.Lo
 		return nil, fmt.Errorf("pipe: %v: %w", err, catalog.ErrSandbox)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	p := &process{stdin: inW, stdout: outR, stderr: &stderrLog{log: log, scrub: scrub}, cancel: cancel, done: make(chan struct{})}
+	p := &process{stdin: inW, stdout: outR, stderr: &stderrLog{log: log, scrub: scrub}, cancel: cancel,
+		layers: make(chan runner.Layers, 1), done: make(chan struct{})}
 	spec.Tool = Profile
 	spec.Mode = runner.Exec
 	spec.Input = inR       // the runner owns and closes it
 	spec.OutputFile = outW // likewise
 	spec.Stderr = p.stderr
+	spec.Started = func(l runner.Layers) { p.layers <- l }
 	go func() {
 		defer close(p.done)
 		p.exit, p.err = r.Run(ctx, spec)
@@ -66,6 +69,23 @@ func launch(ctx context.Context, r runner.Runner, spec runner.Spec, log *slog.Lo
 		outW.Close()
 	}()
 	return p, nil
+}
+
+// applied waits until the server runs and returns the sandbox layers the
+// runner put in place; false when the runner ended first (the sandbox or the
+// server could not be started: the session's end says why).
+func (p *process) applied() (runner.Layers, bool) {
+	select {
+	case l := <-p.layers:
+		return l, true
+	case <-p.done:
+		select {
+		case l := <-p.layers: // it ran, and has already ended
+			return l, true
+		default:
+			return runner.Layers{}, false
+		}
+	}
 }
 
 // stop ends the server: its stdin is closed (a well-behaved server exits on

@@ -190,7 +190,11 @@ func (w *Wrapper) start(ctx context.Context, req *lite.Wrap, sessionID string) (
 			func() []json.RawMessage { return s.corr.PendingIDs(jsonrpc.ClientToServer) },
 			func(unanswered bool) error { return redacted(info.explain(proc, unanswered), eng.Redact) },
 			s.fail)
-		s.sandbox = &lite.Sandbox{Namespaces: true, Seccomp: "embedded:" + Profile + ".json", Network: sc.Network}
+		// What the runner really applied (a profile from disk, a missing
+		// user manager), not what it was asked for.
+		if l, ok := s.proc.applied(); ok {
+			s.sandbox = &lite.Sandbox{Namespaces: l.Namespaces, Seccomp: l.Seccomp, Scope: l.Scope, ScopeNote: l.ScopeNote, Network: l.Network}
+		}
 		if sc.Network {
 			s.warnings = append(s.warnings, fmt.Sprintf("server %s shares the host network ([mcp.servers.%s] network = true)", req.Name, req.Name))
 		}

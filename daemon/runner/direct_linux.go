@@ -45,6 +45,9 @@ func (d Direct) Run(ctx context.Context, s Spec) (Exit, error) {
 			tctx, cancel = context.WithTimeout(ctx, s.Timeout)
 		}
 		defer cancel()
+		if s.Started != nil {
+			s.Started(Layers{})
+		}
 		code := d.ToolMain(tctx, s.Args, bytes.NewReader(s.Stdin), s.Output, stderr)
 		ex := Exit{Code: code}
 		switch {
@@ -96,6 +99,9 @@ func (d Direct) Run(ctx context.Context, s Spec) (Exit, error) {
 		return Exit{}, fmt.Errorf("start %s: %v: %w", s.Path, err, catalog.ErrLaunch)
 	}
 	w.Close()
+	if s.Started != nil {
+		s.Started(Layers{}) // no sandbox: no layer
+	}
 	pgid := cmd.Process.Pid
 
 	copied := make(chan error, 1)

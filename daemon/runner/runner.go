@@ -66,6 +66,12 @@ type Spec struct {
 	Timeout time.Duration
 	// Limits bound the whole call (all its processes).
 	Limits Limits
+	// Started, when set, is called once with the layers in force, after every
+	// one of them is in place and the program is released to run; it is not
+	// called when the sandbox could not be set up. A caller that talks to a
+	// long-running process (an MCP server) learns there what protects it
+	// without waiting for Exit.
+	Started func(Layers)
 }
 
 // Limits of a call; zero fields mean the runner's documented defaults.

@@ -187,6 +187,9 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 	}
 
 	tReleased = time.Since(t0)
+	if s.Started != nil {
+		s.Started(ex.Layers)
+	}
 	var copies sync.WaitGroup
 	copyOut := func(dst io.Writer, src *os.File) {
 		defer copies.Done()
