@@ -1,0 +1,603 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	sd "github.com/coreos/go-systemd/v22/dbus"
+	"golang.org/x/sys/unix"
+
+	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/daemon/scope"
+	"github.com/contextd/contextd/internal/testbin"
+	"github.com/contextd/contextd/ns"
+	"github.com/contextd/contextd/profiles"
+)
+
+// These tests run the real Runner: contextd's sandbox init (this test binary,
+// re-executed by package ns), the real seccomp profiles, and real transient
+// scopes on a real systemd user manager. Nothing is mocked.
+//
+// Like daemon/scope's tests, they run as an unprivileged user (the sandbox is
+// for an unprivileged daemon; root would hide the permission problems a real
+// user hits, and RLIMIT_NPROC does not bind root):
+//
+//   - run as root (CI, `make test`), TestMain boots a user manager for the
+//     test user ctxd-sandbox with e2e/usermgr.sh, stages a copy of the test
+//     binary the user can execute, runs it as that user inside the manager's
+//     mount namespace and cgroup subtree with CONTEXTD_SANDBOX_INNER=1 and
+//     the same -test.* flags, passes its output and exit status through, and
+//     stops the manager again (CONTEXTD_SANDBOX_KEEP=1 keeps it for reruns);
+//   - run as a normal user (a workstation, or the inner run above), the tests
+//     use that user's manager; the tests that need one fail, not skip, when
+//     there is none. The Runner's no-scope path (Scopes nil) needs no systemd
+//     at all and is tested in every run.
+//
+// The sandbox's own function (ns.Hooks.Func, what runner.Tool mode runs) is
+// probeMain below: small probes that print one line per check.
+const (
+	innerEnv = "CONTEXTD_SANDBOX_INNER"
+	keepEnv  = "CONTEXTD_SANDBOX_KEEP"
+	testUser = "ctxd-sandbox"
+)
+
+func TestMain(m *testing.M) {
+	// 1. The sandbox init re-executes this binary: become the init.
+	ns.ReexecWith(ns.Hooks{Func: probeMain})
+	// 2. As root: run the same tests again as an unprivileged user under a
+	// user manager of its own.
+	if os.Geteuid() == 0 && os.Getenv(innerEnv) == "" {
+		os.Exit(runAsTestUser())
+	}
+	code := m.Run()
+	if sharedScopes != nil {
+		sharedScopes.Close()
+	}
+	os.Exit(code)
+}
+
+// runAsTestUser is TestMain for root: see the comment at the top.
+func runAsTestUser() int {
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, "sandbox tests: "+format+"\n", args...)
+		return 1
+	}
+	script, err := findUp("e2e/usermgr.sh")
+	if err != nil {
+		return fail("running as root needs e2e/usermgr.sh to boot a user manager for %s: %v", testUser, err)
+	}
+	up := exec.Command("bash", script, "up", testUser)
+	up.Stdout, up.Stderr = os.Stderr, os.Stderr
+	if err := up.Run(); err != nil {
+		return fail("`bash %s up %s` failed (%v): cannot test the scope layer without a user manager", script, testUser, err)
+	}
+	if os.Getenv(keepEnv) == "" {
+		defer func() {
+			down := exec.Command("bash", script, "down", testUser)
+			down.Stdout, down.Stderr = os.Stderr, os.Stderr
+			if err := down.Run(); err != nil {
+				fmt.Fprintf(os.Stderr, "sandbox tests: warning: `bash %s down %s`: %v\n", script, testUser, err)
+			}
+		}()
+	}
+	u, err := user.Lookup(testUser)
+	if err != nil {
+		return fail("%v", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	staged, err := testbin.Stage("contextd-sandbox-test-", os.Args[1:], uid, gid)
+	if err != nil {
+		return fail("stage the test binary: %v", err)
+	}
+	defer staged.Finish()
+
+	args := []string{script, "run", testUser, "-C", staged.Dir, innerEnv + "=1"}
+	for _, v := range []string{"GORACE", "GOTRACEBACK"} {
+		if val, ok := os.LookupEnv(v); ok {
+			args = append(args, v+"="+val)
+		}
+	}
+	args = append(args, "--", staged.Bin)
+	args = append(args, staged.Args...)
+	fmt.Fprintf(os.Stderr, "sandbox tests: running as user %s under its systemd --user (%s)\n", testUser, script)
+	cmd := exec.Command("bash", args...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		if ee.ExitCode() == 125 {
+			fmt.Fprintf(os.Stderr, "sandbox tests: usermgr.sh could not run the tests as %s (exit 125, see above)\n", testUser)
+		}
+		if ee.ExitCode() < 0 {
+			return 1
+		}
+		return ee.ExitCode()
+	default:
+		return fail("%v", err)
+	}
+}
+
+func findUp(rel string) (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		p := filepath.Join(dir, rel)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("%s not found in any parent of the working directory", rel)
+		}
+		dir = parent
+	}
+}
+
+// probeMain is the sandbox's function in runner.Tool mode: it runs in the
+// sandbox init after every layer is in place (seccomp included) and prints
+// one line per check, the errno name or OK.
+//
+// It ends the process itself: returning would exit through the race
+// detector's exit hook, which sleeps a second (atexit_sleep_ms) in every
+// sandbox of a -race run. Its output is written already (os.Stdout is not
+// buffered).
+func probeMain(args []string) int {
+	code := probe(args)
+	unix.Exit(code)
+	return code
+}
+
+func probe(args []string) int {
+	if len(args) == 0 {
+		fmt.Println("usage: probe ...")
+		return 2
+	}
+	switch args[0] {
+	case "args":
+		fmt.Println(strings.Join(args[1:], "|"))
+	case "stdin":
+		n, err := io.Copy(os.Stdout, os.Stdin)
+		fmt.Fprintf(os.Stderr, "copied %d %s\n", n, errName(err))
+	case "syscall":
+		for _, name := range args[1:] {
+			fmt.Printf("%s %s\n", name, errName(trySyscall(name)))
+		}
+	case "fs":
+		// Each argument is OP:PATH, OP read, write or ls; one line each.
+		for _, a := range args[1:] {
+			op, p, _ := strings.Cut(a, ":")
+			var res string
+			switch op {
+			case "read":
+				_, err := os.ReadFile(p)
+				res = errName(err)
+			case "write":
+				res = errName(os.WriteFile(p, []byte("written in the sandbox\n"), 0o644))
+			case "ls":
+				names, err := readDirNames(p)
+				res = "[" + strings.Join(names, " ") + "]"
+				if err != nil {
+					res = errName(err)
+				}
+			default:
+				res = "unknown op"
+			}
+			fmt.Printf("%s %s\n", a, res)
+		}
+	case "loopback":
+		// A server and a client inside the sandbox, over its lo.
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			fmt.Println("listen", errName(err))
+			return 0
+		}
+		defer l.Close()
+		go func() {
+			if c, err := l.Accept(); err == nil {
+				c.Write([]byte("pong"))
+				c.Close()
+			}
+		}()
+		c, err := net.DialTimeout("tcp", l.Addr().String(), 10*time.Second)
+		if err != nil {
+			fmt.Println("dial", errName(err))
+			return 0
+		}
+		b, _ := io.ReadAll(c)
+		c.Close()
+		fmt.Println("OK", string(b))
+	case "dial":
+		c, err := net.DialTimeout("tcp", args[1], 10*time.Second)
+		if err == nil {
+			c.Write([]byte("from the sandbox\n"))
+			c.Close()
+		}
+		fmt.Println(errName(err))
+	default:
+		fmt.Println("unknown probe", args[0])
+		return 2
+	}
+	return 0
+}
+
+// trySyscall makes one system call that safe_bash's profile denies, with
+// harmless arguments, and returns its error. The tests also make it outside
+// the sandbox, to know what the kernel itself answers.
+func trySyscall(name string) error {
+	var errno syscall.Errno
+	switch name {
+	case "unshare":
+		// CLONE_FILES needs no privilege and works in a threaded process:
+		// only the profile refuses it.
+		return unix.Unshare(unix.CLONE_FILES)
+	case "netlink":
+		// What `ip` and Go's net.Interfaces use.
+		fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
+		if err == nil {
+			unix.Close(fd)
+		}
+		return err
+	case "io_uring_setup":
+		// A NULL params pointer: EFAULT from a kernel with io_uring.
+		_, _, errno = unix.Syscall(unix.SYS_IO_URING_SETUP, 1, 0, 0)
+	case "keyctl":
+		// KEYCTL_GET_KEYRING_ID of the session keyring, without creating it.
+		ring := unix.KEY_SPEC_SESSION_KEYRING
+		_, _, errno = unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_GET_KEYRING_ID, uintptr(ring), 0)
+	default:
+		return fmt.Errorf("unknown syscall probe %q", name)
+	}
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+func readDirNames(p string) ([]string, error) {
+	d, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	sort.Strings(names)
+	return names, err
+}
+
+func errName(err error) string {
+	if err == nil {
+		return "OK"
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return unix.ErrnoName(errno)
+	}
+	return err.Error()
+}
+
+// ---------------------------------------------------------------------------
+// Helpers of the tests.
+
+// watchdog is the Timeout of every spec whose test is not about timeouts:
+// only a hung sandbox reaches it, and the helpers then fail the test.
+const watchdog = 60 * time.Second
+
+// noScopeNote is the ScopeNote of the runners without a user manager.
+const noScopeNote = "test: no user manager on purpose"
+
+var (
+	scopesOnce   sync.Once
+	sharedScopes *scope.Manager
+	scopesErr    error
+)
+
+// connectScopes connects to the user manager once; the connection is shared
+// by the tests like the daemon shares one across calls.
+func connectScopes() (*scope.Manager, error) {
+	scopesOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		sharedScopes, scopesErr = scope.Connect(ctx)
+	})
+	return sharedScopes, scopesErr
+}
+
+// scopes is the shared user manager connection; without one the test
+// fails (it is about the scope layer).
+func scopes(t testing.TB) *scope.Manager {
+	t.Helper()
+	m, err := connectScopes()
+	if err != nil {
+		t.Fatalf("no systemd user manager to test the scope layer against: %v\n"+
+			"(run the tests as root to have them boot one for the user %s via e2e/usermgr.sh, "+
+			"or as a user with a running `systemd --user`)", err, testUser)
+	}
+	return m
+}
+
+// variant is one configuration of the Runner.
+type variant struct {
+	name   string
+	r      *Runner // nil: a scoped variant on a machine without a user manager
+	scoped bool
+}
+
+// variants are the runner's configurations: without a user manager (Scopes
+// nil: namespaces, seccomp and rlimits only; no systemd needed) and with
+// one, each with and without a warm pool (the daemon's configuration is
+// scope+pool).
+func variants(t *testing.T) []variant {
+	t.Helper()
+	pool := func() *ns.Pool {
+		p := ns.NewPool(1)
+		t.Cleanup(p.Close)
+		return p
+	}
+	vs := []variant{
+		{name: "noscope", r: newRunner(nil, noScopeNote, nil)},
+		{name: "noscope+pool", r: newRunner(nil, noScopeNote, pool())},
+		{name: "scope", scoped: true},
+		{name: "scope+pool", scoped: true},
+	}
+	if m, err := connectScopes(); err == nil {
+		vs[2].r = newRunner(m, "", nil)
+		vs[3].r = newRunner(m, "", pool())
+	}
+	return vs
+}
+
+// forVariants runs f as a subtest for each variant. The scoped ones fail
+// without a user manager; the others run anyway.
+func forVariants(t *testing.T, f func(t *testing.T, v variant)) {
+	t.Helper()
+	for _, v := range variants(t) {
+		t.Run(v.name, func(t *testing.T) {
+			if v.r == nil {
+				scopes(t)
+			}
+			f(t, v)
+		})
+	}
+}
+
+// runnerSeq gives each Runner of the tests a range of call numbers of its
+// own. A scope is named contextd-<tool>-<pid>-<n>, n counted per Runner (the
+// daemon has one), and systemd unloads an emptied scope in its own time: a
+// second Runner counting from 1 again could meet a unit of the first one
+// still loaded ("already loaded"), and fail for a reason of the tests'
+// making.
+var runnerSeq atomic.Uint64
+
+func newRunner(m *scope.Manager, note string, pool *ns.Pool) *Runner {
+	r := &Runner{Scopes: m, ScopeNote: note, Pool: pool}
+	r.seq.Store(runnerSeq.Add(1 << 20))
+	return r
+}
+
+func homeDir(t testing.TB) string {
+	t.Helper()
+	h, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err = filepath.EvalSymlinks(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// workspace makes a workspace directory under $TMPDIR (canonical path).
+func workspace(t testing.TB) string {
+	t.Helper()
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// homeWorkspace makes a workspace directory inside $HOME, where real ones are.
+func homeWorkspace(t testing.TB) string {
+	t.Helper()
+	d, err := os.MkdirTemp(homeDir(t), "ctxd-sandbox-ws-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// shSpec is `sh -c script` under safe_bash, in ws.
+func shSpec(t testing.TB, ws, script string) runner.Spec {
+	t.Helper()
+	home := homeDir(t)
+	return runner.Spec{
+		Tool: "safe_bash", Mode: runner.Exec,
+		Path: "/bin/sh", Args: []string{"sh", "-c", script},
+		Dir: ws, Workspace: ws, Home: home,
+		Env:     []string{"PATH=/usr/bin:/bin", "HOME=" + home, "LANG=C"},
+		Timeout: watchdog,
+	}
+}
+
+// probeSpec runs probeMain with args in Tool mode, under tool's profile.
+func probeSpec(t testing.TB, ws, tool string, args ...string) runner.Spec {
+	t.Helper()
+	home := homeDir(t)
+	return runner.Spec{
+		Tool: tool, Mode: runner.Tool, Args: args,
+		Dir: ws, Workspace: ws, Home: home,
+		Env:     []string{"PATH=/usr/bin:/bin", "HOME=" + home},
+		Timeout: watchdog,
+	}
+}
+
+type result struct {
+	ex          runner.Exit
+	out, errOut string
+}
+
+// run runs s through r with stdout in Output (and stderr in Stderr, when
+// separate is set), and fails the test if r could not run it or the
+// watchdog fired.
+func run(t testing.TB, r *Runner, s runner.Spec, separate bool) result {
+	t.Helper()
+	res, err := tryRun(t, r, s, separate)
+	if err != nil {
+		t.Fatalf("Run(%s %q): %v", s.Tool, s.Args, err)
+	}
+	return res
+}
+
+func tryRun(t testing.TB, r *Runner, s runner.Spec, separate bool) (result, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	s.Output = &out
+	if separate {
+		s.Stderr = &errOut
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*watchdog)
+	defer cancel()
+	ex, err := r.Run(ctx, s)
+	if ex.TimedOut || ex.Canceled {
+		t.Fatalf("Run(%s %q) hit the test's watchdog: %+v\noutput: %s", s.Tool, s.Args, ex, out.String())
+	}
+	return result{ex: ex, out: out.String(), errOut: errOut.String()}, err
+}
+
+// probeLines runs probeMain and maps the first word of each output line to
+// the rest; the probe must exit 0.
+func probeLines(t testing.TB, r *Runner, s runner.Spec) map[string]string {
+	t.Helper()
+	res := run(t, r, s, true)
+	if res.ex.Code != 0 {
+		t.Fatalf("probe %q under %s exited %d: %s%s", s.Args, s.Tool, res.ex.Code, res.out, res.errOut)
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(res.out), "\n") {
+		k, v, _ := strings.Cut(line, " ")
+		m[k] = v
+	}
+	return m
+}
+
+// profileSource is where the profile in force for tool comes from, as
+// profiles.Load finds it (the runner must report the same).
+func profileSource(t testing.TB, tool string) string {
+	t.Helper()
+	_, source, err := profiles.Load(tool)
+	if err != nil {
+		t.Fatalf("profile of %s: %v", tool, err)
+	}
+	return source
+}
+
+// wantLayers checks the layers a successful call reported.
+func wantLayers(t testing.TB, v variant, l runner.Layers, tool string, network bool) {
+	t.Helper()
+	if !l.Namespaces {
+		t.Errorf("%s: Layers.Namespaces false", v.name)
+	}
+	if want := profileSource(t, tool); l.Seccomp != want {
+		t.Errorf("%s: Layers.Seccomp %q, want %q", v.name, l.Seccomp, want)
+	}
+	if l.Network != network {
+		t.Errorf("%s: Layers.Network %v, want %v", v.name, l.Network, network)
+	}
+	if v.scoped {
+		if !strings.HasPrefix(l.Scope, "contextd-"+tool+"-") || !strings.HasSuffix(l.Scope, ".scope") || l.ScopeNote != "" {
+			t.Errorf("%s: Layers.Scope %q, ScopeNote %q; want contextd-%s-*.scope and no note", v.name, l.Scope, l.ScopeNote, tool)
+		}
+	} else if l.Scope != "" || l.ScopeNote != v.r.ScopeNote {
+		t.Errorf("%s: Layers.Scope %q, ScopeNote %q; want no scope and the note %q", v.name, l.Scope, l.ScopeNote, v.r.ScopeNote)
+	}
+}
+
+// overrideProfiles points the profile search at a fresh directory holding
+// files (name -> content) and returns its path. Not for parallel tests.
+func overrideProfiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	cfg := t.TempDir()
+	dir := filepath.Join(cfg, "contextd", "profiles")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("XDG_CONFIG_HOME", cfg)
+	return dir
+}
+
+// allowAll is the smallest valid profile: every system call allowed (the
+// filter is still installed).
+const allowAll = `{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[]}`
+
+// exists says whether p exists on the host.
+func exists(t testing.TB, p string) bool {
+	t.Helper()
+	_, err := os.Lstat(p)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+// unitActive is the ActiveState of unit on the user manager, or "not-found"
+// when it is not loaded, asked over a connection of the test's own.
+func unitActive(t testing.TB, unit string) string {
+	t.Helper()
+	scopes(t) // same preconditions, better message
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := sd.NewUserConnectionContext(ctx)
+	if err != nil {
+		t.Fatalf("second connection to the user manager: %v", err)
+	}
+	defer c.Close()
+	st, err := c.ListUnitsByNamesContext(ctx, []string{unit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st) == 0 || st[0].LoadState == "not-found" {
+		return "not-found"
+	}
+	return st[0].ActiveState
+}
+
+// waitUnitGone waits (bounded) until unit is no longer loaded.
+func waitUnitGone(t testing.TB, unit string) {
+	t.Helper()
+	deadline := time.Now().Add(watchdog)
+	for unitActive(t, unit) != "not-found" {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still loaded after %v", unit, watchdog)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
