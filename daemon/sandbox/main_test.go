@@ -8,11 +8,8 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
-	"os/user"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,96 +60,13 @@ func TestMain(m *testing.M) {
 	// 2. As root: run the same tests again as an unprivileged user under a
 	// user manager of its own.
 	if os.Geteuid() == 0 && os.Getenv(innerEnv) == "" {
-		os.Exit(runAsTestUser())
+		os.Exit(testbin.UserManager{Name: "sandbox tests", User: testUser, InnerEnv: innerEnv, KeepEnv: keepEnv}.Run())
 	}
 	code := m.Run()
 	if sharedScopes != nil {
 		sharedScopes.Close()
 	}
 	os.Exit(code)
-}
-
-// runAsTestUser is TestMain for root: see the comment at the top.
-func runAsTestUser() int {
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, "sandbox tests: "+format+"\n", args...)
-		return 1
-	}
-	script, err := findUp("e2e/usermgr.sh")
-	if err != nil {
-		return fail("running as root needs e2e/usermgr.sh to boot a user manager for %s: %v", testUser, err)
-	}
-	up := exec.Command("bash", script, "up", testUser)
-	up.Stdout, up.Stderr = os.Stderr, os.Stderr
-	if err := up.Run(); err != nil {
-		return fail("`bash %s up %s` failed (%v): cannot test the scope layer without a user manager", script, testUser, err)
-	}
-	if os.Getenv(keepEnv) == "" {
-		defer func() {
-			down := exec.Command("bash", script, "down", testUser)
-			down.Stdout, down.Stderr = os.Stderr, os.Stderr
-			if err := down.Run(); err != nil {
-				fmt.Fprintf(os.Stderr, "sandbox tests: warning: `bash %s down %s`: %v\n", script, testUser, err)
-			}
-		}()
-	}
-	u, err := user.Lookup(testUser)
-	if err != nil {
-		return fail("%v", err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	staged, err := testbin.Stage("contextd-sandbox-test-", os.Args[1:], uid, gid)
-	if err != nil {
-		return fail("stage the test binary: %v", err)
-	}
-	defer staged.Finish()
-
-	args := []string{script, "run", testUser, "-C", staged.Dir, innerEnv + "=1"}
-	for _, v := range []string{"GORACE", "GOTRACEBACK"} {
-		if val, ok := os.LookupEnv(v); ok {
-			args = append(args, v+"="+val)
-		}
-	}
-	args = append(args, "--", staged.Bin)
-	args = append(args, staged.Args...)
-	fmt.Fprintf(os.Stderr, "sandbox tests: running as user %s under its systemd --user (%s)\n", testUser, script)
-	cmd := exec.Command("bash", args...)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	err = cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &ee):
-		if ee.ExitCode() == 125 {
-			fmt.Fprintf(os.Stderr, "sandbox tests: usermgr.sh could not run the tests as %s (exit 125, see above)\n", testUser)
-		}
-		if ee.ExitCode() < 0 {
-			return 1
-		}
-		return ee.ExitCode()
-	default:
-		return fail("%v", err)
-	}
-}
-
-func findUp(rel string) (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		p := filepath.Join(dir, rel)
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("%s not found in any parent of the working directory", rel)
-		}
-		dir = parent
-	}
 }
 
 // probeMain is the sandbox's function in runner.Tool mode: it runs in the
