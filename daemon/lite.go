@@ -145,7 +145,11 @@ func (m *mux) serveLite(conn net.Conn) {
 	lc := req.Call
 	c := Call{Tool: lc.Tool, Input: lc.Input, Session: lc.Session, Cwd: lc.Cwd,
 		Continue: lc.Continue, Env: lc.Env, MaxTokens: lc.MaxTokens}
-	res, err := m.svc.call(ctx, c, cred, func(b []byte) error { return lite.Write(conn, &lite.Event{Output: b}) })
+	emit := func(b []byte) error { return lite.Write(conn, &lite.Event{Output: b}) }
+	if req.RawOutput {
+		emit = func(b []byte) error { return lite.WriteOutput(conn, b) }
+	}
+	res, err := m.svc.call(ctx, c, cred, emit)
 	if err != nil {
 		lite.Write(conn, &lite.Event{Error: catalog.ToDetail(err)})
 		return

@@ -1,8 +1,10 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -120,5 +122,47 @@ func TestLightLimits(t *testing.T) {
 	defer c2.Close()
 	if _, err := c2.Status(context.Background()); err != nil {
 		t.Fatalf("daemon wedged after silent and garbage connections: %v", err)
+	}
+}
+
+// A call's output travels as raw frames to a client that asks for them and as
+// JSON to one that does not (a proxy older than the daemon).
+func TestLightOutputFrames(t *testing.T) {
+	path, _, _ := start(t, config.Default(), context.Background())
+	for _, raw := range []bool{false, true} {
+		conn, err := net.Dial("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.SetDeadline(time.Now().Add(time.Minute))
+		conn.Write([]byte(lite.Magic))
+		req := &lite.Request{RawOutput: raw, Call: &lite.Call{Tool: "safe_bash", Cwd: t.TempDir(),
+			Input: []byte(`{"command":"printf 'frame\\0\\377'"}`)}}
+		if err := lite.Write(conn, req); err != nil {
+			t.Fatal(err)
+		}
+		var out []byte
+		for {
+			var hdr [4]byte
+			if _, err := io.ReadFull(conn, hdr[:]); err != nil {
+				t.Fatalf("raw=%v: %v", raw, err)
+			}
+			isRaw := hdr[0]&0x80 != 0
+			var ev lite.Event
+			if err := lite.ReadEvent(io.MultiReader(bytes.NewReader(hdr[:]), conn), &ev, 1<<20); err != nil {
+				t.Fatalf("raw=%v: %v", raw, err)
+			}
+			if ev.Result != nil {
+				break
+			}
+			if len(ev.Output) > 0 && isRaw != raw {
+				t.Fatalf("asked for raw frames: %v; got a raw frame: %v", raw, isRaw)
+			}
+			out = append(out, ev.Output...)
+		}
+		conn.Close()
+		if string(out) != "frame\x00\xff" {
+			t.Fatalf("raw=%v: output %q", raw, out)
+		}
 	}
 }

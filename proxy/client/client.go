@@ -75,13 +75,13 @@ func (c *Conn) watch(ctx context.Context) (stop func() bool) {
 // Result.
 func (c *Conn) Call(ctx context.Context, call *lite.Call, onOutput func([]byte)) (*lite.Result, error) {
 	defer c.watch(ctx)()
-	if err := c.send(&lite.Request{Call: call}); err != nil {
+	if err := c.send(&lite.Request{Call: call, RawOutput: true}); err != nil {
 		return nil, c.interrupted(ctx, call.Tool, err)
 	}
 	started := false
 	for {
 		var ev lite.Event
-		if err := lite.Read(c.r, &ev, maxEvent); err != nil {
+		if err := lite.ReadEvent(c.r, &ev, maxEvent); err != nil {
 			return nil, c.interrupted(ctx, call.Tool, c.classify(err, started))
 		}
 		started = true

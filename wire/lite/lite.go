@@ -11,7 +11,15 @@
 // number of Output events and one Result, or one Error (contextd's own failure,
 // gRPC's status) and nothing after it. One call per connection.
 //
-// Each message is a 4-byte big-endian length and that many bytes of JSON.
+// Each message is a 4-byte big-endian length and that many bytes of JSON, with
+// one exception: a client that sets Request.RawOutput gets its call's output
+// as raw frames, whose length has the top bit (rawFrame) set and whose bytes
+// are the output itself. Output is most of what a call sends, and as JSON it
+// is base64 inside a document: measured on a 2-CPU VM, an 8 KiB piece took
+// about 180 µs to encode and decode that way and 4 µs raw (BenchmarkOutput).
+// The flag travels in the request, not in Magic, so that either side may be a
+// version older than the other: an older daemon ignores the member and sends
+// JSON, which ReadEvent still reads; an older proxy never asks.
 package lite
 
 import (
@@ -36,6 +44,9 @@ type Request struct {
 	Wrap    *Wrap     `json:"wrap,omitempty"`
 	Inspect *Inspect  `json:"inspect,omitempty"`
 	Admin   *Admin    `json:"admin,omitempty"`
+	// RawOutput asks for a Call's Output events as raw frames (WriteOutput,
+	// ReadEvent) instead of JSON.
+	RawOutput bool `json:"raw_output,omitempty"`
 }
 
 // Wrap asks the daemon to stand between the caller, an MCP client, and an MCP
@@ -162,6 +173,11 @@ type Status struct {
 // ErrTooLarge is returned by Read for a message over its limit.
 var ErrTooLarge = errors.New("lite: message too large")
 
+// rawFrame marks a length prefix whose bytes are raw output, not JSON. No
+// JSON message comes near 2 GiB (every reader's limit is far below), so the
+// bit is free.
+const rawFrame = 1 << 31
+
 // Write sends v as one message.
 func Write(w io.Writer, v any) error {
 	b, err := json.Marshal(v)
@@ -174,24 +190,68 @@ func Write(w io.Writer, v any) error {
 	return err
 }
 
-// Read receives one message into v; max bounds its size. io.EOF means the peer
-// closed the connection between messages.
+// WriteOutput sends b as one raw output frame: an Output event, for a client
+// that asked for them (Request.RawOutput).
+func WriteOutput(w io.Writer, b []byte) error {
+	if uint64(len(b)) >= rawFrame {
+		return fmt.Errorf("lite: output frame of %d bytes: %w", len(b), ErrTooLarge)
+	}
+	buf := make([]byte, 4, 4+len(b))
+	binary.BigEndian.PutUint32(buf, uint32(len(b))|rawFrame)
+	_, err := w.Write(append(buf, b...))
+	return err
+}
+
+// Read receives one JSON message into v; max bounds its size. io.EOF means
+// the peer closed the connection between messages.
 func Read(r io.Reader, v any, max int) error {
-	var hdr [4]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+	body, raw, err := readFrame(r, max)
+	if err != nil {
 		return err
 	}
-	n := binary.BigEndian.Uint32(hdr[:])
-	if uint64(n) > uint64(max) {
-		return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, n, max)
+	if raw {
+		return errors.New("lite: decode: a raw output frame where a JSON message belongs")
 	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
+	return decode(body, v)
+}
+
+// ReadEvent receives one Event of a call: a raw output frame or a JSON
+// message. max bounds its size.
+func ReadEvent(r io.Reader, ev *Event, max int) error {
+	body, raw, err := readFrame(r, max)
+	if err != nil {
+		return err
+	}
+	if raw {
+		*ev = Event{Output: body}
+		return nil
+	}
+	return decode(body, ev)
+}
+
+// readFrame reads one length-prefixed frame and says whether it is raw.
+func readFrame(r io.Reader, max int) (body []byte, raw bool, err error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, false, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	raw = n&rawFrame != 0
+	n &^= rawFrame
+	if uint64(n) > uint64(max) {
+		return nil, false, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, n, max)
+	}
+	body = make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return err
+		return nil, false, err
 	}
+	return body, raw, nil
+}
+
+func decode(b []byte, v any) error {
 	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("lite: decode: %w", err)
 	}
