@@ -161,7 +161,7 @@ func (m *mux) serveLite(conn net.Conn) {
 
 func liteResult(r Result) *lite.Result {
 	out := &lite.Result{ExitCode: r.ExitCode, Truncated: r.Truncated, HasMore: r.Truncated,
-		TokensUsed: int64(r.TokensUsed), Continue: r.Continue, Refs: []string{}, Session: r.Session,
+		TokensUsed: int64(r.TokensUsed), Continue: r.Continue, Session: r.Session,
 		Workspace: r.Workspace, Warnings: r.Warnings, Error: r.Error}
 	if l := r.Sandbox; sandboxed(l) {
 		out.Sandbox = &lite.Sandbox{Namespaces: l.Namespaces, Seccomp: l.Seccomp, Scope: l.Scope, ScopeNote: l.ScopeNote, Network: l.Network}

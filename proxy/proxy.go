@@ -278,7 +278,7 @@ func (t *textSink) data(b []byte) {
 }
 
 func (t *textSink) done(r *lite.Result) {
-	if r.HasMore && r.Continue != "" {
+	if r.Truncated && r.Continue != "" {
 		if t.written && !t.lastNL {
 			fmt.Fprintln(t.w)
 		}
@@ -319,7 +319,7 @@ func (j *jsonSink) data(b []byte) { j.buf = append(j.buf, b...) }
 func (j *jsonSink) done(r *lite.Result) {
 	code := r.ExitCode
 	j.print(&Envelope{
-		Data: string(j.buf), Refs: nonNil(r.Refs), TokensUsed: r.TokensUsed, HasMore: r.HasMore,
+		Data: string(j.buf), Refs: []string{}, TokensUsed: r.TokensUsed, HasMore: r.Truncated,
 		Truncated: r.Truncated, Continue: r.Continue, ExitCode: &code, Error: r.Error, Sandbox: r.Sandbox,
 		Session: r.Session, Workspace: r.Workspace, Warnings: r.Warnings,
 	})
@@ -332,13 +332,6 @@ func (j *jsonSink) fail(err error) {
 func (j *jsonSink) print(e *Envelope) {
 	b, _ := json.Marshal(e)
 	j.w.Write(append(b, '\n'))
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 // callerEnv is this process's environment as the daemon may see it. The

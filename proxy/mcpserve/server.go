@@ -215,7 +215,7 @@ func render(tool string, page bool, out []byte, res *lite.Result) *mcp.CallToolR
 	for _, w := range res.Warnings {
 		line("[warning: %s]", w)
 	}
-	if res.HasMore && res.Continue != "" {
+	if res.Truncated && res.Continue != "" {
 		line(`[truncated: call continue with {"ref":"%s"} for the next part]`, formatRef(tool, res.Continue))
 	}
 	return &mcp.CallToolResult{IsError: toolErr != nil, Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}

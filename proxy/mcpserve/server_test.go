@@ -341,7 +341,7 @@ func TestRender(t *testing.T) {
 		{"bash page", "safe_bash", true, "2\n", lite.Result{}, false, "2\n"},
 		{"read as is", "safe_read", false, "     1\tx\n", lite.Result{}, false, "     1\tx\n"},
 		{"warnings", "safe_read", false, "x\n", lite.Result{Warnings: []string{"branch 81% spent"}}, false, "x\n[warning: branch 81% spent]\n"},
-		{"cut", "safe_read", false, "head", lite.Result{HasMore: true, Continue: "cabc"}, false,
+		{"cut", "safe_read", false, "head", lite.Result{Truncated: true, Continue: "cabc"}, false,
 			"head\n[truncated: call continue with {\"ref\":\"safe_read:cabc\"} for the next part]\n"},
 		{"tool failure", "safe_bash", false, "partial\n", lite.Result{ExitCode: 124, Error: timeout}, true,
 			catalog.Format(catalog.FromDetail(timeout)) + "\npartial\n"},

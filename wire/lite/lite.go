@@ -138,12 +138,13 @@ type Event struct {
 
 // Result mirrors wire.Result.
 type Result struct {
-	ExitCode   int             `json:"exit_code"`
-	Truncated  bool            `json:"truncated"`
+	ExitCode  int  `json:"exit_code"`
+	Truncated bool `json:"truncated"`
+	// HasMore repeats Truncated for proxies of before 2026-11-26, which
+	// print the --continue hint from it; the current proxy reads Truncated.
 	HasMore    bool            `json:"has_more"`
 	TokensUsed int64           `json:"tokens_used"`
 	Continue   string          `json:"continue,omitempty"`
-	Refs       []string        `json:"refs"`
 	Error      *catalog.Detail `json:"error,omitempty"`
 	Session    string          `json:"session,omitempty"`
 	Workspace  string          `json:"workspace,omitempty"`

@@ -13,7 +13,7 @@ import (
 
 func TestRoundTrip(t *testing.T) {
 	var buf bytes.Buffer
-	in := []Event{{Output: []byte("a\x00\xffb")}, {Result: &Result{ExitCode: 2, Refs: []string{}, TokensUsed: 7}}}
+	in := []Event{{Output: []byte("a\x00\xffb")}, {Result: &Result{ExitCode: 2, TokensUsed: 7}}}
 	for i := range in {
 		if err := Write(&buf, &in[i]); err != nil {
 			t.Fatal(err)
