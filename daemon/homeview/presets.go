@@ -1,0 +1,110 @@
+package homeview
+
+// Preset is one group of paths under $HOME that development with a toolchain
+// needs. Paths are templates (Host.expand): "~/x", "$VAR/x". Every path is
+// shown only if it exists, and never if it touches the deny-list.
+type Preset struct {
+	Name string
+	// Markers are file names at the workspace root, or in a directory
+	// directly below it, that select the preset ("go.mod"); a trailing "*"
+	// matches any rest ("requirements*"). No markers: every call.
+	Markers []string
+	// Show are paths shown read-only: configuration the toolchain reads.
+	Show []string
+	// Scrubbed are configuration files that may hold credentials: shown
+	// read-only as a copy with every secret replaced by its session
+	// placeholder, never the file itself.
+	Scrubbed []string
+	// Caches are the toolchain's caches: shown as the read-only lower layer
+	// of an overlay whose upper layer contextd owns, so that a warm run
+	// reuses them and no sandboxed write reaches them.
+	Caches []Cache
+}
+
+// Cache is one toolchain cache directory.
+type Cache struct {
+	Name string // its name in `contextd cache list` and below the layers' root
+	Path string // template
+}
+
+// Presets is the table of what each preset shows, in the order they apply.
+// docs/sandbox.md reproduces it; the configuration turns presets off
+// ([home] presets_off) and adds paths ([home] read_only).
+var Presets = []Preset{
+	{
+		// Identity, aliases, ignore and attribute rules, so that commit,
+		// log and diff behave as outside. The credential stores are on the
+		// deny-list; a credential.helper named here finds nothing to use.
+		Name: "git",
+		Show: []string{"~/.gitconfig", "$XDG_CONFIG_HOME/git"},
+	},
+	{
+		// `go env -w` settings (GOPROXY, GOPRIVATE, GOFLAGS).
+		Name:    "go",
+		Markers: []string{"go.mod", "go.work"},
+		Show:    []string{"$XDG_CONFIG_HOME/go"},
+		Caches: []Cache{
+			{Name: "go-mod", Path: "$GOMODCACHE"},
+			{Name: "go-build", Path: "$GOCACHE"},
+		},
+	},
+	{
+		// npm's user config holds registry auth tokens (_authToken, _auth,
+		// _password); yarn berry's holds npmAuthToken.
+		Name:     "node",
+		Markers:  []string{"package.json"},
+		Show:     []string{"~/.yarnrc", "$XDG_CONFIG_HOME/pnpm"},
+		Scrubbed: []string{"$npm_config_userconfig", "~/.yarnrc.yml"},
+		Caches: []Cache{
+			{Name: "npm", Path: "$npm_config_cache"},
+			{Name: "yarn", Path: "$XDG_CACHE_HOME/yarn"},
+			{Name: "yarn-berry", Path: "~/.yarn/berry/cache"},
+			{Name: "pnpm", Path: "$XDG_DATA_HOME/pnpm/store"},
+		},
+	},
+	{
+		// pip's config may name an index URL with a password in it.
+		Name:     "python",
+		Markers:  []string{"pyproject.toml", "setup.py", "setup.cfg", "requirements*", "Pipfile", "tox.ini"},
+		Scrubbed: []string{"$XDG_CONFIG_HOME/pip/pip.conf", "~/.pip/pip.conf", "$XDG_CONFIG_HOME/uv/uv.toml", "$XDG_CONFIG_HOME/pypoetry/config.toml"},
+		Caches: []Cache{
+			{Name: "pip", Path: "$PIP_CACHE_DIR"},
+			{Name: "uv", Path: "$UV_CACHE_DIR"},
+			{Name: "poetry", Path: "$POETRY_CACHE_DIR"},
+		},
+	},
+	{
+		// Registry tokens live in credentials.toml (and, in older setups,
+		// in config.toml's [registries] tables).
+		Name:     "rust",
+		Markers:  []string{"Cargo.toml"},
+		Show:     []string{"$RUSTUP_HOME"},
+		Scrubbed: []string{"$CARGO_HOME/config.toml", "$CARGO_HOME/config", "$CARGO_HOME/credentials.toml", "$CARGO_HOME/credentials"},
+		Caches: []Cache{
+			{Name: "cargo-registry", Path: "$CARGO_HOME/registry"},
+			{Name: "cargo-git", Path: "$CARGO_HOME/git"},
+		},
+	},
+	{
+		// settings.xml holds <server> passwords; gradle.properties often
+		// holds repository credentials.
+		Name:     "java",
+		Markers:  []string{"pom.xml", "mvnw", "build.gradle", "build.gradle.kts", "settings.gradle", "settings.gradle.kts", "gradlew"},
+		Scrubbed: []string{"~/.m2/settings.xml", "$GRADLE_USER_HOME/gradle.properties"},
+		Caches: []Cache{
+			{Name: "maven", Path: "~/.m2/repository"},
+			{Name: "gradle-caches", Path: "$GRADLE_USER_HOME/caches"},
+			{Name: "gradle-wrapper", Path: "$GRADLE_USER_HOME/wrapper"},
+		},
+	},
+}
+
+// impliedRoots are what a toolchain directory on PATH needs besides itself:
+// rustup's proxies in ~/.cargo/bin run the toolchains in $RUSTUP_HOME.
+var impliedRoots = []struct{ pathDir, root string }{
+	{"$CARGO_HOME/bin", "$RUSTUP_HOME"},
+}
+
+// broadDirs are never shown whole as the install prefix of a PATH directory:
+// ~/.local/bin's parent is ~/.local, which holds every application's data.
+var broadDirs = []string{"~", "~/.local", "$XDG_DATA_HOME", "$XDG_CONFIG_HOME", "$XDG_CACHE_HOME", "$XDG_STATE_HOME"}

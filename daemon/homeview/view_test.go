@@ -1,0 +1,188 @@
+package homeview
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/catalog"
+)
+
+// fakeHome builds a home with a bit of everything: toolchains on PATH,
+// configuration with and without credentials, caches, and deny-listed
+// secrets, some below directories that are shown.
+func fakeHome(t *testing.T) (home, ws string) {
+	t.Helper()
+	home = t.TempDir()
+	files := map[string]string{
+		".gitconfig":                              "[user]\n\tname = T\n",
+		".config/git/ignore":                      "*.o\n",
+		".config/git/credentials":                 "https://u:pw@example.com\n",
+		".ssh/id_ed25519":                         "PRIVATE",
+		".aws/credentials":                        "[default]\n",
+		"go/bin/gopls":                            "bin",
+		"go/pkg/mod/cache/download/x":             "mod",
+		".cache/go-build/00/a":                    "obj",
+		".cargo/bin/cargo":                        "bin",
+		".cargo/credentials.toml":                 "[registry]\ntoken = \"x\"\n",
+		".rustup/toolchains/stable/bin":           "rustc",
+		".local/share/pipx/venvs/black/bin/black": "py",
+		".local/share/keyrings/login.keyring":     "k",
+		".npmrc":                                  "//registry.npmjs.org/:_authToken=npm_x\n",
+		".npm/_cacache/index":                     "i",
+		".m2/settings.xml":                        "<settings/>",
+		"ws/go.mod":                               "module x\n",
+		"ws/web/package.json":                     "{}",
+	}
+	for name, content := range files {
+		p := filepath.Join(home, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.MkdirAll(filepath.Join(home, ".local/bin"), 0o755)
+	if err := os.Symlink(filepath.Join(home, ".local/share/pipx/venvs/black/bin/black"), filepath.Join(home, ".local/bin/black")); err != nil {
+		t.Fatal(err)
+	}
+	return home, filepath.Join(home, "ws")
+}
+
+func hostFor(home, ws string) *Host {
+	path := strings.Join([]string{
+		filepath.Join(home, "go/bin"), filepath.Join(home, ".cargo/bin"), filepath.Join(home, ".local/bin"),
+		filepath.Join(home, ".ssh"), "/usr/bin", ".",
+	}, ":")
+	return &Host{Home: home, Workspace: ws, Env: map[string]string{"PATH": path}}
+}
+
+func TestResolve(t *testing.T) {
+	home, ws := fakeHome(t)
+	v, err := Resolve(hostFor(home, ws), Options{SystemDirs: []string{"/usr"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := func(p string) string { return filepath.Join(home, p) }
+	if got := strings.Join(v.Presets, ","); got != "git,go,node" {
+		t.Errorf("presets %s, want git,go,node (go.mod at the root, package.json one level down)", got)
+	}
+	wantRO := []string{
+		h(".gitconfig"), h(".config/git"), // git
+		h("go/bin"), h("go"), // PATH and its prefix
+		h(".cargo/bin"), h(".cargo"), h(".rustup"), // PATH, prefix, implied root
+		h(".local/bin"), h(".local/share/pipx/venvs/black"), // PATH and a link's prefix
+	}
+	for _, p := range wantRO {
+		if !slices.Contains(v.ReadOnly, p) {
+			t.Errorf("%s not shown; read-only: %v", p, v.ReadOnly)
+		}
+	}
+	for _, p := range []string{home, h(".local"), h(".ssh"), "/usr/bin", h(".config")} {
+		if slices.Contains(v.ReadOnly, p) {
+			t.Errorf("%s shown: %v", p, v.ReadOnly)
+		}
+	}
+	// ~/.npmrc: the node preset's; ~/.cargo/credentials.toml: rust is off,
+	// but ~/.cargo is shown, so it must show scrubbed; ~/.m2/settings.xml:
+	// java is off and nothing shows it.
+	if want := []string{h(".cargo/credentials.toml"), h(".npmrc")}; !slices.Equal(v.Scrubbed, want) {
+		t.Errorf("scrubbed %v, want %v", v.Scrubbed, want)
+	}
+	var caches []string
+	for _, c := range v.Caches {
+		caches = append(caches, c.Name+"="+c.Path)
+	}
+	if want := []string{"go-mod=" + h("go/pkg/mod"), "go-build=" + h(".cache/go-build"), "npm=" + h(".npm")}; !slices.Equal(caches, want) {
+		t.Errorf("caches %v, want %v", caches, want)
+	}
+	// ~/.config/git is shown, so its credentials are masked; ~/.ssh and
+	// ~/.aws lie below nothing shown and need no mask.
+	if want := []string{h(".config/git/credentials")}; !slices.Equal(v.Masks, want) {
+		t.Errorf("masks %v, want %v", v.Masks, want)
+	}
+	if !slices.ContainsFunc(v.Skipped, func(s string) bool { return strings.HasPrefix(s, h(".ssh")+":") }) {
+		t.Errorf("~/.ssh on PATH not reported as skipped: %v", v.Skipped)
+	}
+}
+
+func TestResolveOptions(t *testing.T) {
+	home, ws := fakeHome(t)
+	os.MkdirAll(filepath.Join(home, "shared"), 0o755)
+	v, err := Resolve(hostFor(home, ws), Options{PresetsOff: []string{"git", "node"}, ReadOnly: []string{"~/shared"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(v.ReadOnly, filepath.Join(home, ".gitconfig")) || slices.Contains(v.Scrubbed, filepath.Join(home, ".npmrc")) {
+		t.Errorf("presets turned off still apply: %+v", v)
+	}
+	if !slices.Contains(v.ReadOnly, filepath.Join(home, "shared")) {
+		t.Errorf("configured path not shown: %v", v.ReadOnly)
+	}
+	for _, bad := range []string{"~/.ssh", "~/.ssh/config", "~", "relative"} {
+		if _, err := Resolve(hostFor(home, ws), Options{ReadOnly: []string{bad}}); !errors.Is(err, catalog.ErrConfig) {
+			t.Errorf("read_only %q: %v, want a configuration error", bad, err)
+		}
+	}
+}
+
+// A deny-listed path is never shown, whether a configured entry is it, lies
+// below it, contains it, or reaches it through a symbolic link.
+func TestCheckConfigured(t *testing.T) {
+	home, _ := fakeHome(t)
+	os.Symlink(filepath.Join(home, ".ssh"), filepath.Join(home, "keys"))
+	os.MkdirAll(filepath.Join(home, "src"), 0o755)
+	h := &Host{Home: home, Env: map[string]string{"XDG_CONFIG_HOME": filepath.Join(home, "cfg")}}
+	tests := []struct {
+		path string
+		want string // "" = allowed; else a word of the message
+	}{
+		{"~/src", ""},
+		{"/opt/tools", ""},
+		{"~/.ssh", " is "},
+		{"~/.ssh/config", "lies below"},
+		{"~", "contains"},
+		{"/", "contains"},
+		{"~/keys", " is "}, // a symlink to ~/.ssh: its canonical path is ~/.ssh
+		{"~/cfg/gh", " is "},     // XDG_CONFIG_HOME from the environment
+		{"~/.config/gh", ""},     // not the configured XDG_CONFIG_HOME
+		{"~/cfg/contextd/config.toml", "lies below"},
+	}
+	for _, tt := range tests {
+		err := CheckConfigured(h, "tools.safe_bash.read_only", tt.path)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: %v", tt.path, err)
+		case tt.want != "" && !errors.Is(err, catalog.ErrConfig):
+			t.Errorf("%s: %v, want a configuration error", tt.path, err)
+		case tt.want != "" && (!strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "tools.safe_bash.read_only")):
+			t.Errorf("%s: %q does not say %q and name the key", tt.path, err, tt.want)
+		}
+	}
+}
+
+func TestExpand(t *testing.T) {
+	h := &Host{Home: "/home/u", Env: map[string]string{"GOPATH": "/srv/go:/other", "XDG_CACHE_HOME": "rel"}}
+	tests := map[string]string{
+		"~":                   "/home/u",
+		"~/.gitconfig":        "/home/u/.gitconfig",
+		"$GOMODCACHE":         "/srv/go/pkg/mod",         // the first GOPATH element
+		"$GOCACHE":            "/home/u/.cache/go-build", // a relative XDG_CACHE_HOME is ignored, as go does
+		"$XDG_CONFIG_HOME/gh": "/home/u/.config/gh",
+		"$NOPE/x":             "",
+		"relative":            "",
+	}
+	for in, want := range tests {
+		got, ok := h.expand(in)
+		if !ok {
+			got = ""
+		}
+		if got != want {
+			t.Errorf("expand(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
