@@ -12,6 +12,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/homeview"
 )
 
 // Duration is a time.Duration written as a Go duration string ("90s", "10m").
@@ -95,6 +97,8 @@ type Config struct {
 	WorkspaceMarkers []string `toml:"workspace_markers"`
 
 	Tools Tools `toml:"tools"`
+	// Home is what a sandboxed call sees of $HOME (daemon/homeview).
+	Home  Home  `toml:"home"`
 	Scrub Scrub `toml:"scrub"`
 	Pages Pages `toml:"pages"`
 	Audit Audit `toml:"audit"`
@@ -112,6 +116,16 @@ type Config struct {
 
 	// Source is the file the configuration was read from ("" for defaults only).
 	Source string `toml:"-"`
+}
+
+// Home chooses what a sandboxed call sees of the user's home besides the
+// workspace: the presets of daemon/homeview (git, go, node, python, rust,
+// java) and the directories the caller's PATH reaches, read-only.
+type Home struct {
+	// PresetsOff names presets not applied.
+	PresetsOff []string `toml:"presets_off"`
+	// ReadOnly are extra paths shown read-only in every call ("~/x" allowed).
+	ReadOnly []string `toml:"read_only"`
 }
 
 // Tools holds per-tool settings.
@@ -310,6 +324,7 @@ func Default() *Config {
 		AllowedUIDs:      []uint32{},
 		LogLevel:         "info",
 		MaxRequestBytes:  64 << 20,
+		Home:             Home{PresetsOff: []string{}, ReadOnly: []string{}},
 		WorkspaceMarkers: []string{".git"},
 		Tools: Tools{
 			SafeBash: SafeBash{
@@ -457,6 +472,33 @@ func (c *Config) validate() error {
 				return fmt.Errorf("tools.%s: path %q must be absolute and not /", name, p)
 			}
 		}
+		if err := checkDenied("tools."+name+".read_only", box.ReadOnly); err != nil {
+			return err
+		}
+		if err := checkDenied("tools."+name+".read_write", box.ReadWrite); err != nil {
+			return err
+		}
+	}
+	for _, n := range c.Home.PresetsOff {
+		if !slices.ContainsFunc(homeview.Presets, func(p homeview.Preset) bool { return p.Name == n }) {
+			return fmt.Errorf("home.presets_off: no preset %q (the presets: %s)", n, presetNames())
+		}
+	}
+	for _, p := range c.Home.ReadOnly {
+		if !filepath.IsAbs(p) && p != "~" && !strings.HasPrefix(p, "~/") {
+			return fmt.Errorf("home.read_only: %q must be absolute or start with ~/", p)
+		}
+	}
+	if err := checkDenied("home.read_only", c.Home.ReadOnly); err != nil {
+		return err
+	}
+	for name, srv := range c.MCP.Servers {
+		if err := checkDenied("mcp.servers."+name+".read_only", srv.ReadOnly); err != nil {
+			return err
+		}
+		if err := checkDenied("mcp.servers."+name+".read_write", srv.ReadWrite); err != nil {
+			return err
+		}
 	}
 	if c.Tools.FileTimeout.Duration <= 0 {
 		return errors.New("tools.file_timeout must be positive")
@@ -467,6 +509,36 @@ func (c *Config) validate() error {
 		}
 	}
 	return nil
+}
+
+// checkDenied refuses configured paths that would show a path of the
+// credential deny-list (homeview.CheckConfigured), for the daemon's user.
+func checkDenied(key string, paths []string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return fmt.Errorf("%s: the home directory is unknown, so the deny-list cannot be checked: %v", key, err)
+	}
+	h := &homeview.Host{Home: home, Env: map[string]string{}}
+	for _, v := range homeview.ToolchainVars() {
+		h.Env[v] = os.Getenv(v)
+	}
+	for _, p := range paths {
+		if err := homeview.CheckConfigured(h, key, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func presetNames() string {
+	var names []string
+	for _, p := range homeview.Presets {
+		names = append(names, p.Name)
+	}
+	return strings.Join(names, ", ")
 }
 
 // SlogLevel maps log_level to a slog level.

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-
-	"github.com/contextd/contextd/catalog"
 )
 
 // Denied is one entry of the credential deny-list: a path that no call sees,
@@ -124,8 +122,9 @@ func denied(p string, list []DeniedPath) (DeniedPath, bool) {
 // CheckConfigured refuses a configured path (key names the configuration
 // key, for the message) that would show a deny-listed path: it is one, lies
 // below one, or contains one. Both the path as written and its canonical
-// form (symlinks resolved, when it exists) are checked. The error wraps
-// catalog.ErrConfig and names the entry and the rule.
+// form (symlinks resolved, when it exists) are checked. The error names the
+// entry and the rule; the configuration's loader wraps it as
+// catalog.ErrConfig.
 func CheckConfigured(h *Host, key, p string) error {
 	list := DenyList(h)
 	forms := []string{filepath.Clean(h.expandTilde(p))}
@@ -141,8 +140,8 @@ func CheckConfigured(h *Host, key, p string) error {
 			case f != d.Path:
 				how = "contains"
 			}
-			return fmt.Errorf("%s: %q %s %s, on the credential deny-list (%s: %s); remove the entry, or name a directory that holds no credentials: %w",
-				key, p, how, d.Path, d.Rule, d.Why, catalog.ErrConfig)
+			return fmt.Errorf("%s: %q %s %s, on the credential deny-list (%s: %s); remove the entry, or name a directory that holds no credentials",
+				key, p, how, d.Path, d.Rule, d.Why)
 		}
 	}
 	return nil
