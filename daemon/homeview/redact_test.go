@@ -1,9 +1,15 @@
 package homeview
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/scrub"
 )
 
 func TestRedact(t *testing.T) {
@@ -56,4 +62,46 @@ func FuzzRedact(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Render's copies hold placeholders, never the secrets, and the session's
+// vault gives each secret back for its own file only.
+func TestRender(t *testing.T) {
+	home := t.TempDir()
+	npmrc := filepath.Join(home, ".npmrc")
+	pip := filepath.Join(home, "pip.conf")
+	os.WriteFile(npmrc, []byte("//registry.npmjs.org/:_authToken=plainword\n"), 0o600)
+	os.WriteFile(pip, []byte("[global]\nindex-url = https://alice:s3cr3tPassw0rd@pypi.example.com/simple\n"), 0o600)
+	sc, err := scrub.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vault := scrub.NewVault()
+	dir := t.TempDir()
+	copies, err := Render(&View{Scrubbed: []string{npmrc, pip}}, dir, vault, sc)
+	if err != nil || len(copies) != 2 {
+		t.Fatalf("%+v %v", copies, err)
+	}
+	for i, secret := range []string{"plainword", "s3cr3tPassw0rd"} {
+		c := copies[i]
+		b, err := os.ReadFile(c.Source)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), secret) || !strings.Contains(string(b), "[REDACTED:") || c.Secrets != 1 {
+			t.Errorf("copy of %s: %q (%d secrets)", c.Target, b, c.Secrets)
+		}
+		back, n, _ := vault.Restore(b, c.Target)
+		if n != 1 || !strings.Contains(string(back), secret) {
+			t.Errorf("vault does not restore %s's secret: %q", c.Target, back)
+		}
+		if _, n, _ := vault.Restore(b, "/elsewhere"); n != 0 {
+			t.Errorf("%s's secret restored for another file", c.Target)
+		}
+	}
+	big := filepath.Join(home, "big")
+	os.WriteFile(big, make([]byte, maxConfigFile+1), 0o600)
+	if _, err := Render(&View{Scrubbed: []string{big}}, dir, vault, sc); !errors.Is(err, catalog.ErrSandbox) {
+		t.Errorf("oversized file: %v", err)
+	}
 }
