@@ -1911,3 +1911,32 @@ mv .git/hooks .git/hooks-moved 2>&1; echo done`)
 	mustCode(t, escSh(t, "touch .git/HEAD-probe && rm .git/HEAD-probe"), 0)
 	escHealthy(t, daemon)
 }
+
+// TestEscapeAgentConfig: the agents' workspace configuration names the MCP
+// servers, hooks and plugins they start on the host (contextd-proxy install
+// writes it, and marks the project trusted). A call must not be able to
+// rewrite it, nor a hooks directory .git/config points at (.husky).
+func TestEscapeAgentConfig(t *testing.T) {
+	daemon := escDaemon(t)
+	files := []string{".mcp.json", ".codex/config.toml", ".gemini/settings.json", "opencode.json", ".opencode/plugin/p.js", ".husky/pre-commit"}
+	mustCode(t, userSh(t, `cd ~/proj && mkdir -p .codex .gemini .opencode/plugin .husky .git &&
+for f in `+strings.Join(files, " ")+`; do echo original > "$f"; done &&
+printf '[core]\n\thooksPath = .husky\n' > .git/config`), 0)
+	t.Cleanup(func() {
+		userSh(t, "cd ~/proj && rm -rf .mcp.json .codex .gemini opencode.json .opencode .husky .git/config")
+	})
+	var script strings.Builder
+	for _, f := range files {
+		fmt.Fprintf(&script, "echo evil > %s 2>&1; ", f)
+	}
+	script.WriteString("rm -rf .codex 2>&1; mv .gemini .gemini-moved 2>&1; echo done")
+	r := escSh(t, script.String())
+	mustContain(t, "rewriting agent configuration", r.stdout, "Read-only file system", "done")
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(env.project, f))
+		if err != nil || string(b) != "original\n" {
+			t.Errorf("%s after the call: %q %v", f, b, err)
+		}
+	}
+	escHealthy(t, daemon)
+}
