@@ -491,6 +491,10 @@ func properties(spec Spec, cpuQuota bool) ([]sd.Property, Limits) {
 		sd.PropSlice(Slice),
 		sd.PropPids(uint32(spec.PID)),
 		{Name: "MemoryMax", Value: godbus.MakeVariant(lim.MemoryMax)},
+		// No swap: with swap the kernel pushes a call at its MemoryMax out
+		// to disk instead of killing it, and the user's whole machine slows
+		// down while the call crawls on.
+		{Name: "MemorySwapMax", Value: godbus.MakeVariant(uint64(0))},
 		{Name: "TasksMax", Value: godbus.MakeVariant(lim.TasksMax)},
 		// A failed scope (OOM kill, runtime limit) would otherwise stay
 		// loaded until reset-failed; thousands of calls would pile up.

@@ -225,6 +225,7 @@ func TestScopeLifecycle(t *testing.T) {
 	p := scopeProps(t, s.Name())
 	for k, want := range map[string]any{
 		"MemoryMax":      uint64(256 << 20),
+		"MemorySwapMax":  uint64(0),
 		"TasksMax":       uint64(32),
 		"Slice":          Slice,
 		"RuntimeMaxUSec": uint64((time.Minute + RuntimeMargin) / time.Microsecond),
