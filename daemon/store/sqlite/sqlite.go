@@ -83,6 +83,9 @@ func Open(o *Options) (*Store, error) {
 	return &Store{db: db, path: db.Path, w: db.W, r: db.R}, nil
 }
 
+// Path returns the database's absolute path.
+func (s *Store) Path() string { return s.path }
+
 // Backend returns "sqlite:" and the database path.
 func (s *Store) Backend() string { return "sqlite:" + s.path }
 
