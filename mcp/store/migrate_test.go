@@ -1,10 +1,8 @@
 package store_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,9 +11,8 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/mcp/intercept"
-	"github.com/contextd/contextd/mcp/jsonrpc"
 	"github.com/contextd/contextd/mcp/record"
-	"github.com/contextd/contextd/mcp/relay"
+	"github.com/contextd/contextd/mcp/record/recordtest"
 	"github.com/contextd/contextd/mcp/store"
 )
 
@@ -76,48 +73,11 @@ func userVersion(t *testing.T, path string) int {
 	return v
 }
 
-// The records and pins in fixture form, as the code that wrote them meant
-// them.
+// The sessions' and pins' times in testdata/records.sql.
 var (
 	oldStarted = time.Date(2025, 6, 1, 12, 0, 0, 123456789, time.UTC)
 	oldPinned  = time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
 )
-
-func oldEntries() []record.Entry {
-	e := func(seq uint64, dir jsonrpc.Direction, kind jsonrpc.Kind, raw string) record.Entry {
-		return record.Entry{Seq: seq, Dir: dir, Time: time.Unix(1700000000, int64(seq)*1000).UTC(), Kind: kind,
-			Raw: []byte(raw), Action: relay.Forward}
-	}
-	req := e(1, jsonrpc.ClientToServer, jsonrpc.KindRequest, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`)
-	req.ID, req.Method, req.Tool, req.Corr = json.RawMessage(`1`), "tools/call", "echo", 1
-	resp := e(2, jsonrpc.ServerToClient, jsonrpc.KindResponse, `{"jsonrpc":"2.0","id":1,"result":{"t":"[REDACTED:github-pat:1]"}}`)
-	resp.ID, resp.Corr, resp.Action, resp.Rule = json.RawMessage(`1`), 1, relay.Modify, "scrub"
-	resp.Original = []byte(`{"jsonrpc":"2.0","id":1,"result":{"t":"[REDACTED:github-pat:1]"}}`)
-	refused := e(3, jsonrpc.ClientToServer, jsonrpc.KindRequest, `{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"rm"}}`)
-	refused.ID, refused.Action, refused.Rule = json.RawMessage(`"x"`), relay.Drop, "allowlist"
-	refused.Reply = []byte(`{"jsonrpc":"2.0","id":"x","error":{"code":-32001,"message":"no"}}`)
-	binary := e(4, jsonrpc.ServerToClient, jsonrpc.KindInvalid, "\xff\xfe not utf-8")
-	binary.Error, binary.Action = "malformed", relay.Drop
-	note := e(5, jsonrpc.ServerToClient, jsonrpc.KindNotification, `{"jsonrpc":"2.0","method":"m"}`)
-	return []record.Entry{req, resp, refused, binary, note}
-}
-
-func sameEntries(t *testing.T, got, want []record.Entry) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%d entries, want %d: %+v", len(got), len(want), got)
-	}
-	for i, w := range want {
-		g := got[i]
-		if g.Seq != w.Seq || g.Dir != w.Dir || !g.Time.Equal(w.Time) || g.Kind != w.Kind || !bytes.Equal(g.ID, w.ID) ||
-			(g.ID == nil) != (w.ID == nil) || g.Method != w.Method || g.Tool != w.Tool || g.Corr != w.Corr ||
-			!bytes.Equal(g.Raw, w.Raw) || !bytes.Equal(g.Original, w.Original) || (g.Original == nil) != (w.Original == nil) ||
-			g.Action != w.Action || g.Rule != w.Rule || !bytes.Equal(g.Reply, w.Reply) || (g.Reply == nil) != (w.Reply == nil) ||
-			g.Error != w.Error {
-			t.Errorf("entry %d:\n got %+v\nwant %+v", i, g, w)
-		}
-	}
-}
 
 // A state file made before this package, at each schema it shipped with MCP
 // tables (schema 2 lacks the failure column; schema 3 is every state file
@@ -159,7 +119,7 @@ func TestOldDatabaseKeepsItsRecords(t *testing.T) {
 			if r.Session.Messages != 5 || r.Session.Failure != failure {
 				t.Errorf("LoadSession: %+v", r.Session)
 			}
-			sameEntries(t, r.Entries, oldEntries())
+			recordtest.SameEntries(t, r.Entries, recordtest.Entries())
 			pins, err := s.Pins().List(ctx, "")
 			if err != nil {
 				t.Fatal(err)
@@ -187,7 +147,7 @@ func TestOldDatabaseKeepsItsRecords(t *testing.T) {
 			if err := s.CreateSession(ctx, &record.Session{ID: "s-3", Server: "new", Started: oldStarted.Add(2 * time.Hour)}); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.SaveEntries(ctx, "s-3", oldEntries()[:1]); err != nil {
+			if err := s.SaveEntries(ctx, "s-3", recordtest.Entries()[:1]); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Close(); err != nil {
@@ -210,7 +170,7 @@ func TestOldDatabaseKeepsItsRecords(t *testing.T) {
 			if r, err := s.LoadSession(ctx, "s-1"); err != nil {
 				t.Error(err)
 			} else {
-				sameEntries(t, r.Entries, oldEntries())
+				recordtest.SameEntries(t, r.Entries, recordtest.Entries())
 			}
 		})
 	}
