@@ -14,6 +14,7 @@ import (
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/daemon/store/sqlite"
 	"github.com/contextd/contextd/daemon/tools"
+	mcpstore "github.com/contextd/contextd/mcp/store"
 	"github.com/contextd/contextd/wire/lite"
 )
 
@@ -35,50 +36,56 @@ func (s *service) setupMCP(cfg *config.Config) {
 	})
 }
 
-// mcpStores is where wraps keep records and pins: the state store when it is
-// the embedded one; with Qdrant as the state store, an SQLite file of their
-// own next to where the embedded one would be (records are local history,
-// not shared knowledge).
+// mcpStores is where wraps keep records and pins (package mcp/store), opened
+// on first use and kept until the daemon exits; a failed open is tried again
+// on the next wrap.
 func (s *service) mcpStores(ctx context.Context) (mcpwrap.Stores, error) {
-	if s.opts.Config.Store.Backend != "sqlite" {
-		// Not even opened: a Qdrant server that is down would hold up every
-		// wrap and admin request for nothing.
-		return s.ownMCPStore()
+	s.mcpStore.mu.Lock()
+	defer s.mcpStore.mu.Unlock()
+	if s.mcpStore.st != nil {
+		return s.mcpStore.st, nil
 	}
-	st, err := s.stateStore(ctx)
+	path, err := s.mcpPath(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if sq, ok := st.(*sqlite.Store); ok {
-		return sq, nil
+	st, err := mcpstore.Open(&mcpstore.Options{Path: path})
+	if err != nil {
+		return nil, fmt.Errorf("mcp records at %s: %v: %w", path, err, catalog.ErrStoreUnavailable)
 	}
-	return s.ownMCPStore()
+	s.mcpStore.st = st
+	return st, nil
 }
 
-// ownMCPStore opens (once) the records file used beside a Qdrant state store.
-func (s *service) ownMCPStore() (mcpwrap.Stores, error) {
-	s.mcpOwn.once.Do(func() {
-		p, err := sqlite.DefaultPath()
+// mcpPath is the file that holds the MCP tables: the state file when the
+// state store is the embedded one, where they have always been; with Qdrant
+// as the state store, an SQLite file of their own next to where the
+// embedded one would be (records are local history, not shared knowledge).
+func (s *service) mcpPath(ctx context.Context) (string, error) {
+	if s.opts.Config.Store.Backend == "sqlite" {
+		// The state store opens first, so that only the daemon that holds
+		// the state file writes the MCP tables in it: with the file held
+		// elsewhere, a wrap fails as a memory call does.
+		st, err := s.stateStore(ctx)
 		if err != nil {
-			s.mcpOwn.err = fmt.Errorf("mcp records: %v: %w", err, catalog.ErrStoreUnavailable)
-			return
+			return "", err
 		}
-		p = filepath.Join(filepath.Dir(p), "mcp.db")
-		s.mcpOwn.st, s.mcpOwn.err = sqlite.Open(&sqlite.Options{Path: p})
-		if s.mcpOwn.err != nil {
-			s.mcpOwn.err = fmt.Errorf("mcp records at %s: %v: %w", p, s.mcpOwn.err, catalog.ErrStoreUnavailable)
+		if sq, ok := st.(*sqlite.Store); ok {
+			return sq.Path(), nil
 		}
-	})
-	if s.mcpOwn.err != nil {
-		return nil, s.mcpOwn.err
 	}
-	return s.mcpOwn.st, nil
+	// With Qdrant the state store is not even opened: a server that is
+	// down would hold up every wrap and admin request for nothing.
+	p, err := sqlite.DefaultPath()
+	if err != nil {
+		return "", fmt.Errorf("mcp records: %v: %w", err, catalog.ErrStoreUnavailable)
+	}
+	return filepath.Join(filepath.Dir(p), "mcp.db"), nil
 }
 
-type mcpOwnStore struct {
-	once sync.Once
-	st   *sqlite.Store
-	err  error
+type mcpStore struct {
+	mu sync.Mutex
+	st *mcpstore.Store
 }
 
 // mcpEnviron builds a wrapped server's environment as safe_bash's is built,
@@ -90,8 +97,11 @@ func mcpEnviron(cfg *config.Config) func(caller map[string]string, extra []strin
 }
 
 func (s *service) closeMCP() {
-	if s.mcpOwn.st != nil {
-		s.mcpOwn.st.Close()
+	s.mcpStore.mu.Lock()
+	defer s.mcpStore.mu.Unlock()
+	if s.mcpStore.st != nil {
+		s.mcpStore.st.Close()
+		s.mcpStore.st = nil
 	}
 }
 

@@ -46,8 +46,8 @@ type service struct {
 	unbranched sessionSet
 
 	// mcp runs `mcp wrap` sessions (set up by Run).
-	mcp    *mcpwrap.Wrapper
-	mcpOwn mcpOwnStore
+	mcp      *mcpwrap.Wrapper
+	mcpStore mcpStore // the wraps' records and pins
 }
 
 func (s *service) status() *wire.StatusReply {

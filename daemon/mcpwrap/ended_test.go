@@ -22,7 +22,7 @@ import (
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/pages"
 	"github.com/contextd/contextd/daemon/runner"
-	"github.com/contextd/contextd/daemon/store/sqlite"
+	mcpstore "github.com/contextd/contextd/mcp/store"
 	"github.com/contextd/contextd/mcp/transport"
 	"github.com/contextd/contextd/scrub"
 	"github.com/contextd/contextd/wire/lite"
@@ -41,7 +41,7 @@ func (f failRunner) Run(context.Context, runner.Spec) (runner.Exit, error) {
 	return runner.Exit{}, f.err
 }
 
-// wrapEnv is a Wrapper on a temporary home, project, state store and page
+// wrapEnv is a Wrapper on a temporary home, project, record store and page
 // store.
 type wrapEnv struct {
 	t       *testing.T
@@ -60,7 +60,7 @@ func newWrapEnv(t *testing.T, r runner.Runner) *wrapEnv {
 		t.Fatal(err)
 	}
 	e.cfg.Source = filepath.Join(e.home, ".config", "contextd", "config.toml")
-	st, err := sqlite.Open(&sqlite.Options{Path: filepath.Join(dir, "state.db")})
+	st, err := mcpstore.Open(&mcpstore.Options{Path: filepath.Join(dir, "state.db")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,10 +15,10 @@ import (
 
 	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/daemon/store/sqlite"
 	"github.com/contextd/contextd/mcp/intercept"
 	"github.com/contextd/contextd/mcp/jsonrpc"
 	"github.com/contextd/contextd/mcp/relay"
+	"github.com/contextd/contextd/mcp/store"
 	"github.com/contextd/contextd/scrub"
 )
 
@@ -261,9 +261,9 @@ func TestAmbiguousEnvelopeIsRefused(t *testing.T) {
 	}
 }
 
-func openStore(t *testing.T) *sqlite.Store {
+func openStore(t *testing.T) *store.Store {
 	t.Helper()
-	st, err := sqlite.Open(&sqlite.Options{Path: filepath.Join(t.TempDir(), "state.db")})
+	st, err := store.Open(&store.Options{Path: filepath.Join(t.TempDir(), "state.db")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,9 +33,9 @@ type Pin struct {
 	Changed time.Time
 }
 
-// PinStore keeps pins. The daemon's is its SQLite store; MemoryPins keeps
-// them for the life of a process. Implementations are safe for concurrent
-// use.
+// PinStore keeps pins. The daemon's is package mcp/store's, in SQLite;
+// MemoryPins keeps them for the life of a process. Implementations are safe
+// for concurrent use.
 type PinStore interface {
 	// Get returns server's pin for tool, and false when it has none.
 	Get(ctx context.Context, server, tool string) (Pin, bool, error)

@@ -71,8 +71,8 @@ type Record struct {
 	Entries []Entry
 }
 
-// Store is where a Recorder saves a session. The daemon's SQLite store
-// implements it; so does MemoryStore.
+// Store is where a Recorder saves a session. Package mcp/store implements
+// it in SQLite for the daemon; so does MemoryStore.
 type Store interface {
 	// CreateSession stores a new session.
 	CreateSession(ctx context.Context, s *Session) error

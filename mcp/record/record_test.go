@@ -13,17 +13,17 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/daemon/store/sqlite"
 	"github.com/contextd/contextd/mcp/intercept"
 	"github.com/contextd/contextd/mcp/jsonrpc"
 	"github.com/contextd/contextd/mcp/record"
 	"github.com/contextd/contextd/mcp/relay"
+	"github.com/contextd/contextd/mcp/store"
 	"github.com/contextd/contextd/scrub"
 )
 
-func openStore(t *testing.T) *sqlite.Store {
+func openStore(t *testing.T) *store.Store {
 	t.Helper()
-	st, err := sqlite.Open(&sqlite.Options{Path: filepath.Join(t.TempDir(), "state.db")})
+	st, err := store.Open(&store.Options{Path: filepath.Join(t.TempDir(), "state.db")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestRecorderLosesNothingAtClose(t *testing.T) {
 // recorder) makes Close report how many messages were not saved, and does
 // not stop the relay's Observe calls.
 func TestRecorderStoreFailure(t *testing.T) {
-	st, err := sqlite.Open(&sqlite.Options{Path: filepath.Join(t.TempDir(), "state.db")})
+	st, err := store.Open(&store.Options{Path: filepath.Join(t.TempDir(), "state.db")})
 	if err != nil {
 		t.Fatal(err)
 	}

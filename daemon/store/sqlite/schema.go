@@ -90,51 +90,15 @@ CREATE TABLE branches (
 );
 CREATE INDEX branches_session ON branches (session, open);
 `,
-	// 1 -> 2: MCP wrap session records and tool pins (mcp.go).
-	`
-CREATE TABLE mcp_sessions (
-	rowid   INTEGER PRIMARY KEY, -- creation order, for listing newest first
-	id      TEXT NOT NULL UNIQUE,
-	server  TEXT NOT NULL,
-	started INTEGER NOT NULL, -- Unix ns
-	ended   INTEGER NOT NULL  -- Unix ns, 0 while running
-);
-
--- One row per message, keyed by its place in the session. The message bytes
--- are BLOBs: they are kept exactly as relayed, valid UTF-8 or not.
-CREATE TABLE mcp_entries (
-	session  TEXT NOT NULL REFERENCES mcp_sessions (id) ON DELETE CASCADE,
-	seq      INTEGER NOT NULL,
-	dir      TEXT NOT NULL,    -- "client->server", "server->client"
-	time     INTEGER NOT NULL, -- Unix ns
-	kind     TEXT NOT NULL,    -- request, notification, response, error, batch, invalid
-	msg_id   BLOB,             -- the JSON-RPC id's JSON, NULL for none
-	method   TEXT NOT NULL,
-	tool     TEXT NOT NULL,
-	corr     INTEGER NOT NULL,
-	raw      BLOB NOT NULL,
-	original BLOB,             -- NULL unless modified
-	action   TEXT NOT NULL,    -- forward, modify, drop
-	rule     TEXT NOT NULL,
-	reply    BLOB,
-	error    TEXT NOT NULL,
-	PRIMARY KEY (session, seq)
-) WITHOUT ROWID;
-
-CREATE TABLE mcp_pins (
-	server  TEXT NOT NULL,
-	tool    TEXT NOT NULL,
-	hash    TEXT NOT NULL,
-	pending TEXT NOT NULL, -- "" when no change waits for approval
-	pinned  INTEGER NOT NULL,
-	changed INTEGER NOT NULL,
-	PRIMARY KEY (server, tool)
-) WITHOUT ROWID;
-`,
-	// 2 -> 3: why an MCP wrap session ended early ("" for a normal end).
-	`
-ALTER TABLE mcp_sessions ADD COLUMN failure TEXT NOT NULL DEFAULT '';
-`,
+	// 1 -> 2 and 2 -> 3 made the MCP wrap's tables (mcp_sessions,
+	// mcp_entries, mcp_pins) and then added mcp_sessions.failure. Those
+	// tables belong to package mcp/store now, which keeps them in this file
+	// under a schema version of its own and makes or adopts them, so these
+	// steps only move the version: a file already past them keeps its
+	// tables, rows and all, for mcp/store to adopt; a newer file gets them
+	// from mcp/store alone (and so the two never both add the column).
+	``,
+	``,
 }
 
 // schemaVersion is the version this code reads and writes.
