@@ -45,10 +45,13 @@ type entry struct {
 type rootBuilder struct {
 	entries []*entry
 	rootFD  int
-	// own holds the device numbers of the tmpfs mounts the init made. Only
-	// there may it create directories, files and symlinks: a mount point
-	// that does not exist inside a bind-mounted host tree is never created,
-	// as that would write to the host's file system.
+	// own holds the mount ids of the tmpfs mounts the init made. Only there
+	// may it create directories, files and symlinks: a mount point that does
+	// not exist inside a bind-mounted host tree is never created, as that
+	// would write to the host's file system. Mount ids rather than device
+	// numbers: a bind shares its device with every other bind from the same
+	// host file system, so a bind the init may write to would otherwise make
+	// all of them writable.
 	own map[uint64]bool
 }
 
@@ -227,19 +230,33 @@ func canonical(p string) (string, error) {
 	return os.Readlink(procFD(fd))
 }
 
-// markOwn records the file system that fd is on as one the init created.
+// markOwn records the mount that fd is on as one where the init may create
+// mount points.
 func (b *rootBuilder) markOwn(fd int, what string) *SetupError {
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return sysErr(StepMounts, "fstat", what, err)
+	id, err := mountID(fd)
+	if err != nil {
+		return sysErr(StepMounts, "statx", what, err)
 	}
-	b.own[st.Dev] = true
+	b.own[id] = true
 	return nil
 }
 
 func (b *rootBuilder) isOwn(fd int) bool {
-	var st unix.Stat_t
-	return unix.Fstat(fd, &st) == nil && b.own[st.Dev]
+	id, err := mountID(fd)
+	return err == nil && b.own[id]
+}
+
+// mountID is the id of the mount fd is on (Linux 5.8; without it nothing
+// counts as the init's own, and setup fails rather than guess).
+func mountID(fd int) (uint64, error) {
+	var stx unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &stx); err != nil {
+		return 0, err
+	}
+	if stx.Mask&unix.STATX_MNT_ID == 0 {
+		return 0, unix.ENOSYS
+	}
+	return stx.Mnt_id, nil
 }
 
 // walk opens the directory rel (relative to the new root) without following
