@@ -43,10 +43,21 @@ const pooledArg = "pooled"
 // caller's uid is mapped to itself, not to 0) clears them; raising them as
 // ambient capabilities keeps exactly these. All are dropped again before the
 // command is executed.
+//
+// CAP_DAC_OVERRIDE is for overlayfs (Spec.Overlays), which does every
+// operation on its layers with the credentials the mounter had at mount
+// time: it makes its work directory mode 0 and then creates files in it,
+// and copy-up writes user.overlay.* attributes on copies of read-only files.
+// Without it the mount fails with EACCES. The command's own permissions are
+// still checked on the overlay's files first. In a user namespace the
+// capability only overrides permissions on files whose owner and group are
+// both mapped, here the caller's own uid and gid: files the user could
+// chmod anyway.
 var initCaps = []uintptr{
-	unix.CAP_SYS_ADMIN, // mount, pivot_root, sethostname
-	unix.CAP_NET_ADMIN, // bring lo up
-	unix.CAP_SETPCAP,   // empty the bounding set
+	unix.CAP_SYS_ADMIN,    // mount, pivot_root, sethostname
+	unix.CAP_NET_ADMIN,    // bring lo up
+	unix.CAP_SETPCAP,      // empty the bounding set
+	unix.CAP_DAC_OVERRIDE, // overlayfs' own work, done with the mounter's credentials
 }
 
 // syncMsg is one message from the init to the daemon on the sync socket

@@ -60,7 +60,8 @@
 // The new root is a tmpfs mounted over /tmp in the init's mount namespace
 // (invisible to everyone else; host sources below /tmp were opened before it
 // covered them, and are bound from their descriptors). Inside it, in path
-// order (parents first):
+// order (parents first; for one path, the later entry of this list on top),
+// then the masks:
 //
 //   - /usr, /etc and /bin, /sbin, /lib, /lib32, /lib64, /libx32 as they exist
 //     (Spec.ReadOnly, default DefaultReadOnly): bind mounts, recursive, made
@@ -73,9 +74,43 @@
 //   - $HOME (Spec.Home): an empty tmpfs, mode 0700, owned by the user: the
 //     real home (~/.ssh, ~/.aws, shell history, ...) is invisible, while
 //     $HOME stays a writable scratch directory for programs that need one.
+//     With Spec.HomeDir, that host directory is bound there read-write
+//     instead: a scratch home the daemon keeps per workspace, so that what
+//     tools cache under $HOME (linters, test runners, pre-commit) is still
+//     there at the next call. It must be a directory owned by the user, and,
+//     once every link in its path is resolved, neither $HOME, nor above it,
+//     nor in the workspace (checked when the init opens it). Mount points
+//     for what lies below $HOME are created in it as on the tmpfs, and stay
+//     there, empty. A sandboxed command can write anything into it,
+//     including a symbolic link or a file where a later call needs a
+//     directory: such a call then fails at setup (a link is never followed)
+//     until the daemon clears the scratch home.
 //   - the workspace at its own (canonical) path: bind mount, read-write. It
-//     usually lies below $HOME and is mounted over the tmpfs. A workspace
-//     that is $HOME itself is refused (it would expose the whole home).
+//     usually lies below $HOME and is mounted over the tmpfs (or HomeDir). A
+//     workspace that is $HOME itself is refused (it would expose the whole
+//     home).
+//   - Spec.Binds: a host file or directory (Source, which must exist) at
+//     another path (Target): bind mount, recursive, read-only unless
+//     Writable, for example a copy of ~/.npmrc whose secrets the daemon
+//     replaced. Target is placed like any host path: its parent directories
+//     resolved on the host as far as they exist there.
+//   - Spec.Overlays: an overlayfs at Target (default: Lower) whose lower
+//     layer is the host directory Lower and whose upper and work
+//     directories (Upper, Work: on one file system, made by the daemon,
+//     out of the sandbox's sight) receive every write. The user's toolchain
+//     caches are shown so: read as they are, changed at will inside, never
+//     written (a poisoned build-cache entry would run in the user's own,
+//     unsandboxed builds). The layers are opened with the other host
+//     sources and named to the kernel as /proc/self/fd/N, option userxattr
+//     (unprivileged overlayfs, Linux 5.11). overlayfs works on its layers
+//     with the credentials of the mounter, which therefore keeps
+//     CAP_DAC_OVERRIDE over the user's own files until the last steps; the
+//     command's own permissions are checked first. A lower file owned by
+//     an unmapped uid (root's) cannot be copied up: writing it fails with
+//     EOVERFLOW. A missing Lower skips the entry and masks Target. A mount
+//     the kernel refuses fails the setup (StepMounts, "mount", the layers):
+//     the daemon decides any fallback before it builds the Spec, with
+//     ProbeOverlay.
 //   - /tmp: a fresh tmpfs, mode 1777.
 //   - /proc: a new procfs of the sandbox's PID namespace: it shows only the
 //     sandbox's processes. Mounted before the pivot, while the host's /proc is
@@ -85,6 +120,26 @@
 //     and tty bind-mounted in (a user namespace cannot mknod), a new devpts
 //     instance at /dev/pts with /dev/ptmx -> pts/ptmx, a tmpfs /dev/shm,
 //     and the fd, stdin, stdout and stderr links; then made read-only.
+//   - Spec.Masks, after everything else, so that no other entry can cover
+//     one or show something below one: paths never visible, whatever the
+//     entries above show there (a read-only ~ or ~/.config, a bind, an
+//     overlay, the workspace). A directory is covered by an empty
+//     read-only tmpfs of mode 0, anything else by a read-only bind of an
+//     empty file of mode 0: a read or a listing fails (EACCES), so does a
+//     change, a removal or a rename (EROFS, EBUSY), and the mount cannot be
+//     undone (no capability; in a nested user namespace the kernel locks
+//     it). A mask is placed where the sandbox's tree has its path (its
+//     parents resolved on the host) and covers whatever is there by now; a
+//     path that is not there needs nothing, and nothing is created for it.
+//     When the path is a symbolic link on the host, its target is masked
+//     too, at its canonical path: the tree mirrors the host's canonical
+//     paths, so a link inside an exposed tree resolves to that same path
+//     and meets the mask. A symbolic link itself is never mounted over.
+//     Masks hide paths, not files: a hard link to the same file elsewhere,
+//     or the same directory reached through another host mount, is not
+//     covered. A mask below /proc or /dev is refused; a link target there
+//     is not masked (the sandbox has its own, and ~/.x -> /dev/null must not
+//     take /dev/null away).
 //
 // Nothing else of the host is there: no /home beyond that, no /root, /var,
 // /mnt, /opt, /srv, /media, and no /run, so the daemon's socket under
@@ -96,9 +151,10 @@
 //
 // No mount point is ever created inside a bind-mounted host tree (that would
 // write to the host): missing mount points are created only on the init's
-// own tmpfs mounts, components are opened one by one without following
-// symbolic links, and mounts go through /proc/self/fd, so a symlink planted
-// in the workspace cannot redirect one.
+// own tmpfs mounts and in Spec.HomeDir (contextd's own scratch directory),
+// told apart by mount id, components are opened one by one without
+// following symbolic links, and mounts go through /proc/self/fd, so a
+// symlink planted in the workspace cannot redirect one.
 //
 // # Limits
 //

@@ -380,8 +380,14 @@ const FuncInitName = "contextd-init"
 // so they override nothing on files of other users; the seccomp filter,
 // loaded with TSYNC, binds every thread; and a program the function starts
 // (safe_bash's shell) gets none, since execve recomputes them for a non-root
-// uid. Non-dumpable keeps the command from reading or writing the init's
-// memory through /proc/1/mem, which the filter's ptrace rule does not cover.
+// uid. One thing they could still undo is a mask (Spec.Masks): the init
+// mounted it in this very mount namespace, so it is not locked, and
+// unmounting it would show what it covers. Masks therefore rely, in this
+// mode, on the function not unmounting and on the profile refusing umount2
+// (the allowlists of the file tools do not allow it; safe_bash's and
+// mcp-server's refuse the whole mount family). Non-dumpable keeps the
+// command from reading or writing the init's memory through /proc/1/mem,
+// which the filter's ptrace rule does not cover.
 func (sb *sandbox) runFunc() *SetupError {
 	// Without an exec the init would show as "exe" in the command's ps; the
 	// name says what it is.

@@ -61,6 +61,23 @@ func TestWithDefaults(t *testing.T) {
 		func(s *Spec) { s.Hostname = string(make([]byte, 65)) },
 		func(s *Spec) { s.Rlimits = []Rlimit{{Resource: "NOFILE", Soft: 2, Hard: 1}} },
 		func(s *Spec) { s.Rlimits = []Rlimit{{Resource: "FOO"}} },
+		func(s *Spec) { s.HomeDir = "/scratch" }, // without Home
+		func(s *Spec) { s.Home, s.HomeDir = "/h/u", "scratch" },
+		func(s *Spec) { s.Home, s.HomeDir = "/h/u", "/h/u/" },
+		func(s *Spec) { s.Home, s.HomeDir = "/h/u", "/h" },
+		func(s *Spec) { s.Home, s.HomeDir = "/h/u", "/" },
+		func(s *Spec) { s.Home, s.HomeDir = "/h/u", "/w/x/.scratch" },
+		func(s *Spec) { s.Home, s.HomeDir = "/h/u", "/dev/shm/h" },
+		func(s *Spec) { s.Binds = []Bind{{Source: "rel", Target: "/t"}} },
+		func(s *Spec) { s.Binds = []Bind{{Source: "/s", Target: ""}} },
+		func(s *Spec) { s.Binds = []Bind{{Source: "/s", Target: "/proc/sys"}} },
+		func(s *Spec) { s.Binds = []Bind{{Source: "/s", Target: "/"}} },
+		func(s *Spec) { s.Overlays = []Overlay{{Lower: "/l", Upper: "/u", Work: ""}} },
+		func(s *Spec) { s.Overlays = []Overlay{{Lower: "l", Upper: "/u", Work: "/w"}} },
+		func(s *Spec) { s.Overlays = []Overlay{{Lower: "/l", Upper: "/u/", Work: "/u"}} },
+		func(s *Spec) { s.Overlays = []Overlay{{Lower: "/l", Upper: "/u", Work: "/w", Target: "/dev/l"}} },
+		func(s *Spec) { s.Masks = []string{"rel"} },
+		func(s *Spec) { s.Masks = []string{"/"} },
 	}
 	for i, edit := range bad {
 		s := &Spec{Argv: []string{"true"}, Workspace: "/w/x", Seccomp: []byte("{}")}
@@ -72,6 +89,26 @@ func TestWithDefaults(t *testing.T) {
 	}
 	if _, err := (*Spec)(nil).withDefaults(); err == nil {
 		t.Error("nil spec accepted")
+	}
+
+	// The views are cleaned, on copies; an overlay's target defaults to
+	// its lower directory.
+	s = &Spec{Argv: []string{"true"}, Workspace: "/w/x", Seccomp: []byte("{}"), Home: "/h/u", HomeDir: "/c/homes/x/",
+		Binds:    []Bind{{Source: "/s/./npmrc", Target: "/h/u/.npmrc/"}},
+		Overlays: []Overlay{{Lower: "/h/u/go/pkg/mod/", Upper: "/c/u", Work: "/c/w"}},
+		Masks:    []string{"/h/u/.ssh/"},
+	}
+	c, err = s.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HomeDir != "/c/homes/x" || c.Binds[0] != (Bind{Source: "/s/npmrc", Target: "/h/u/.npmrc"}) ||
+		c.Overlays[0] != (Overlay{Lower: "/h/u/go/pkg/mod", Upper: "/c/u", Work: "/c/w", Target: "/h/u/go/pkg/mod"}) ||
+		c.Masks[0] != "/h/u/.ssh" {
+		t.Errorf("views: %+v", c)
+	}
+	if s.Binds[0].Target != "/h/u/.npmrc/" || s.Overlays[0].Target != "" || s.Masks[0] != "/h/u/.ssh/" {
+		t.Error("withDefaults changed its receiver's slices")
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -166,6 +167,33 @@ func toolMain(args []string) int {
 	case "mkdir":
 		for _, p := range args[1:] {
 			fmt.Printf("%s %s\n", p, errName(os.Mkdir(p, 0o755)))
+		}
+	case "read":
+		// The content is printed so that a test can look for a secret in it.
+		for _, p := range args[1:] {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				fmt.Printf("%s %s\n", p, errName(err))
+				continue
+			}
+			fmt.Printf("%s OK %q\n", p, b)
+		}
+	case "list":
+		for _, p := range args[1:] {
+			names, err := func() ([]string, error) {
+				d, err := os.Open(p)
+				if err != nil {
+					return nil, err
+				}
+				defer d.Close()
+				return d.Readdirnames(-1)
+			}()
+			if err != nil {
+				fmt.Printf("%s %s\n", p, errName(err))
+				continue
+			}
+			sort.Strings(names)
+			fmt.Printf("%s OK %s\n", p, strings.Join(names, ","))
 		}
 	case "readlink":
 		for _, p := range args[1:] {

@@ -2,6 +2,7 @@ package ns
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -24,10 +25,12 @@ const (
 	kindProc    kind = iota // fresh procfs of the new PID namespace
 	kindDev                 // minimal /dev
 	kindTmp                 // fresh /tmp
-	kindHome                // empty tmpfs over $HOME
+	kindHome                // $HOME: empty tmpfs, or Spec.HomeDir bound read-write
 	kindBindRO              // host path, read-only
 	kindBindRW              // host path, read-write
 	kindSymlink             // host symlink, recreated (e.g. /bin -> usr/bin)
+	kindOverlay             // overlayfs of a host lower directory (Spec.Overlays)
+	kindMask                // covers what is at dest (Spec.Masks), mounted last
 )
 
 // entry is one thing to put into the new root, at dest (an absolute path as
@@ -36,20 +39,32 @@ type entry struct {
 	dest  string
 	kind  kind
 	what  string // for messages: "workspace", "read-only path", ...
-	srcFD int    // O_PATH descriptor of the source (binds)
+	srcFD int    // O_PATH descriptor of the source (binds, HomeDir, overlay lower)
 	isDir bool   // the source is a directory (binds)
 	link  string // the symlink's target (kindSymlink)
+
+	upperFD, workFD int    // the overlay's other layers (kindOverlay), or -1
+	layers          string // the overlay's host paths, for messages
+	applied         bool   // a mask found something to cover (kindMask)
 }
 
 // rootBuilder builds the new root under newRootAt.
 type rootBuilder struct {
 	entries []*entry
 	rootFD  int
-	// own holds the device numbers of the tmpfs mounts the init made. Only
-	// there may it create directories, files and symlinks: a mount point
-	// that does not exist inside a bind-mounted host tree is never created,
-	// as that would write to the host's file system.
+	// own holds the mount ids of the tmpfs mounts the init made, and of the
+	// bind of Spec.HomeDir (contextd's own scratch directory). Only there
+	// may it create directories, files and symlinks: a mount point that does
+	// not exist inside any other bind-mounted host tree is never created, as
+	// that would write to the host's file system. Mount ids rather than
+	// device numbers: a bind shares its device with every other bind from
+	// the same host file system, so a bind the init may write to would
+	// otherwise make all of them writable.
 	own map[uint64]bool
+	// maskFD is the empty, unreadable file that file masks are bound from
+	// (made on the new root's tmpfs when the first is needed, unlinked
+	// before the root is made read-only), or -1.
+	maskFD int
 }
 
 func procFD(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
@@ -63,7 +78,7 @@ func (sb *sandbox) buildRoot() (string, *SetupError) {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return "", sysErr(StepMounts, "mount", "/ (make private)", err)
 	}
-	b := &rootBuilder{rootFD: -1, own: map[uint64]bool{}}
+	b := &rootBuilder{rootFD: -1, maskFD: -1, own: map[uint64]bool{}}
 	defer b.close()
 	if e := b.plan(s); e != nil {
 		return "", e
@@ -93,6 +108,9 @@ func (sb *sandbox) buildRoot() (string, *SetupError) {
 			return "", se
 		}
 	}
+	if e := b.dropMaskFile(); e != nil {
+		return "", e
+	}
 	if e := b.readOnlySubmounts(); e != nil {
 		return "", e
 	}
@@ -108,10 +126,16 @@ func (sb *sandbox) buildRoot() (string, *SetupError) {
 
 func (b *rootBuilder) close() {
 	for _, e := range b.entries {
-		if e.srcFD > 2 {
-			unix.Close(e.srcFD)
-			e.srcFD = -1
+		for _, fd := range []*int{&e.srcFD, &e.upperFD, &e.workFD} {
+			if *fd > 2 {
+				unix.Close(*fd)
+				*fd = -1
+			}
 		}
+	}
+	if b.maskFD >= 0 {
+		unix.Close(b.maskFD)
+		b.maskFD = -1
 	}
 	if b.rootFD >= 0 {
 		unix.Close(b.rootFD)
@@ -120,7 +144,9 @@ func (b *rootBuilder) close() {
 }
 
 // plan collects the entries, opening every host source while the host's
-// tree is intact, and orders them parents first.
+// tree is intact, and orders them parents first, masks last. Every entry
+// is added as soon as its descriptors are open, so that close releases
+// them whatever fails later.
 func (b *rootBuilder) plan(s *Spec) *SetupError {
 	b.entries = append(b.entries,
 		&entry{dest: "/proc", kind: kindProc, what: "/proc", srcFD: -1},
@@ -153,22 +179,123 @@ func (b *rootBuilder) plan(s *Spec) *SetupError {
 		unix.Close(ws.srcFD)
 		return &SetupError{Step: StepMounts, Syscall: "open", Path: "workspace " + s.Workspace, Errno: unix.ENOTDIR}
 	}
+	// The home and the workspace never share a path (refused below), so
+	// the workspace's place in the list decides only its ties with the
+	// read-only and read-write paths above: it wins them, as before.
+	b.entries = append(b.entries, ws)
 	if s.Home != "" {
 		home, err := canonical(s.Home)
 		if err != nil {
 			home = s.Home // nothing there to hide; still give HOME a tmpfs if it can be placed
 		}
 		if home == ws.dest {
-			unix.Close(ws.srcFD)
 			return &SetupError{Step: StepValidate, Path: home, Msg: "workspace is the home directory; use a project directory below it"}
 		}
-		b.entries = append(b.entries, &entry{dest: home, kind: kindHome, what: "home", srcFD: -1})
+		h := &entry{dest: home, kind: kindHome, what: "home", srcFD: -1}
+		b.entries = append(b.entries, h)
+		if s.HomeDir != "" {
+			if se := openHomeDir(h, s.HomeDir, ws.dest); se != nil {
+				return se
+			}
+		}
 	}
-	b.entries = append(b.entries, ws)
+	for _, bd := range s.Binds {
+		if se := b.planBind(bd); se != nil {
+			return se
+		}
+	}
+	var hide []string // targets of overlays without a lower directory
+	for _, o := range s.Overlays {
+		dest, se := b.planOverlay(o)
+		if se != nil {
+			return se
+		}
+		if dest != "" {
+			hide = append(hide, dest)
+		}
+	}
 	// Parents before children: a path sorts before every path it prefixes.
 	// Stable, so that for equal paths the later entry is mounted on top.
 	sort.SliceStable(b.entries, func(i, j int) bool { return b.entries[i].dest < b.entries[j].dest })
+	// Masks come after everything else, so that no entry is mounted over
+	// one, or below one where it would show again.
+	b.entries = append(b.entries, planMasks(s.Masks, hide)...)
 	return nil
+}
+
+// openHomeDir opens Spec.HomeDir for h (the $HOME entry) and checks it
+// where it really is: an existing directory owned by the caller, and, with
+// every symbolic link resolved, neither the home nor above it nor in the
+// workspace (a link must not turn the scratch home into the real one).
+func openHomeDir(h *entry, dir, workspace string) *SetupError {
+	what := "home directory " + dir
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return sysErr(StepMounts, "open", what, err)
+	}
+	h.srcFD, h.isDir = fd, true
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return sysErr(StepMounts, "fstat", what, err)
+	}
+	real, err := os.Readlink(procFD(fd))
+	if err != nil {
+		return sysErr(StepMounts, "readlink", what, err)
+	}
+	e := checkHomeDirPlace(real, h.dest, workspace)
+	if e == nil {
+		e = checkExtraPath(real)
+	}
+	if e != nil {
+		e.Path = what
+		return e
+	}
+	if uid := os.Getuid(); int(st.Uid) != uid {
+		return &SetupError{Step: StepMounts, Path: what, Errno: unix.EPERM,
+			Msg: fmt.Sprintf("owned by uid %d, not by the caller (uid %d)", st.Uid, uid)}
+	}
+	return nil
+}
+
+// planBind adds a Spec.Binds entry: the source opened now, the target
+// where the sandbox's tree has that path.
+func (b *rootBuilder) planBind(bd Bind) *SetupError {
+	k := kindBindRO
+	if bd.Writable {
+		k = kindBindRW
+	}
+	e, se := hostEntry(bd.Source, k, "bind of "+bd.Source+" at", false)
+	if se != nil {
+		return se
+	}
+	b.entries = append(b.entries, e)
+	e.dest = placed(bd.Target)
+	if se := checkExtraPath(e.dest); se != nil {
+		se.Path = "bind target " + bd.Target
+		return se
+	}
+	return nil
+}
+
+// placed says where p is in the sandbox's tree, which has host paths at
+// their canonical place: p's parent resolved on the host as far as it
+// exists there, its last component as it is (so that a target or a mask
+// that is a symbolic link on the host is placed at the link, not where it
+// points).
+func placed(p string) string {
+	if p == "/" {
+		return p
+	}
+	dir, rest := filepath.Dir(p), filepath.Base(p)
+	for {
+		if c, err := canonical(dir); err == nil {
+			return filepath.Join(c, rest)
+		}
+		if dir == "/" {
+			return p
+		}
+		dir, rest = filepath.Dir(dir), filepath.Join(filepath.Base(dir), rest)
+	}
 }
 
 // hostEntry opens a host path for binding. optional: a missing path yields
@@ -227,19 +354,33 @@ func canonical(p string) (string, error) {
 	return os.Readlink(procFD(fd))
 }
 
-// markOwn records the file system that fd is on as one the init created.
+// markOwn records the mount that fd is on as one where the init may create
+// mount points.
 func (b *rootBuilder) markOwn(fd int, what string) *SetupError {
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return sysErr(StepMounts, "fstat", what, err)
+	id, err := mountID(fd)
+	if err != nil {
+		return sysErr(StepMounts, "statx", what, err)
 	}
-	b.own[st.Dev] = true
+	b.own[id] = true
 	return nil
 }
 
 func (b *rootBuilder) isOwn(fd int) bool {
-	var st unix.Stat_t
-	return unix.Fstat(fd, &st) == nil && b.own[st.Dev]
+	id, err := mountID(fd)
+	return err == nil && b.own[id]
+}
+
+// mountID is the id of the mount fd is on (Linux 5.8; without it nothing
+// counts as the init's own, and setup fails rather than guess).
+func mountID(fd int) (uint64, error) {
+	var stx unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &stx); err != nil {
+		return 0, err
+	}
+	if stx.Mask&unix.STATX_MNT_ID == 0 {
+		return 0, unix.ENOSYS
+	}
+	return stx.Mnt_id, nil
 }
 
 // walk opens the directory rel (relative to the new root) without following
@@ -316,6 +457,9 @@ func reopen(dirFD int, name string) (int, error) {
 }
 
 func (b *rootBuilder) mountEntry(e *entry) *SetupError {
+	if e.kind == kindMask {
+		return b.mountMask(e)
+	}
 	rel := strings.TrimPrefix(e.dest, "/")
 	parentRel, name := filepath.Dir(rel), filepath.Base(rel)
 	where := e.what
@@ -367,12 +511,15 @@ func (b *rootBuilder) mountEntry(e *entry) *SetupError {
 				return sysErr(StepMounts, "mount", where+" (remount read-only)", err)
 			}
 		}
-	case kindTmp, kindHome:
-		mode := "mode=1777"
-		if e.kind == kindHome {
-			mode = "mode=0700" // owned by the user: the mapped uid mounts it
+	case kindHome:
+		if e.srcFD < 0 {
+			// Owned by the user: the mapped uid mounts it.
+			return b.mountTmpfs(parent, name, t, where, "mode=0700")
 		}
-		if err := unix.Mount("tmpfs", procFD(t), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, mode); err != nil {
+		// Spec.HomeDir: contextd's scratch directory for this home. Mount
+		// points below $HOME are created in it, as they would be on the
+		// tmpfs.
+		if err := unix.Mount(procFD(e.srcFD), procFD(t), "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return sysErr(StepMounts, "mount", where, err)
 		}
 		top, err := reopen(parent, name)
@@ -380,9 +527,11 @@ func (b *rootBuilder) mountEntry(e *entry) *SetupError {
 			return sysErr(StepMounts, "openat", where, err)
 		}
 		defer unix.Close(top)
-		if se := b.markOwn(top, where); se != nil {
-			return se
-		}
+		return b.markOwn(top, where)
+	case kindTmp:
+		return b.mountTmpfs(parent, name, t, where, "mode=1777")
+	case kindOverlay:
+		return mountOverlay(e, t, where)
 	case kindProc:
 		// A proc of the new PID namespace: it shows only the sandbox's
 		// processes. The kernel allows it only while a fully visible proc
@@ -395,6 +544,19 @@ func (b *rootBuilder) mountEntry(e *entry) *SetupError {
 		return b.setupDev(parent, name, t)
 	}
 	return nil
+}
+
+// mountTmpfs mounts a tmpfs of the init's own at t (name in parent).
+func (b *rootBuilder) mountTmpfs(parent int, name string, t int, where, mode string) *SetupError {
+	if err := unix.Mount("tmpfs", procFD(t), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, mode); err != nil {
+		return sysErr(StepMounts, "mount", where, err)
+	}
+	top, err := reopen(parent, name)
+	if err != nil {
+		return sysErr(StepMounts, "openat", where, err)
+	}
+	defer unix.Close(top)
+	return b.markOwn(top, where)
 }
 
 // devNodes are bind-mounted from the host: device nodes cannot be created
@@ -543,7 +705,7 @@ func (b *rootBuilder) readOnlySubmounts() *SetupError {
 			return &SetupError{Step: StepMounts, Path: m.point, Msg: "mount outside the new root in its tree"}
 		}
 		g := b.governing(rel)
-		if g == nil || g.kind != kindBindRO || g.dest == rel {
+		if g == nil || g.kind != kindBindRO || g.dest == rel || b.masked(rel) {
 			continue
 		}
 		if err := remountReadOnly(m.point); err != nil {
@@ -553,10 +715,14 @@ func (b *rootBuilder) readOnlySubmounts() *SetupError {
 	return nil
 }
 
-// governing is the entry with the longest dest that is rel or a parent of it.
+// governing is the entry with the longest dest that is rel or a parent of
+// it. Masks govern nothing (see masked).
 func (b *rootBuilder) governing(rel string) *entry {
 	var best *entry
 	for _, e := range b.entries {
+		if e.kind == kindMask {
+			continue
+		}
 		if e.dest == rel || strings.HasPrefix(rel, e.dest+"/") {
 			if best == nil || len(e.dest) >= len(best.dest) {
 				best = e
@@ -564,6 +730,18 @@ func (b *rootBuilder) governing(rel string) *entry {
 		}
 	}
 	return best
+}
+
+// masked says whether rel is at or below a mask that was mounted: nothing
+// there is visible, and its path leads into the mask, not to the mount
+// found in the mount table.
+func (b *rootBuilder) masked(rel string) bool {
+	for _, e := range b.entries {
+		if e.kind == kindMask && e.applied && within(rel, e.dest) {
+			return true
+		}
+	}
+	return false
 }
 
 type mountInfo struct {

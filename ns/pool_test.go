@@ -78,6 +78,15 @@ func TestPooled(t *testing.T) {
 		{"ToolMode", TestToolMode},
 		{"SeccompEnforced", TestSeccompEnforced},
 		{"RealProfiles", TestRealProfiles},
+		{"HomeDirPersists", TestHomeDirPersists},
+		{"HomeDirRefused", TestHomeDirRefused},
+		{"Binds", TestBinds},
+		{"Overlay", TestOverlay},
+		{"OverlayMissingLower", TestOverlayMissingLower},
+		{"OverlayErrors", TestOverlayErrors},
+		{"Masks", TestMasks},
+		{"MaskCoversLaterEntries", TestMaskCoversLaterEntries},
+		{"MaskBehindUnsearchableDirs", TestMaskBehindUnsearchableDirs},
 	} {
 		t.Run(tc.name, tc.f)
 	}

@@ -56,6 +56,14 @@ type Spec struct {
 	// except the workspace or other paths listed here that lie below it.
 	// Optional.
 	Home string `json:"home,omitempty"`
+	// HomeDir, set together with Home, is a host directory bind-mounted
+	// read-write at Home instead of the empty tmpfs: a scratch home that
+	// outlives the call, so that the caches tools keep under $HOME stay warm
+	// from one call to the next. It must be an existing directory owned by
+	// the caller (checked when the sandbox opens it), and neither Home, nor
+	// an ancestor of Home, nor in the Workspace. Everything else that lies
+	// below Home is still mounted on top of it. Optional.
+	HomeDir string `json:"homeDir,omitempty"`
 	// ReadOnly are host paths bind-mounted read-only at their own path.
 	// nil means DefaultReadOnly; an empty, non-nil slice means none.
 	// Missing paths are skipped.
@@ -63,6 +71,17 @@ type Spec struct {
 	// ReadWrite are extra host paths bind-mounted read-write (from config).
 	// Missing paths are skipped.
 	ReadWrite []string `json:"readWrite,omitempty"`
+	// Binds show host files or directories at another path (Bind).
+	Binds []Bind `json:"binds,omitempty"`
+	// Overlays show host directories through an overlay whose writes go
+	// elsewhere (Overlay).
+	Overlays []Overlay `json:"overlays,omitempty"`
+	// Masks are paths that are never visible, whatever else in the spec
+	// shows them: mounted last, each covers what the sandbox's tree has at
+	// that path (an empty directory or file nobody can read). See "The file
+	// system" in the package doc for how symbolic links are handled.
+	// Absolute.
+	Masks []string `json:"masks,omitempty"`
 	// Hostname of the sandbox's UTS namespace. Default DefaultHostname.
 	Hostname string `json:"hostname,omitempty"`
 	// Network false (the default) gives the sandbox a new network namespace
@@ -77,6 +96,38 @@ type Spec struct {
 	Rlimits []Rlimit `json:"rlimits,omitempty"`
 	// Mode is ModeExec (default) or ModeTool.
 	Mode string `json:"mode,omitempty"`
+}
+
+// Bind shows the host file or directory Source at Target inside the
+// sandbox: for example a copy of ~/.npmrc with its secrets replaced, made by
+// the daemon, shown at ~/.npmrc. Source must exist (the daemon lists only
+// sources it made or checked). Missing parent directories of Target are
+// created, but only on the sandbox's own file systems (its tmpfs mounts, a
+// HomeDir), never inside a bind-mounted host tree.
+type Bind struct {
+	Source string `json:"source"`
+	Target string `json:"target"`
+	// Writable makes the bind read-write; it is read-only by default.
+	Writable bool `json:"writable,omitempty"`
+}
+
+// Overlay shows the host directory Lower at Target through an overlayfs
+// whose writes go to Upper: the sandbox reads the user's files (a toolchain
+// cache) and may change what it sees, but Lower itself is never written
+// through the overlay (so the spec must not show Lower read-write anywhere
+// else either). Upper and Work are host directories the daemon made, on
+// the same file system; the daemon keeps them out of the sandbox's view
+// (not checked here: writes to them behind overlayfs's back give undefined
+// results in the overlay, though never in Lower). A missing Lower skips the
+// overlay, and Target is then masked (see Spec.Masks). If the mount fails,
+// the sandbox does not start; ProbeOverlay says beforehand whether
+// overlays work for this user.
+type Overlay struct {
+	Lower string `json:"lower"`
+	Upper string `json:"upper"`
+	Work  string `json:"work"`
+	// Target is where the overlay is shown. Default: Lower.
+	Target string `json:"target,omitempty"`
 }
 
 // Rlimit is one resource limit. Resource is the name without the RLIMIT_
@@ -157,6 +208,11 @@ func (s *Spec) normalize(precompiled bool) (*Spec, *SetupError) {
 			return nil, invalid("home is /")
 		}
 	}
+	if c.HomeDir != "" {
+		if e := checkHomeDir(&c); e != nil {
+			return nil, e
+		}
+	}
 	if c.Dir == "" {
 		c.Dir = c.Workspace
 	}
@@ -177,6 +233,9 @@ func (s *Spec) normalize(precompiled bool) (*Spec, *SetupError) {
 	if err := checkExtraPath(c.Workspace); err != nil {
 		return nil, err
 	}
+	if err := c.normalizeViews(); err != nil {
+		return nil, err
+	}
 	if c.Hostname == "" {
 		c.Hostname = DefaultHostname
 	}
@@ -189,6 +248,109 @@ func (s *Spec) normalize(precompiled bool) (*Spec, *SetupError) {
 	}
 	c.Rlimits = rl
 	return &c, nil
+}
+
+// checkHomeDir checks the form of c.HomeDir and cleans it. The sandbox
+// init checks the same again on the resolved paths, and that the directory
+// exists and belongs to the caller.
+func checkHomeDir(c *Spec) *SetupError {
+	if c.Home == "" {
+		return invalid("homeDir without home")
+	}
+	if !filepath.IsAbs(c.HomeDir) {
+		return invalid(fmt.Sprintf("homeDir %q is not an absolute path", c.HomeDir))
+	}
+	c.HomeDir = filepath.Clean(c.HomeDir)
+	if err := checkExtraPath(c.HomeDir); err != nil {
+		return err
+	}
+	return checkHomeDirPlace(c.HomeDir, c.Home, c.Workspace)
+}
+
+// checkHomeDirPlace refuses a scratch home that would show the real home
+// (it is Home or above it) or hide the workspace's files in a scratch area
+// (it lies in the workspace).
+func checkHomeDirPlace(dir, home, workspace string) *SetupError {
+	switch {
+	case dir == home:
+		return invalid("homeDir is the home directory itself")
+	case within(home, dir):
+		return invalid(fmt.Sprintf("homeDir %s contains the home directory %s", dir, home))
+	case within(dir, workspace):
+		return invalid(fmt.Sprintf("homeDir %s is in the workspace %s", dir, workspace))
+	}
+	return nil
+}
+
+// within says whether p is dir or lies below it (both clean and absolute).
+func within(p, dir string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+// normalizeViews checks and cleans Binds, Overlays and Masks, on copies of
+// the caller's slices.
+func (c *Spec) normalizeViews() *SetupError {
+	clean := func(what, p string) (string, *SetupError) {
+		if !filepath.IsAbs(p) {
+			return "", invalid(fmt.Sprintf("%s %q is not an absolute path", what, p))
+		}
+		p = filepath.Clean(p)
+		if err := checkExtraPath(p); err != nil {
+			return "", err
+		}
+		return p, nil
+	}
+	var err *SetupError
+	if c.Binds != nil {
+		binds := make([]Bind, len(c.Binds))
+		for i, b := range c.Binds {
+			if b.Source, err = clean("bind source", b.Source); err != nil {
+				return err
+			}
+			if b.Target, err = clean("bind target", b.Target); err != nil {
+				return err
+			}
+			binds[i] = b
+		}
+		c.Binds = binds
+	}
+	if c.Overlays != nil {
+		overlays := make([]Overlay, len(c.Overlays))
+		for i, o := range c.Overlays {
+			if o.Lower, err = clean("overlay lower", o.Lower); err != nil {
+				return err
+			}
+			if o.Upper, err = clean("overlay upper", o.Upper); err != nil {
+				return err
+			}
+			if o.Work, err = clean("overlay work", o.Work); err != nil {
+				return err
+			}
+			if o.Target == "" {
+				o.Target = o.Lower
+			}
+			if o.Target, err = clean("overlay target", o.Target); err != nil {
+				return err
+			}
+			// Other overlaps (a layer inside another) are refused by the
+			// kernel at mount time, on the resolved paths.
+			if o.Upper == o.Work {
+				return invalid(fmt.Sprintf("overlay %s: upper and work are the same directory", o.Target))
+			}
+			overlays[i] = o
+		}
+		c.Overlays = overlays
+	}
+	if c.Masks != nil {
+		masks := make([]string, len(c.Masks))
+		for i, m := range c.Masks {
+			if masks[i], err = clean("mask", m); err != nil {
+				return err
+			}
+		}
+		c.Masks = masks
+	}
+	return nil
 }
 
 // checkExtraPath refuses paths that would collide with what the sandbox
