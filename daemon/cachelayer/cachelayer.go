@@ -1,4 +1,4 @@
-// Package cachelayer owns the writable upper layers that overlay the user's toolchain caches in the sandbox, one set per workspace.
+// Package cachelayer keeps the per-workspace upper layers over the user's toolchain caches.
 package cachelayer
 
 // The sandbox shows a toolchain cache (Go's module and build caches, ~/.npm,
