@@ -12,8 +12,9 @@ package cachelayer
 //
 //	<id>/              one workspace's layers; id = hex of the first 128 bits
 //	                   of SHA-256(workspace root)
-//	  .layer.json      the workspace's path, and when each cache was last used
+//	  .layer.json      the workspace's path
 //	  .lock            held by the lease that has these layers mounted
+//	  <cache>/         its mtime is when a call last released it
 //	  <cache>/upper    the overlay's upper layer: what calls wrote
 //	  <cache>/work     overlayfs' work directory (same file system as upper)
 //	.tmp/              what nobody holds here is removed on sight:
@@ -310,14 +311,9 @@ func (m *Manager) lockWorkspace(id string) (*os.File, error) {
 // it holds, and records the workspace there.
 func (m *Manager) prepare(l *Lease, names []string) error {
 	dir := filepath.Join(m.root, l.id)
-	md, _ := readMeta(dir) // missing or damaged: written afresh below
+	md, merr := readMeta(dir) // missing or damaged: written afresh below
 	if md.Workspace != "" && md.Workspace != l.Workspace {
 		return fmt.Errorf("cache layers: %s holds the layers of %s, not %s: %w", dir, md.Workspace, l.Workspace, catalog.ErrInternal)
-	}
-	changed := md.Workspace == ""
-	md.Workspace = l.Workspace
-	if md.Used == nil {
-		md.Used = map[string]time.Time{}
 	}
 	for _, name := range names {
 		ly, err := makeLayer(dir, name)
@@ -329,16 +325,10 @@ func (m *Manager) prepare(l *Lease, names []string) error {
 		if err := emptyDir(ly.Work); err != nil {
 			return ioError(err)
 		}
-		if _, ok := md.Used[name]; !ok {
-			// Stamped now too, so that a crash before Release leaves a
-			// time for Expire.
-			md.Used[name] = m.now()
-			changed = true
-		}
 		l.Layers = append(l.Layers, ly)
 	}
-	if changed {
-		return writeMeta(dir, md)
+	if merr != nil || md.Workspace == "" {
+		return writeMeta(dir, meta{Workspace: l.Workspace})
 	}
 	return nil
 }
@@ -395,34 +385,25 @@ func (l *Lease) release() error {
 	}
 	m := l.m
 	dir := filepath.Join(m.root, l.id)
-	err := m.stamp(dir, l)
-	l.lock.Close()
-	if eerr := m.enforce(l.id); err == nil {
-		err = eerr
-	}
-	return err
-}
-
-// stamp records that the lease's caches were used now.
-func (m *Manager) stamp(dir string, l *Lease) error {
-	md, _ := readMeta(dir)
-	md.Workspace = l.Workspace
-	if md.Used == nil {
-		md.Used = map[string]time.Time{}
-	}
+	// A cache's last use is its directory's mtime: setting it costs one
+	// system call, where rewriting a file would cost ext4 a flush.
+	var errs []error
 	now := m.now()
 	for _, ly := range l.Layers {
-		md.Used[ly.Cache] = now
+		if err := os.Chtimes(filepath.Join(dir, ly.Cache), now, now); err != nil {
+			errs = append(errs, ioError(err))
+		}
 	}
-	return writeMeta(dir, md)
+	l.lock.Close()
+	errs = append(errs, m.enforce(l.id))
+	return errors.Join(errs...)
 }
 
 // enforce removes whole caches of workspace id's layers until they fit
 // MaxBytes, in the order Release documents, if their lock is free.
 func (m *Manager) enforce(id string) error {
 	dir := filepath.Join(m.root, id)
-	md, _ := readMeta(dir)
-	caches, err := measure(dir, md)
+	caches, err := measure(dir)
 	if err != nil {
 		return err
 	}
@@ -444,7 +425,6 @@ func (m *Manager) enforce(id string) error {
 		return nil
 	}
 	defer lock.Close()
-	md, _ = readMeta(dir)
 	// A cache that can never fit goes first; then the least recently used.
 	hopeless := func(c CacheUsage) bool { return c.Partial || c.Bytes > m.maxBytes }
 	slices.SortStableFunc(caches, func(a, b CacheUsage) int {
@@ -472,10 +452,6 @@ func (m *Manager) enforce(id string) error {
 		if c.Partial {
 			total -= m.maxBytes + 1
 		}
-		delete(md.Used, c.Name)
-	}
-	if md.Workspace != "" {
-		errs = append(errs, writeMeta(dir, md))
 	}
 	return errors.Join(errs...)
 }

@@ -540,13 +540,20 @@ func TestExpire(t *testing.T) {
 	held := acquire(t, m, "/held", "go-build")
 	clk.Add(10 * 24 * time.Hour)
 	release(t, acquire(t, m, "/recent", "npm"))
+	// Layers without a cache (a crash before the first was made) hold
+	// nothing to keep, however new.
+	empty := filepath.Join(m.Root(), "0123456789abcdef0123456789abcdef")
+	if err := os.Mkdir(empty, 0o700); err != nil {
+		t.Fatal(err)
+	}
 
 	removed, err := m.Expire(start.Add(15 * 24 * time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(removed, []string{"/old"}) {
-		t.Errorf("Expire removed %v; want /old only (/held is leased, /recent was used 5 days ago)", removed)
+	slices.Sort(removed)
+	if !slices.Equal(removed, []string{"(unknown workspace, layers 0123456789abcdef0123456789abcdef)", "/old"}) || exists(t, empty) {
+		t.Errorf("Expire removed %v; want /old (/held is leased, /recent was used 5 days ago) and the empty layers", removed)
 	}
 	for ws, want := range map[string]bool{"/old": false, "/held": true, "/recent": true} {
 		if got := list(t, m, ws) != nil; got != want {

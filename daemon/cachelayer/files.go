@@ -96,14 +96,13 @@ type CacheUsage struct {
 	// Partial: a directory in it could not be read, and Bytes leaves out
 	// what that holds. The size bound removes such a layer first.
 	Partial bool `json:"partial,omitempty"`
-	// LastUsed is when a call last released it (zero: never recorded).
+	// LastUsed is when a call last released it, or when it was made.
 	LastUsed time.Time `json:"last_used"`
 }
 
 // measure returns the caches in a workspace's directory, by name, with
-// their sizes and last-used times (the directory's mtime when md has
-// none). A missing directory has none.
-func measure(dir string, md meta) ([]CacheUsage, error) {
+// their sizes and last-used times. A missing directory has none.
+func measure(dir string) ([]CacheUsage, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -117,6 +116,13 @@ func measure(dir string, md meta) ([]CacheUsage, error) {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
+		fi, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed meanwhile
+		}
+		if err != nil {
+			return nil, ioError(err)
+		}
 		bytes, partial, err := du(p)
 		if err != nil {
 			return nil, ioError(err)
@@ -130,13 +136,7 @@ func measure(dir string, md meta) ([]CacheUsage, error) {
 				return nil, ioError(err)
 			}
 		}
-		c := CacheUsage{Name: e.Name(), Bytes: bytes, Partial: partial, LastUsed: md.Used[e.Name()]}
-		if c.LastUsed.IsZero() {
-			if fi, err := e.Info(); err == nil {
-				c.LastUsed = fi.ModTime()
-			}
-		}
-		out = append(out, c)
+		out = append(out, CacheUsage{Name: e.Name(), Bytes: bytes, Partial: partial, LastUsed: fi.ModTime()})
 	}
 	slices.SortFunc(out, func(a, b CacheUsage) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
@@ -185,12 +185,12 @@ func du(path string) (bytes int64, partial bool, err error) {
 	return bytes, partial, err
 }
 
-// meta is a workspace directory's .layer.json.
+// meta is a workspace directory's .layer.json, written once when the
+// directory is made. (When each cache was last used is its directory's
+// mtime.)
 type meta struct {
 	// Workspace is the workspace root the layers belong to.
 	Workspace string `json:"workspace"`
-	// Used is when each cache was last used.
-	Used map[string]time.Time `json:"used"`
 }
 
 // readMeta reads dir's .layer.json (the zero meta and an error when it is

@@ -44,7 +44,7 @@ func (m *Manager) List() ([]Usage, error) {
 	for _, id := range ids {
 		dir := filepath.Join(m.root, id)
 		md, _ := readMeta(dir)
-		caches, err := measure(dir, md)
+		caches, err := measure(dir)
 		if err != nil {
 			return nil, err
 		}
@@ -73,7 +73,7 @@ func (m *Manager) List() ([]Usage, error) {
 }
 
 // Expire removes the layers of every workspace none of whose caches was
-// used in the MaxAge before now, and what .tmp holds that nothing holds
+// used in the MaxAge before now (or that has none), and what .tmp holds that nothing holds
 // (the ephemeral layers of a daemon that crashed, deletions cut short).
 // Layers a lease holds are left alone, however old. It returns the
 // workspaces whose layers it removed. The daemon calls it when it starts
@@ -112,24 +112,18 @@ func (m *Manager) Expire(now time.Time) ([]string, error) {
 }
 
 // expired says whether the layers in dir were last used MaxAge or more
-// before now (by .layer.json; without it, by the directories' mtimes).
+// before now, by the mtimes of its caches' directories (which Release
+// sets). Layers without a cache hold nothing worth keeping: a crash
+// between mkdir and the first layer, or a size bound that took them all.
 func (m *Manager) expired(dir string, now time.Time) bool {
-	md, _ := readMeta(dir)
 	var last time.Time
-	for _, t := range md.Used {
-		if t.After(last) {
-			last = t
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if !e.IsDir() || !cacheName.MatchString(e.Name()) {
+			continue
 		}
-	}
-	if last.IsZero() {
-		if fi, err := os.Lstat(dir); err == nil {
+		if fi, err := e.Info(); err == nil && fi.ModTime().After(last) {
 			last = fi.ModTime()
-		}
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			if fi, err := e.Info(); err == nil && fi.ModTime().After(last) {
-				last = fi.ModTime()
-			}
 		}
 	}
 	return now.Sub(last) >= m.maxAge
