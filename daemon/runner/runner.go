@@ -54,6 +54,18 @@ type Spec struct {
 	Home      string
 	// ReadOnly and ReadWrite are extra host paths to show (from config).
 	ReadOnly, ReadWrite []string
+	// HomeDir, when set, is shown at Home in place of an empty tmpfs: the
+	// workspace's persistent scratch home.
+	HomeDir string
+	// Binds show host files at another path (the scrubbed copies of
+	// configuration files, at the files' own paths), read-only.
+	Binds []Bind
+	// Overlays show host directories (toolchain caches) as the read-only
+	// lower layer of an overlay whose upper layer the daemon owns.
+	Overlays []Overlay
+	// Masks are paths hidden whatever else shows them (the credential
+	// deny-list below a shown directory).
+	Masks []string
 	// Network keeps the host's network instead of a loopback-only namespace.
 	Network bool
 
@@ -73,6 +85,13 @@ type Spec struct {
 	// without waiting for Exit.
 	Started func(Layers)
 }
+
+// Bind shows the host path Source at Target, read-only.
+type Bind struct{ Source, Target string }
+
+// Overlay shows Lower at its own path, read-only below and writable through
+// Upper (Work is overlayfs' work directory, on Upper's file system).
+type Overlay struct{ Lower, Upper, Work string }
 
 // Limits of a call; zero fields mean the runner's documented defaults.
 type Limits struct {

@@ -75,6 +75,13 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 	if len(s.ReadOnly) > 0 {
 		spec.ReadOnly = append(append([]string{}, ns.DefaultReadOnly...), s.ReadOnly...)
 	}
+	spec.HomeDir, spec.Masks = s.HomeDir, s.Masks
+	for _, b := range s.Binds {
+		spec.Binds = append(spec.Binds, ns.Bind{Source: b.Source, Target: b.Target})
+	}
+	for _, o := range s.Overlays {
+		spec.Overlays = append(spec.Overlays, ns.Overlay{Lower: o.Lower, Upper: o.Upper, Work: o.Work})
+	}
 	switch s.Mode {
 	case runner.Exec:
 		spec.Mode, spec.Argv = ns.ModeExec, append([]string{s.Path}, s.Args[1:]...)
