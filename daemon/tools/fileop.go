@@ -11,44 +11,10 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/daemon/tools/toolproto"
 	"github.com/contextd/contextd/scrub"
 	"github.com/contextd/contextd/workspace"
 )
-
-// fileOp is a file tool's operation as the daemon hands it to the sandbox: the
-// input is decoded and the path resolved against the workspace in the daemon; the
-// file I/O itself happens in the sandbox, in contextd's tool mode (ToolMain), where
-// the workspace is the only writable place and the seccomp allowlist admits only
-// what this code needs. The confinement by openat2 applies there too.
-type fileOp struct {
-	Tool    string  `json:"tool"`
-	Root    string  `json:"root"`
-	Rel     string  `json:"rel"`
-	Display string  `json:"display"` // the path as the caller wrote it, for messages
-	Offset  int     `json:"offset,omitempty"`
-	Limit   int     `json:"limit,omitempty"`
-	Content *string `json:"content,omitempty"`
-
-	// safe_bash: the shell command, run in Dir with Env.
-	Shell   string   `json:"shell,omitempty"`
-	Command string   `json:"command,omitempty"`
-	Dir     string   `json:"dir,omitempty"`
-	Env     []string `json:"env,omitempty"`
-
-	// Rules is the user's extra gitleaks configuration (TOML), for the
-	// tool's own scrub.
-	Rules string `json:"rules,omitempty"`
-	// Window: the tool scrubs the first and last Window bytes of a long
-	// output, the part a first response can show, and sends a gap frame
-	// for the middle instead of its bytes. 0: scrub and send everything.
-	Window int `json:"window,omitempty"`
-
-	// safe_read's page mode: render bytes [Skip, Skip+N) of Gap, a gap of
-	// an earlier read of this file, again.
-	Gap  *gapFrame `json:"gap,omitempty"`
-	Skip int64     `json:"skip,omitempty"`
-	N    int64     `json:"n,omitempty"`
-}
 
 // holeWriter is an Out that takes a gap in place of the bytes it stands
 // for (respond.Pipe): n bytes with lines newlines, which source (opaque to
@@ -60,11 +26,11 @@ type holeWriter interface {
 
 // gapSource is what the daemon keeps of a gap: enough to read it again.
 type gapSource struct {
-	Tool    string   `json:"tool"`
-	Root    string   `json:"root"`
-	Rel     string   `json:"rel"`
-	Display string   `json:"display"`
-	Gap     gapFrame `json:"gap"`
+	Tool    string        `json:"tool"`
+	Root    string        `json:"root"`
+	Rel     string        `json:"rel"`
+	Display string        `json:"display"`
+	Gap     toolproto.Gap `json:"gap"`
 }
 
 // maxGapPage bounds what one FillGap asks of the sandbox; a page reads
@@ -91,7 +57,7 @@ func FillGap(ctx context.Context, env *Env, source []byte, off int64, p []byte) 
 	got.Grow(len(p))
 	env.Place = workspace.Place{Root: src.Root, Cwd: src.Root, LogicalRoot: src.Root}
 	env.Out = &got
-	out := runFileOp(ctx, env, fileOp{Tool: "safe_read", Root: src.Root, Rel: src.Rel, Display: src.Display,
+	out := runFileOp(ctx, env, toolproto.Op{Tool: "safe_read", Root: src.Root, Rel: src.Rel, Display: src.Display,
 		Gap: &src.Gap, Skip: off, N: int64(len(p))})
 	if out.Err != nil {
 		return out.Err
@@ -105,7 +71,7 @@ func FillGap(ctx context.Context, env *Env, source []byte, off int64, p []byte) 
 
 // runFileOp runs op through the call's runner and turns the tool process's report
 // back into an outcome.
-func runFileOp(ctx context.Context, env *Env, op fileOp) Outcome {
+func runFileOp(ctx context.Context, env *Env, op toolproto.Op) Outcome {
 	return runSandboxed(ctx, env, op, runner.Spec{
 		Dir:      env.Place.Root,
 		Env:      []string{"PATH=/usr/bin:/bin"},
@@ -117,25 +83,23 @@ func runFileOp(ctx context.Context, env *Env, op fileOp) Outcome {
 // runSandboxed runs op in its sandbox (spec holds what differs per tool) and
 // decodes the tool's frames: text goes to env.Out, each secret the tool took
 // out becomes the session's placeholder for it.
-func runSandboxed(ctx context.Context, env *Env, op fileOp, spec runner.Spec) Outcome {
+func runSandboxed(ctx context.Context, env *Env, op toolproto.Op, spec runner.Spec) Outcome {
 	op.Rules = env.Rules
 	in, err := json.Marshal(op)
 	if err != nil {
 		return Outcome{Err: fmt.Errorf("%s: encode operation: %v: %w", op.Tool, err, catalog.ErrInternal)}
 	}
 	var stderr bytes.Buffer
-	var meta toolMeta
 	source := env.Source
-	frames := &frameReader{
-		meta: &meta,
-		text: func(p []byte, _ bool) error { _, err := env.Out.Write(p); return err },
-		secret: func(s secretFrame) error {
+	frames := &toolproto.Reader{
+		OnText: func(p []byte, _ bool) error { _, err := env.Out.Write(p); return err },
+		OnSecret: func(s toolproto.Secret) error {
 			_, err := io.WriteString(env.Out, env.Vault.Placeholder(s.Rule, string(s.Secret), source))
 			return err
 		},
 	}
 	if hw, ok := env.Out.(holeWriter); ok && op.Window > 0 {
-		frames.gap = func(g gapFrame) error {
+		frames.OnGap = func(g toolproto.Gap) error {
 			src, err := json.Marshal(gapSource{Tool: op.Tool, Root: op.Root, Rel: op.Rel, Display: op.Display, Gap: g})
 			if err != nil {
 				return err
@@ -149,6 +113,7 @@ func runSandboxed(ctx context.Context, env *Env, op fileOp, spec runner.Spec) Ou
 	spec.Output, spec.Stderr = tw, &limitedBuffer{buf: &stderr, max: 64 << 10}
 	spec.Limits = env.limits(op.Tool)
 	ex, err := env.Runner.Run(ctx, spec)
+	meta, gotMeta := frames.Meta()
 	env.Layers = ex.Layers
 	env.Stages = meta.Stages
 	if env.Stages != nil {
@@ -168,7 +133,7 @@ func runSandboxed(ctx context.Context, env *Env, op fileOp, spec runner.Spec) Ou
 		return Outcome{ExitCode: catalog.ExitTimeout, Err: fmt.Errorf("%s: killed after %s: %w", op.Tool, spec.Timeout, catalog.ErrTimeout)}
 	case ex.Canceled:
 		return Outcome{ExitCode: ex.Code, Err: canceled(ctx)}
-	case !frames.complete() || (ex.Code == 0 && !frames.gotMeta):
+	case !frames.Complete() || (ex.Code == 0 && !gotMeta):
 		return Outcome{Err: fmt.Errorf("%s: the sandboxed tool's output ended early (exit %d): %s: %w",
 			op.Tool, ex.Code, firstLine(stderr.String()), catalog.ErrInternal)}
 	case meta.ExitCode != nil:
@@ -199,7 +164,7 @@ func firstLine(s string) string {
 	return s
 }
 
-// ToolMain is contextd's tool mode: it reads one fileOp on stdin, performs it,
+// ToolMain is contextd's tool mode: it reads one toolproto.Op on stdin, performs it,
 // writes the tool's output on stdout, and on failure one JSON catalog error on
 // stderr; the exit status is the error's. It runs inside the sandbox, already
 // under the tool's seccomp profile.
@@ -228,7 +193,7 @@ func toolMain(ctx context.Context, args []string, stdin io.Reader, stdout io.Wri
 	if err != nil {
 		return fmt.Errorf("tool mode: read operation: %v: %w", err, catalog.ErrIO)
 	}
-	var op fileOp
+	var op toolproto.Op
 	if err := json.Unmarshal(b, &op); err != nil {
 		return fmt.Errorf("tool mode: decode operation: %v: %w", err, catalog.ErrInternal)
 	}
@@ -243,8 +208,8 @@ func toolMain(ctx context.Context, args []string, stdin io.Reader, stdout io.Wri
 		return fmt.Errorf("%s: %w", op.Tool, err)
 	}
 	defer root.Close()
-	fw := newFrameWriter(stdout)
-	var meta toolMeta
+	fw := toolproto.NewWriter(stdout)
+	var meta toolproto.Meta
 	var sc *scrub.Scrubber
 	if op.Tool != "safe_read" || op.Gap == nil {
 		// Page mode scrubs nothing (the daemon scrubs the page), so it does
@@ -266,10 +231,10 @@ func toolMain(ctx context.Context, args []string, stdin io.Reader, stdout io.Wri
 		err = fmt.Errorf("tool mode: %q: %w", op.Tool, catalog.ErrUnknownTool)
 	}
 	if err != nil {
-		fw.flush()
+		fw.Flush()
 		return err
 	}
-	if ferr := fw.meta(meta); ferr != nil {
+	if ferr := fw.Meta(meta); ferr != nil {
 		return fmt.Errorf("%s: send output: %v: %w", op.Tool, ferr, catalog.ErrIO)
 	}
 	return nil

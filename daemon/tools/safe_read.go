@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/tools/toolproto"
 	"github.com/contextd/contextd/scrub"
 	"github.com/contextd/contextd/workspace"
 )
@@ -62,7 +63,7 @@ func (c *readCall) Run(ctx context.Context, env *Env) Outcome {
 	if err != nil {
 		return Outcome{Err: fmt.Errorf("safe_read: %w", err)}
 	}
-	op := fileOp{Tool: "safe_read", Root: env.Place.Root, Rel: rel, Display: c.in.Path, Window: env.Window}
+	op := toolproto.Op{Tool: "safe_read", Root: env.Place.Root, Rel: rel, Display: c.in.Path, Window: env.Window}
 	// Secrets read from this file may be written back to it (safe_write).
 	env.Source = filepath.Join(env.Place.Root, rel)
 	if env.Layer != nil {
@@ -86,7 +87,7 @@ func (c *readCall) Run(ctx context.Context, env *Env) Outcome {
 // by numbers) and its placeholder stands for exactly those bytes: written
 // back by safe_write, the file comes out byte for byte. Line numbers stay the
 // file's: a secret spanning lines takes the numbers of the lines it hides.
-func readFile(root *workspace.Root, op fileOp, sc *scrub.Scrubber, fw *frameWriter) error {
+func readFile(root *workspace.Root, op toolproto.Op, sc *scrub.Scrubber, fw *toolproto.Writer) error {
 	return guardFault(op.Display, func() error { return readMapped(root, op, sc, fw) })
 }
 
@@ -111,7 +112,7 @@ func guardFault(display string, fn func() error) (err error) {
 }
 
 // readMapped is readFile's work.
-func readMapped(root *workspace.Root, op fileOp, sc *scrub.Scrubber, fw *frameWriter) error {
+func readMapped(root *workspace.Root, op toolproto.Op, sc *scrub.Scrubber, fw *toolproto.Writer) error {
 	f, err := root.OpenRead(op.Rel)
 	if err != nil {
 		return fmt.Errorf("safe_read: %w", err)
@@ -145,11 +146,11 @@ func readMapped(root *workspace.Root, op fileOp, sc *scrub.Scrubber, fw *frameWr
 	if first > 1 && sel.lines < first {
 		return fmt.Errorf("safe_read: offset %d is past the end of %s (%d lines): %w", first, op.Display, sel.lines, catalog.ErrBadInput)
 	}
-	fw.mark("read")
+	fw.Mark("read")
 	fs, gapFrom, gapTo := findSelected(sc, sel.buf, sel.a, sel.e, op.Window)
-	fw.mark("scrub")
+	fw.Mark("scrub")
 	err = emitNumbered(fw, sel.buf, sel.base, sel.a, sel.e, first, fs, gapFrom, gapTo)
-	fw.mark("emit")
+	fw.Mark("emit")
 	return err
 }
 
@@ -160,9 +161,9 @@ func readMapped(root *workspace.Root, op fileOp, sc *scrub.Scrubber, fw *frameWr
 // not have. A block whose bytes are not those of the first read refuses the
 // page: a page must continue the output it was cut from, not mix two versions
 // of the file.
-func renderGap(root *workspace.Root, op fileOp, fw *frameWriter) error {
+func renderGap(root *workspace.Root, op toolproto.Op, fw *toolproto.Writer) error {
 	g := op.Gap
-	if !g.valid() || g.To-g.From > 1<<40 || op.Skip < 0 || op.N <= 0 || op.Skip+op.N > g.Len {
+	if !g.Valid() || g.To-g.From > 1<<40 || op.Skip < 0 || op.N <= 0 || op.Skip+op.N > g.Len {
 		return fmt.Errorf("safe_read: bad page request (%d+%d of a %d-byte gap): %w", op.Skip, op.N, g.Len, catalog.ErrInternal)
 	}
 	f, err := root.OpenRead(op.Rel)
@@ -200,14 +201,14 @@ func renderGap(root *workspace.Root, op fileOp, fw *frameWriter) error {
 				continue
 			}
 			out = z.put(out[:0], blk[p:k])
-			if err := fw.data(frameRaw, out[max(0, from-pos):min(int64(len(out)), to-pos)]); err != nil {
+			if err := fw.Raw(out[max(0, from-pos):min(int64(len(out)), to-pos)]); err != nil {
 				return err
 			}
 			pos += int64(len(out))
 			p = k
 		}
 	}
-	fw.mark("render")
+	fw.Mark("render")
 	return nil
 }
 
@@ -361,13 +362,13 @@ func findSelected(sc *scrub.Scrubber, buf []byte, a, e, window int) (fs []scrub.
 // lines ("%6d\t<line>\n", the first one numbered line), each finding as a
 // secret frame, and buf[gapFrom:gapTo], when not empty, as one gap frame.
 // No finding may lie in the gap. A last line without a newline gets one.
-func emitNumbered(fw *frameWriter, buf []byte, base int64, a, e, line int, fs []scrub.Finding, gapFrom, gapTo int) error {
+func emitNumbered(fw *toolproto.Writer, buf []byte, base int64, a, e, line int, fs []scrub.Finding, gapFrom, gapTo int) error {
 	// One buffer of up to about a MiB, sent and reused: a large file's
 	// numbered copy never exists whole. The gap is not rendered at all.
 	out, release := prefaulted(min(2*(e-a-(gapTo-gapFrom)), 1<<20) + 1<<16)
 	defer release()
 	flush := func() error {
-		err := fw.data(frameText, out)
+		err := fw.Text(out)
 		out = out[:0]
 		return err
 	}
@@ -380,12 +381,12 @@ func emitNumbered(fw *frameWriter, buf []byte, base int64, a, e, line int, fs []
 					return err
 				}
 				end := min(q, gapTo)
-				g := gapFrame{From: base + int64(p), To: base + int64(end), Line: z.line, AtStart: z.atStart,
-					Block: gapBlockSize(int64(end - p))}
+				g := toolproto.Gap{From: base + int64(p), To: base + int64(end), Line: z.line, AtStart: z.atStart,
+					Block: toolproto.GapBlockSize(int64(end - p))}
 				// One pass over the gap, 64 KiB at a time, so that the CRC
 				// and the newline count read each piece from the cache.
 				for k := p; k < end; k += int(g.Block) {
-					b := gapBlock{At: g.Len, Line: z.line, AtStart: z.atStart}
+					b := toolproto.GapBlock{At: g.Len, Line: z.line, AtStart: z.atStart}
 					for blkEnd, j := min(end, k+int(g.Block)), k; j < blkEnd; j += 64 << 10 {
 						piece := buf[j:min(blkEnd, j+64<<10)]
 						b.CRC = crc32.Update(b.CRC, castagnoli, piece)
@@ -394,8 +395,8 @@ func emitNumbered(fw *frameWriter, buf []byte, base int64, a, e, line int, fs []
 					}
 					g.Blocks = append(g.Blocks, b)
 				}
-				fw.mark("gap")
-				if err := fw.gap(g); err != nil {
+				fw.Mark("gap")
+				if err := fw.Gap(g); err != nil {
 					return err
 				}
 				p = end
@@ -433,7 +434,7 @@ func emitNumbered(fw *frameWriter, buf []byte, base int64, a, e, line int, fs []
 		if err := flush(); err != nil {
 			return err
 		}
-		if err := fw.secret(f.Rule, buf[f.Start:f.End]); err != nil {
+		if err := fw.Secret(f.Rule, buf[f.Start:f.End]); err != nil {
 			return err
 		}
 		hidden := buf[max(at, f.Start):min(e, f.End)]

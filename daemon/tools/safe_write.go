@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/tools/toolproto"
 	"github.com/contextd/contextd/scrub"
 	"github.com/contextd/contextd/workspace"
 )
@@ -59,11 +60,11 @@ func (c *writeCall) Run(ctx context.Context, env *Env) Outcome {
 				len(unresolved), strings.Join(firstN(unresolved, 3), ", "), c.in.Path))
 		}
 	}
-	return runFileOp(ctx, env, fileOp{Tool: "safe_write", Root: env.Place.Root, Rel: rel, Display: c.in.Path, Content: &content})
+	return runFileOp(ctx, env, toolproto.Op{Tool: "safe_write", Root: env.Place.Root, Rel: rel, Display: c.in.Path, Content: &content})
 }
 
 // writeFile is safe_write's I/O, run in tool mode inside the sandbox.
-func writeFile(root *workspace.Root, op fileOp, sc *scrub.Scrubber, fw *frameWriter) error {
+func writeFile(root *workspace.Root, op toolproto.Op, sc *scrub.Scrubber, fw *toolproto.Writer) error {
 	if op.Content == nil {
 		return fmt.Errorf("safe_write: no content: %w", catalog.ErrInternal)
 	}
@@ -81,7 +82,7 @@ func writeFile(root *workspace.Root, op fileOp, sc *scrub.Scrubber, fw *frameWri
 		lines++
 	}
 	msg := []byte(fmt.Sprintf("%s %s: %s, %s, mode %04o\n", verb, res.Path, plural(len(data), "byte"), plural(lines, "line"), res.Mode))
-	return fw.scrubbed(msg, sc.Find(msg))
+	return fw.Scrubbed(msg, sc.Find(msg))
 }
 
 func plural(n int, unit string) string {

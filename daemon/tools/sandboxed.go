@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/tools/toolproto"
 	"github.com/contextd/contextd/scrub"
 )
 
@@ -59,8 +60,8 @@ const drainGrace = 100 * time.Millisecond
 // sandbox init is pid 1 and reaps), pumps its output (stdout and stderr, in
 // the order written) through the scrubber as it comes, and reports the exit
 // status. The seccomp profile is already loaded and binds the shell too.
-func bashMain(ctx context.Context, op fileOp, stdout io.Writer) error {
-	fw := newFrameWriter(stdout)
+func bashMain(ctx context.Context, op toolproto.Op, stdout io.Writer) error {
+	fw := toolproto.NewWriter(stdout)
 	sc, err := toolScrubber(op.Rules)
 	if err != nil {
 		return fmt.Errorf("safe_bash: scrubber: %v: %w", err, catalog.ErrConfig)
@@ -91,10 +92,10 @@ func bashMain(ctx context.Context, op fileOp, stdout io.Writer) error {
 		// Each piece goes out at once: the caller sees a long command's
 		// progress.
 		st := scrub.NewStream(sc, func(text []byte, fs []scrub.Finding) error {
-			if err := fw.scrubbed(text, fs); err != nil {
+			if err := fw.Scrubbed(text, fs); err != nil {
 				return err
 			}
-			return fw.flush()
+			return fw.Flush()
 		})
 		_, err := io.Copy(st, pr)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -122,7 +123,7 @@ func bashMain(ctx context.Context, op fileOp, stdout io.Writer) error {
 	if err := <-pumped; err != nil {
 		return fmt.Errorf("safe_bash: output: %v: %w", err, catalog.ErrIO)
 	}
-	if err := fw.meta(toolMeta{ExitCode: &code}); err != nil {
+	if err := fw.Meta(toolproto.Meta{ExitCode: &code}); err != nil {
 		return fmt.Errorf("safe_bash: send output: %v: %w", err, catalog.ErrIO)
 	}
 	return nil
