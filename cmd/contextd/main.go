@@ -8,14 +8,14 @@ import (
 	"os"
 
 	"github.com/contextd/contextd/cmd/contextd/app"
-	"github.com/contextd/contextd/daemon/tools"
+	"github.com/contextd/contextd/daemon/tools/inside"
 	"github.com/contextd/contextd/ns"
 )
 
 func main() {
 	// Returns unless this process is a sandbox init. Tools run in the init
 	// itself (func mode); a pooled init builds the scrubber while it waits.
-	ns.InitWith(ns.Hooks{Func: app.ToolMode, Warm: tools.Warm})
+	ns.InitWith(ns.Hooks{Func: app.ToolMode, Warm: inside.Warm})
 	if app.IsToolMode(os.Args) {
 		os.Exit(app.ToolMode(os.Args[1:]))
 	}

@@ -1,6 +1,4 @@
-// Package tools is the tool registry and the tools themselves: each decodes its
-// JSON input (strictly, against the shape its schema.json publishes) and runs it in
-// a call's environment, writing output as it goes.
+// Package tools is the daemon's half of each tool: decode, policy, plan and the sandboxed run.
 package tools
 
 import (

@@ -11,7 +11,7 @@ import (
 
 	"github.com/contextd/contextd/daemon"
 	"github.com/contextd/contextd/daemon/runner"
-	"github.com/contextd/contextd/daemon/tools"
+	"github.com/contextd/contextd/daemon/tools/inside"
 )
 
 // Start serves the daemon, its whole response pipeline included, on a socket
@@ -32,7 +32,7 @@ func Start(t testing.TB) string {
 		done <- daemon.Run(ctx, ln, &daemon.Options{
 			Logger: slog.New(slog.DiscardHandler),
 			Notify: func(string) error { return nil },
-			Runner: runner.Direct{ToolMain: tools.ToolMainContext},
+			Runner: runner.Direct{ToolMain: inside.MainContext},
 		})
 	}()
 	t.Cleanup(func() {

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/daemon/tools"
+	"github.com/contextd/contextd/daemon/tools/inside"
 	"github.com/contextd/contextd/ns"
 	"github.com/contextd/contextd/profiles"
 )
@@ -24,7 +24,7 @@ func IsToolMode(argv []string) bool {
 func ToolMode(args []string) int {
 	if len(args) > 0 && args[0] == "safe_bash" {
 		// safe_bash starts the shell: its deny-list profile allows exec.
-		return tools.ToolMain(args, os.Stdin, os.Stdout, os.Stderr)
+		return inside.Main(args, os.Stdin, os.Stdout, os.Stderr)
 	}
 	p, err := profiles.Embedded("no_exec")
 	if err == nil {
@@ -35,5 +35,5 @@ func ToolMode(args []string) int {
 		os.Stderr.Write(append(b, '\n'))
 		return catalog.ErrSandbox.Exit
 	}
-	return tools.ToolMain(args, os.Stdin, os.Stdout, os.Stderr)
+	return inside.Main(args, os.Stdin, os.Stdout, os.Stderr)
 }

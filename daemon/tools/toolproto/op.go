@@ -1,5 +1,4 @@
-// Package toolproto is the protocol between a sandboxed tool's two halves: the
-// operation the daemon sends in and the frames of output the tool sends back.
+// Package toolproto is what a tool's two halves say across the sandbox: the operation in, the output frames out.
 package toolproto
 
 // Op is a tool's operation as the daemon hands it to the sandbox, on the
