@@ -79,10 +79,10 @@ func (s *service) cutPage(ctx context.Context, c Call, cred peer.Cred, sess stri
 		fill := func(source []byte, off int64, p []byte) error {
 			env := &tools.Env{Session: sess, Peer: cred, Config: s.opts.Config, Runner: s.opts.Runner,
 				Vault: layer.Vault, Rules: s.rules}
-			err := tools.FillGap(ctx, env, source, off, p)
-			layers = env.Layers
-			s.opts.Logger.Debug("page read again", "tool", c.Tool, "bytes", len(p), "stages", env.Stages)
-			return err
+			o := tools.FillGap(ctx, env, source, off, p)
+			layers = o.Layers
+			s.opts.Logger.Debug("page read again", "tool", c.Tool, "bytes", len(p), "stages", o.Stages)
+			return o.Err
 		}
 		return respond.Page(s.store, layer, s.counter, sess, c.Continue, tokens, fill)
 	}

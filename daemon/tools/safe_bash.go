@@ -71,7 +71,7 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 	}
 	op := toolproto.Op{Tool: "safe_bash", Root: env.Place.Root, Shell: cfg.Shell, Command: c.in.Command,
 		Dir: dir, Env: Environ(env)}
-	return runSandboxed(ctx, env, op, runner.Spec{
+	return runSandboxed(ctx, env, op, "", runner.Spec{
 		Dir:       dir,
 		ReadOnly:  append(protected(env.Place.Root), cfg.ReadOnly...),
 		ReadWrite: cfg.ReadWrite,

@@ -49,9 +49,9 @@ func (c *readCall) Run(ctx context.Context, env *Env) Outcome {
 	}
 	op := toolproto.Op{Tool: "safe_read", Root: env.Place.Root, Rel: rel, Display: c.in.Path, Window: env.Window}
 	// Secrets read from this file may be written back to it (safe_write).
-	env.Source = filepath.Join(env.Place.Root, rel)
+	source := filepath.Join(env.Place.Root, rel)
 	if env.Layer != nil {
-		env.Layer.Source = env.Source
+		env.Layer.Source = source
 	}
 	if c.in.Offset != nil {
 		op.Offset = *c.in.Offset
@@ -62,5 +62,7 @@ func (c *readCall) Run(ctx context.Context, env *Env) Outcome {
 	if _, ok := env.Out.(holeWriter); !ok {
 		op.Window = 0 // an output that cannot hold a gap gets every byte
 	}
-	return runFileOp(ctx, env, op)
+	o := runFileOp(ctx, env, op, source)
+	o.Source = source
+	return o
 }

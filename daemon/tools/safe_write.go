@@ -47,16 +47,19 @@ func (c *writeCall) Run(ctx context.Context, env *Env) Outcome {
 	// Placeholders the agent read from this very file get their secrets
 	// back; others are written as they are, and the caller is told.
 	content := *c.in.Content
+	var warnings []string
 	if env.Vault != nil {
 		out, _, unresolved := env.Vault.Restore([]byte(content), filepath.Join(env.Place.Root, rel))
 		content = string(out)
 		if len(unresolved) > 0 {
-			env.Warnings = append(env.Warnings, fmt.Sprintf(
+			warnings = append(warnings, fmt.Sprintf(
 				"%d placeholder(s) written as they are (%s): they did not come from reading %s in this session, so contextd has no secret to put back",
 				len(unresolved), strings.Join(firstN(unresolved, 3), ", "), c.in.Path))
 		}
 	}
-	return runFileOp(ctx, env, toolproto.Op{Tool: "safe_write", Root: env.Place.Root, Rel: rel, Display: c.in.Path, Content: &content})
+	o := runFileOp(ctx, env, toolproto.Op{Tool: "safe_write", Root: env.Place.Root, Rel: rel, Display: c.in.Path, Content: &content}, "")
+	o.Warnings = warnings
+	return o
 }
 
 func firstN(s []string, n int) []string {

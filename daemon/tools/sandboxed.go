@@ -39,39 +39,43 @@ const maxGapPage = 16 << 20
 // FillGap fills p with bytes [off, off+len(p)) of a gap's rendering (source
 // as the output's Hole got it), read again from the file in safe_read's
 // sandbox, unscrubbed: the caller scrubs what it returns. env needs Config,
-// Runner and Peer; the rest is set here. A file whose bytes in the gap
-// changed since the first read is refused (catalog.ErrUnknownContinuation).
-func FillGap(ctx context.Context, env *Env, source []byte, off int64, p []byte) error {
+// Runner and Peer; the place and the output are the gap's own. A file whose
+// bytes in the gap changed since the first read is refused
+// (catalog.ErrUnknownContinuation).
+func FillGap(ctx context.Context, env *Env, source []byte, off int64, p []byte) Outcome {
 	var src gapSource
 	if err := json.Unmarshal(source, &src); err != nil || src.Tool != "safe_read" || src.Root == "" {
-		return fmt.Errorf("safe_read: the stored page source is unreadable: %w", catalog.ErrInternal)
+		return Outcome{Err: fmt.Errorf("safe_read: the stored page source is unreadable: %w", catalog.ErrInternal)}
 	}
 	if off < 0 || len(p) > maxGapPage || off+int64(len(p)) > src.Gap.Len {
-		return fmt.Errorf("safe_read: page range %d+%d outside the gap of %d bytes: %w", off, len(p), src.Gap.Len, catalog.ErrInternal)
+		return Outcome{Err: fmt.Errorf("safe_read: page range %d+%d outside the gap of %d bytes: %w", off, len(p), src.Gap.Len, catalog.ErrInternal)}
 	}
 	if len(p) == 0 {
-		return nil
+		return Outcome{}
 	}
 	var got bytes.Buffer
 	got.Grow(len(p))
-	env.Place = workspace.Place{Root: src.Root, Cwd: src.Root, LogicalRoot: src.Root}
-	env.Out = &got
-	out := runFileOp(ctx, env, toolproto.Op{Tool: "safe_read", Root: src.Root, Rel: src.Rel, Display: src.Display,
-		Gap: &src.Gap, Skip: off, N: int64(len(p))})
-	if out.Err != nil {
-		return out.Err
+	e := *env
+	e.Place = workspace.Place{Root: src.Root, Cwd: src.Root, LogicalRoot: src.Root}
+	e.Out = &got
+	o := runFileOp(ctx, &e, toolproto.Op{Tool: "safe_read", Root: src.Root, Rel: src.Rel, Display: src.Display,
+		Gap: &src.Gap, Skip: off, N: int64(len(p))}, "")
+	if o.Err != nil {
+		return o
 	}
 	if got.Len() != len(p) {
-		return fmt.Errorf("safe_read: page of %s: %d bytes read again, want %d: %w", src.Display, got.Len(), len(p), catalog.ErrInternal)
+		o.Err = fmt.Errorf("safe_read: page of %s: %d bytes read again, want %d: %w", src.Display, got.Len(), len(p), catalog.ErrInternal)
+		return o
 	}
 	copy(p, got.Bytes())
-	return nil
+	return o
 }
 
 // runFileOp runs op through the call's runner and turns the tool process's report
-// back into an outcome.
-func runFileOp(ctx context.Context, env *Env, op toolproto.Op) Outcome {
-	return runSandboxed(ctx, env, op, runner.Spec{
+// back into an outcome. source is the file the output comes from, for the
+// placeholders of the secrets in it ("" when none).
+func runFileOp(ctx context.Context, env *Env, op toolproto.Op, source string) Outcome {
+	return runSandboxed(ctx, env, op, source, runner.Spec{
 		Dir:      env.Place.Root,
 		Env:      []string{"PATH=/usr/bin:/bin"},
 		ReadOnly: protected(env.Place.Root),
@@ -81,15 +85,15 @@ func runFileOp(ctx context.Context, env *Env, op toolproto.Op) Outcome {
 
 // runSandboxed runs op in its sandbox (spec holds what differs per tool) and
 // decodes the tool's frames: text goes to env.Out, each secret the tool took
-// out becomes the session's placeholder for it.
-func runSandboxed(ctx context.Context, env *Env, op toolproto.Op, spec runner.Spec) Outcome {
+// out becomes the session's placeholder for it (tied to source, the file the
+// output comes from, or "").
+func runSandboxed(ctx context.Context, env *Env, op toolproto.Op, source string, spec runner.Spec) Outcome {
 	op.Rules = env.Rules
 	in, err := json.Marshal(op)
 	if err != nil {
 		return Outcome{Err: fmt.Errorf("%s: encode operation: %v: %w", op.Tool, err, catalog.ErrInternal)}
 	}
 	var stderr bytes.Buffer
-	source := env.Source
 	frames := &toolproto.Reader{
 		OnText: func(p []byte, _ bool) error { _, err := env.Out.Write(p); return err },
 		OnSecret: func(s toolproto.Secret) error {
@@ -113,40 +117,45 @@ func runSandboxed(ctx context.Context, env *Env, op toolproto.Op, spec runner.Sp
 	spec.Limits = env.limits(op.Tool)
 	ex, err := env.Runner.Run(ctx, spec)
 	meta, gotMeta := frames.Meta()
-	env.Layers = ex.Layers
-	env.Stages = meta.Stages
-	if env.Stages != nil {
-		env.Stages["daemon_side"] = float64(tw.spent.Microseconds()) / 1000
+	o := Outcome{Layers: ex.Layers, Stages: meta.Stages}
+	if o.Stages != nil {
+		o.Stages["daemon_side"] = float64(tw.spent.Microseconds()) / 1000
 	}
 	for rule, n := range meta.Findings {
-		if env.Findings == nil {
-			env.Findings = map[string]int{}
+		if o.Findings == nil {
+			o.Findings = map[string]int{}
 		}
-		env.Findings[rule] += n
-	}
-	if err != nil {
-		return Outcome{Err: fmt.Errorf("%s: %w", op.Tool, err)}
+		o.Findings[rule] += n
 	}
 	switch {
+	case err != nil:
+		o.Err = fmt.Errorf("%s: %w", op.Tool, err)
 	case ex.TimedOut:
-		return Outcome{ExitCode: catalog.ExitTimeout, Err: fmt.Errorf("%s: killed after %s: %w", op.Tool, spec.Timeout, catalog.ErrTimeout)}
+		o.ExitCode, o.Err = catalog.ExitTimeout, fmt.Errorf("%s: killed after %s: %w", op.Tool, spec.Timeout, catalog.ErrTimeout)
 	case ex.Canceled:
-		return Outcome{ExitCode: ex.Code, Err: canceled(ctx)}
+		o.ExitCode, o.Err = ex.Code, canceled(ctx)
 	case !frames.Complete() || (ex.Code == 0 && !gotMeta):
-		return Outcome{Err: fmt.Errorf("%s: the sandboxed tool's output ended early (exit %d): %s: %w",
-			op.Tool, ex.Code, firstLine(stderr.String()), catalog.ErrInternal)}
+		o.Err = fmt.Errorf("%s: the sandboxed tool's output ended early (exit %d): %s: %w",
+			op.Tool, ex.Code, firstLine(stderr.String()), catalog.ErrInternal)
 	case meta.ExitCode != nil:
-		return Outcome{ExitCode: *meta.ExitCode}
+		o.ExitCode = *meta.ExitCode
 	case ex.Code == 0:
-		return Outcome{}
+	default:
+		o.Err = toolFailure(op.Tool, ex.Code, stderr.Bytes())
 	}
-	// The tool reports its failure as one JSON catalog error on stderr.
+	return o
+}
+
+// toolFailure is the error of a tool process that exited with code: the
+// catalog error it reported as JSON on stderr, or, when it could not (it
+// crashed), an internal error quoting stderr.
+func toolFailure(tool string, code int, stderr []byte) error {
 	var d catalog.Detail
-	if json.Unmarshal(bytes.TrimSpace(stderr.Bytes()), &d) == nil && d.Code != "" {
-		return Outcome{Err: catalog.FromDetail(&d)}
+	if json.Unmarshal(bytes.TrimSpace(stderr), &d) == nil && d.Code != "" {
+		return catalog.FromDetail(&d)
 	}
-	return Outcome{Err: fmt.Errorf("%s: the sandboxed tool failed (exit %d): %s: %w",
-		op.Tool, ex.Code, firstLine(stderr.String()), catalog.ErrInternal)}
+	return fmt.Errorf("%s: the sandboxed tool failed (exit %d): %s: %w",
+		tool, code, firstLine(string(stderr)), catalog.ErrInternal)
 }
 
 // firstLine is what an error message quotes of a crashed tool's stderr (a Go
