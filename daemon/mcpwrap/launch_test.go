@@ -7,12 +7,13 @@ import (
 	"testing"
 
 	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/daemon/runner/runnertest"
 )
 
-// layersRunner runs under runner.Direct (a real process, no sandbox) and
+// layersRunner runs under runnertest.Unsandboxed (a real process, no sandbox) and
 // reports, as a sandbox would, the layers it put in place.
 type layersRunner struct {
-	runner.Direct
+	runnertest.Unsandboxed
 	layers runner.Layers
 }
 
@@ -23,7 +24,7 @@ func (r layersRunner) Run(ctx context.Context, s runner.Spec) (runner.Exit, erro
 			started(r.layers)
 		}
 	}
-	return r.Direct.Run(ctx, s)
+	return r.Unsandboxed.Run(ctx, s)
 }
 
 // The wrap reports the layers the runner says it applied once the server

@@ -1,7 +1,8 @@
-// Package runner starts the processes tools run and is the seam where the sandbox
-// plugs in: the daemon only sees the Runner interface. daemon/sandbox is the runner
-// every call uses (namespaces, seccomp, systemd scope); Direct runs a plain child
-// and exists for tests of the layers above.
+// Package runner is the seam where the sandbox plugs in: the daemon sees only the Runner interface.
+//
+// daemon/sandbox is the runner every call uses (namespaces, seccomp, systemd
+// scope); runnertest.Unsandboxed runs a plain child, for the tests of the
+// layers above.
 package runner
 
 import (

@@ -92,6 +92,12 @@ var rules = []rule{
 		forbid: []string{"daemon/tools/inside/"},
 		why:    "the daemon talks to the sandbox-side code through the protocol only; the binary's ns hooks (cmd/contextd) are its one entry",
 	},
+	{
+		from:   []string{"cmd/..."},
+		deep:   true,
+		forbid: []string{"daemon/runner/runnertest/", "internal/daemontest/", "internal/testbin/", "daemon/store/storetest/", "daemon/embedding/embedtest/", "seccomp/seccomptest/"},
+		why:    "the binaries link no test support: a runner without a sandbox cannot be chosen in production if it is not there",
+	},
 }
 
 type pkg struct {
@@ -173,6 +179,7 @@ func TestRulesCatchAPlantedEdge(t *testing.T) {
 		{"daemon/tools/toolproto", "daemon/tools/inside"},
 		{"daemon/tools", "daemon/tools/inside"},
 		{"daemon", "daemon/tools/inside"},
+		{"cmd/contextd", "daemon/runner/runnertest"},
 	} {
 		caught := false
 		for _, r := range rules {
