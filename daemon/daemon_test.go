@@ -33,7 +33,7 @@ func start(t testing.TB, cfg *config.Config, ctx context.Context) (string, <-cha
 	n := &notes{}
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, ln, &Options{Config: cfg, Notify: n.add, Runner: runnertest.Unsandboxed{ToolMain: inside.MainContext}})
+		done <- Run(ctx, ln, &Options{Config: cfg, Notify: n.add, Runner: runnertest.Unsandboxed{ToolMain: inside.MainUnsandboxed}})
 	}()
 	return path, done, n
 }

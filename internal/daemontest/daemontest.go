@@ -32,7 +32,7 @@ func Start(t testing.TB) string {
 		done <- daemon.Run(ctx, ln, &daemon.Options{
 			Logger: slog.New(slog.DiscardHandler),
 			Notify: func(string) error { return nil },
-			Runner: runnertest.Unsandboxed{ToolMain: inside.MainContext},
+			Runner: runnertest.Unsandboxed{ToolMain: inside.MainUnsandboxed},
 		})
 	}()
 	t.Cleanup(func() {

@@ -28,7 +28,7 @@ const drainGrace = 100 * time.Millisecond
 // sandbox init is pid 1 and reaps), pumps its output (stdout and stderr, in
 // the order written) through the scrubber as it comes, and reports the exit
 // status. The seccomp profile is already loaded and binds the shell too.
-func bashMain(ctx context.Context, op toolproto.Op, stdout io.Writer) error {
+func bashMain(ctx context.Context, proc process, op toolproto.Op, stdout io.Writer) error {
 	fw := toolproto.NewWriter(stdout)
 	sc, err := toolScrubber(op.Rules)
 	if err != nil {
@@ -43,11 +43,11 @@ func bashMain(ctx context.Context, op toolproto.Op, stdout io.Writer) error {
 		return fmt.Errorf("safe_bash: open %s: %v: %w", os.DevNull, err, catalog.ErrLaunch)
 	}
 	threadsOnce.Do(func() { reserveThreads(runtime.GOMAXPROCS(0) + 6) })
-	// Outside a sandbox (the tests' direct runner) the shell gets its own
-	// process group, killed when ctx ends; in the sandbox the daemon kills the
-	// whole sandbox.
-	sandboxed := os.Getpid() == 1
-	proc, err := os.StartProcess(op.Shell, []string{filepath.Base(op.Shell), "-c", op.Command},
+	// Outside a sandbox (a test's process) the shell gets its own process
+	// group, killed when ctx ends; in the sandbox the daemon kills the whole
+	// sandbox.
+	sandboxed := proc == sandboxInit
+	shell, err := os.StartProcess(op.Shell, []string{filepath.Base(op.Shell), "-c", op.Command},
 		&os.ProcAttr{Dir: op.Dir, Env: op.Env, Files: []*os.File{null, pw, pw},
 			Sys: &syscall.SysProcAttr{Setpgid: !sandboxed}})
 	pw.Close()
@@ -76,16 +76,16 @@ func bashMain(ctx context.Context, op toolproto.Op, stdout io.Writer) error {
 	}()
 	var code int
 	if sandboxed {
-		code = reap(proc.Pid)
+		code = reap(shell.Pid)
 	} else {
-		stop := context.AfterFunc(ctx, func() { syscall.Kill(-proc.Pid, syscall.SIGKILL) })
-		st, _ := proc.Wait()
+		stop := context.AfterFunc(ctx, func() { syscall.Kill(-shell.Pid, syscall.SIGKILL) })
+		st, _ := shell.Wait()
 		stop()
 		code = st.ExitCode()
 		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			code = 128 + int(ws.Signal())
 		}
-		syscall.Kill(-proc.Pid, syscall.SIGKILL) // what it left behind
+		syscall.Kill(-shell.Pid, syscall.SIGKILL) // what it left behind
 	}
 	pr.SetReadDeadline(time.Now().Add(drainGrace))
 	if err := <-pumped; err != nil {

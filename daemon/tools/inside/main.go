@@ -17,17 +17,36 @@ import (
 
 // Main is contextd's tool mode: it reads one toolproto.Op on stdin, performs
 // it, writes the tool's output on stdout as frames, and on failure one JSON
-// catalog error on stderr; the exit status is the error's. It runs inside the
-// sandbox, already under the tool's seccomp profile.
+// catalog error on stderr; the exit status is the error's. It runs as the
+// init (pid 1) of the tool's sandbox, already under the tool's seccomp
+// profile.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return MainContext(context.Background(), args, stdin, stdout, stderr)
+	return run(context.Background(), sandboxInit, args, stdin, stdout, stderr)
 }
 
-// MainContext is Main for a caller that may stop the tool (ctx): the
-// direct runner of the tests. In the sandbox the daemon kills the whole
-// sandbox instead.
-func MainContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	err := toolMain(ctx, args, stdin, stdout)
+// MainUnsandboxed is Main for tests only (runnertest.Unsandboxed): the tool
+// runs in the test's own process, with no sandbox around it, and stops when
+// ctx ends, where in the sandbox the daemon kills the whole sandbox instead.
+func MainUnsandboxed(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return run(ctx, unsandboxedTest, args, stdin, stdout, stderr)
+}
+
+// process says what the tool's process is. Only safe_bash's shell needs to
+// know: who reaps it and what it leaves behind, and who ends it.
+type process int
+
+const (
+	// sandboxInit is pid 1 of the tool's sandbox: it reaps every orphan,
+	// and the daemon kills the sandbox, leftovers included, at the end.
+	sandboxInit process = iota
+	// unsandboxedTest is a test's process (MainUnsandboxed), not pid 1 of
+	// anything: the shell gets a process group of its own, killed when ctx
+	// ends and once it exits.
+	unsandboxedTest
+)
+
+func run(ctx context.Context, proc process, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	err := toolMain(ctx, proc, args, stdin, stdout)
 	if err == nil {
 		return 0
 	}
@@ -36,7 +55,7 @@ func MainContext(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	return catalog.ExitCode(err)
 }
 
-func toolMain(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
+func toolMain(ctx context.Context, proc process, args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) != 1 {
 		return fmt.Errorf("tool mode: want one argument (the tool), got %d: %w", len(args), catalog.ErrUsage)
 	}
@@ -52,7 +71,7 @@ func toolMain(ctx context.Context, args []string, stdin io.Reader, stdout io.Wri
 		return fmt.Errorf("tool mode: operation for %q given to %q: %w", op.Tool, args[0], catalog.ErrInternal)
 	}
 	if op.Tool == "safe_bash" {
-		return bashMain(ctx, op, stdout)
+		return bashMain(ctx, proc, op, stdout)
 	}
 	root, err := workspace.Open(op.Root)
 	if err != nil {
