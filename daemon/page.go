@@ -11,10 +11,10 @@ import (
 	"github.com/contextd/contextd/daemon/pages"
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/daemon/respond"
-	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/session"
 	"github.com/contextd/contextd/daemon/store"
 	"github.com/contextd/contextd/daemon/tools"
+	"github.com/contextd/contextd/sandboxinfo"
 )
 
 // page answers a continuation, through the same stages as a call: admit (the
@@ -68,9 +68,9 @@ func (s *service) admitPage(ctx context.Context, c Call, cred peer.Cred) (sess s
 // scrubbed with the session's vault. It returns the session the output was
 // found in, the layer that scrubbed it, and the sandbox layers of a read
 // that filled a hole.
-func (s *service) cutPage(ctx context.Context, c Call, cred peer.Cred, sess string, tokens int) (respond.PageResult, string, *respond.Layer, runner.Layers, error) {
+func (s *service) cutPage(ctx context.Context, c Call, cred peer.Cred, sess string, tokens int) (respond.PageResult, string, *respond.Layer, sandboxinfo.Layers, error) {
 	var layer *respond.Layer
-	var layers runner.Layers
+	var layers sandboxinfo.Layers
 	pageIn := func(sess string) (respond.PageResult, error) {
 		layer = &respond.Layer{Scrubber: s.scrubber, Vault: s.vaults.get(sess)}
 		// A page in a hole of the output (the middle of a long safe_read)

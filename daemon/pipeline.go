@@ -17,7 +17,7 @@ import (
 	"github.com/contextd/contextd/daemon/pages"
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/daemon/respond"
-	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/sandboxinfo"
 	"github.com/contextd/contextd/scrub"
 )
 
@@ -194,7 +194,7 @@ func merge(a, b map[string]int) map[string]int {
 	return out
 }
 
-func auditSandbox(l runner.Layers) audit.Sandbox {
+func auditSandbox(l sandboxinfo.Layers) audit.Sandbox {
 	net := "none"
 	if l.Network {
 		net = "host"

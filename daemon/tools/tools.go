@@ -20,6 +20,7 @@ import (
 	"github.com/contextd/contextd/daemon/respond"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/store"
+	"github.com/contextd/contextd/sandboxinfo"
 	"github.com/contextd/contextd/scrub"
 	"github.com/contextd/contextd/workspace"
 )
@@ -81,7 +82,7 @@ type Outcome struct {
 	Err      error
 	// Layers are the sandbox layers the tool's process ran under (zero when
 	// no process ran: the state tools).
-	Layers runner.Layers
+	Layers sandboxinfo.Layers
 	// Source is the file the output came from ("" for command output).
 	Source string
 	// Findings are the tool's own scrub's catches by rule.

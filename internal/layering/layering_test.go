@@ -42,7 +42,7 @@ func (r rule) forbids(dep string) bool {
 // use every other layer. Below it sit the MCP firewall (mcp/), the wire
 // protocols (wire/) and the proxy (proxy/); at the bottom the leaves that
 // every side shares (catalog, scrub, budget, workspace, peercred, ids,
-// envallow, toolspec).
+// envallow, toolspec, sandboxinfo).
 var rules = []rule{
 	{
 		from:   []string{"cmd/contextd-proxy", "cmd/contextd-proxy-mcp"},
@@ -68,7 +68,7 @@ var rules = []rule{
 		why:    "the protocols are the edge; clients of the public API link them without the daemon or the proxy",
 	},
 	{
-		from:   []string{"catalog/...", "scrub/...", "budget/...", "workspace/...", "peercred/...", "internal/ids/...", "envallow/...", "toolspec/..."},
+		from:   []string{"catalog/...", "scrub/...", "budget/...", "workspace/...", "peercred/...", "internal/ids/...", "envallow/...", "toolspec/...", "sandboxinfo/..."},
 		deep:   true,
 		forbid: []string{"daemon/", "proxy/", "mcp/", "wire/", "cmd/", "ns/", "inspect/"},
 		why:    "the shared leaves sit below every layer that uses them",

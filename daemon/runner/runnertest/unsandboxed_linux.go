@@ -16,6 +16,7 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/sandboxinfo"
 )
 
 // Unsandboxed runs the process as a plain child of the test in its own
@@ -51,7 +52,7 @@ func (d Unsandboxed) Run(ctx context.Context, s runner.Spec) (runner.Exit, error
 		}
 		defer cancel()
 		if s.Started != nil {
-			s.Started(runner.Layers{})
+			s.Started(sandboxinfo.Layers{})
 		}
 		code := d.ToolMain(tctx, s.Args, bytes.NewReader(s.Stdin), s.Output, stderr)
 		ex := runner.Exit{Code: code}
@@ -105,7 +106,7 @@ func (d Unsandboxed) Run(ctx context.Context, s runner.Spec) (runner.Exit, error
 	}
 	w.Close()
 	if s.Started != nil {
-		s.Started(runner.Layers{}) // no sandbox: no layer
+		s.Started(sandboxinfo.Layers{}) // no sandbox: no layer
 	}
 	pgid := cmd.Process.Pid
 
