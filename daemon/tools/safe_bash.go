@@ -9,6 +9,7 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/daemon/tools/toolproto"
 	"github.com/contextd/contextd/envallow"
 	"github.com/contextd/contextd/workspace"
 )
@@ -68,9 +69,9 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 	if c.in.Network && !cfg.AllowNetwork {
 		return Outcome{Err: fmt.Errorf("safe_bash: network access asked for, but tools.safe_bash.allow_network is off in the configuration: %w", catalog.ErrPolicy)}
 	}
-	op := fileOp{Tool: "safe_bash", Root: env.Place.Root, Shell: cfg.Shell, Command: c.in.Command,
+	op := toolproto.Op{Tool: "safe_bash", Root: env.Place.Root, Shell: cfg.Shell, Command: c.in.Command,
 		Dir: dir, Env: Environ(env)}
-	return runSandboxed(ctx, env, op, runner.Spec{
+	return runSandboxed(ctx, env, op, "", runner.Spec{
 		Dir:       dir,
 		ReadOnly:  append(protected(env.Place.Root), cfg.ReadOnly...),
 		ReadWrite: cfg.ReadWrite,
