@@ -176,6 +176,7 @@ func (s *service) pipe(adm *admission, out func([]byte) error) *respond.Pipe {
 	env.Vault = s.vaults.get(env.Session)
 	env.Layer = &respond.Layer{Scrubber: s.scrubber, Vault: env.Vault}
 	env.Rules = s.rules
+	env.Scrubber, env.Home = s.scrubber, s.opts.Home
 	env.Window = budget.Window(adm.tokens)
 	return respond.New(respond.Options{Layer: env.Layer, Counter: s.counter, Budget: adm.tokens,
 		Store: s.store, Session: env.Session, Tool: adm.c.Tool, Send: deliver(out)})

@@ -16,6 +16,7 @@ import (
 	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/homemount"
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/daemon/respond"
 	"github.com/contextd/contextd/daemon/runner"
@@ -60,6 +61,11 @@ type Env struct {
 	// Budget is the call's response budget in tokens (what the daemon will
 	// let out); a tool may use it to shape its output.
 	Budget int
+	// Scrubber is the daemon's scrubber (default and user rules), for what
+	// the daemon itself shows a call (the scrubbed configuration copies).
+	Scrubber *scrub.Scrubber
+	// Home shows safe_bash what it needs of $HOME; nil: an empty home.
+	Home *homemount.Setup
 }
 
 // limits returns the configured limits of tool's sandbox.
