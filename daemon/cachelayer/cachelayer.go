@@ -333,6 +333,13 @@ func (m *Manager) prepare(l *Lease, names []string) error {
 	return nil
 }
 
+// Planned returns where Acquire would put cache's kept layer for
+// workspace, without making or locking anything (contextd sandbox show).
+func (m *Manager) Planned(workspace, cache string) Layer {
+	dir := filepath.Join(m.root, workspaceID(filepath.Clean(workspace)), cache)
+	return Layer{Cache: cache, Upper: filepath.Join(dir, "upper"), Work: filepath.Join(dir, "work")}
+}
+
 // makeLayer makes (or checks) dir/name/{upper,work}.
 func makeLayer(dir, name string) (Layer, error) {
 	ly := Layer{Cache: name, Upper: filepath.Join(dir, name, "upper"), Work: filepath.Join(dir, name, "work")}

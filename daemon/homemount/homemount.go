@@ -219,3 +219,41 @@ func NewSetup(c *config.Config) (*Setup, error) {
 	}
 	return s, nil
 }
+
+// Entry is one mount of a call's view of $HOME, for contextd sandbox show.
+type Entry struct {
+	Mode   string `json:"mode"`             // ro, rw, copy, overlay, masked
+	Path   string `json:"path"`             // where the sandbox shows it
+	Source string `json:"source,omitempty"` // what is shown there, when not Path itself
+	From   string `json:"from"`             // why
+}
+
+// Describe lists what a call in c.Workspace would see of $HOME, as Prepare
+// would mount it, without writing, leasing or locking anything.
+func (s *Setup) Describe(c Call) (*homeview.View, []Entry, error) {
+	opts := c.Options
+	opts.SystemDirs = s.SystemDirs
+	v, err := homeview.Resolve(&homeview.Host{Home: c.Home, Env: c.CallerEnv, Workspace: c.Workspace}, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	scratch := s.Layers.Planned(c.Workspace, ScratchLayer)
+	out := []Entry{{Mode: "rw", Path: c.Home, Source: scratch.Upper, From: "the workspace's scratch home (persistent)"}}
+	for _, p := range v.ReadOnly {
+		out = append(out, Entry{Mode: "ro", Path: p, From: v.From[p]})
+	}
+	for _, p := range v.Scrubbed {
+		out = append(out, Entry{Mode: "copy", Path: p, From: "scrubbed copy: secrets replaced by placeholders"})
+	}
+	if s.Mode == Overlay {
+		for _, cd := range v.Caches {
+			ly := s.Layers.Planned(c.Workspace, cd.Name)
+			out = append(out, Entry{Mode: "overlay", Path: cd.Path, Source: ly.Upper,
+				From: "cache " + cd.Name + " (preset " + cd.Preset + "): yours read-only below, writes kept in the upper layer"})
+		}
+	}
+	for _, p := range v.Masks {
+		out = append(out, Entry{Mode: "masked", Path: p, From: "credential deny-list"})
+	}
+	return v, out, nil
+}

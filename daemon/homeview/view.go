@@ -44,6 +44,8 @@ type View struct {
 	// Skipped says, for `contextd sandbox show`, which paths a preset or
 	// PATH named and why they are not shown.
 	Skipped []string
+	// From says, for each path of ReadOnly, what showed it.
+	From map[string]string
 }
 
 // CacheDir is a cache found for one call.
@@ -59,7 +61,7 @@ const maxLinks = 4096
 
 // Resolve works out the view of one call.
 func Resolve(h *Host, o Options) (*View, error) {
-	r := &resolver{h: h, deny: DenyList(h), seen: map[string]bool{}, v: &View{}}
+	r := &resolver{h: h, deny: DenyList(h), seen: map[string]bool{}, v: &View{From: map[string]string{}}}
 	for _, d := range o.SystemDirs {
 		r.system = append(r.system, filepath.Clean(d))
 	}
@@ -155,6 +157,7 @@ func (r *resolver) show(p, from string) {
 		// the deny-listed part.
 		r.seen[q] = true
 		r.v.ReadOnly = append(r.v.ReadOnly, q)
+		r.v.From[q] = from
 	}
 }
 

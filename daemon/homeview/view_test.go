@@ -186,3 +186,28 @@ func TestExpand(t *testing.T) {
 		}
 	}
 }
+
+// docs/sandbox.md reproduces the presets and the deny-list: every path of
+// the tables must appear there, so that the two cannot drift apart.
+func TestDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../docs/sandbox.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, d := range denyList {
+		if !strings.Contains(doc, "`"+d.Path+"`") {
+			t.Errorf("deny-list entry %s is not in docs/sandbox.md", d.Path)
+		}
+	}
+	for _, p := range Presets {
+		if !strings.Contains(doc, "| `"+p.Name+"` |") {
+			t.Errorf("preset %s has no row in docs/sandbox.md", p.Name)
+		}
+		for _, c := range p.Caches {
+			if !strings.Contains(doc, c.Path) && !strings.Contains(doc, strings.TrimPrefix(c.Path, "$npm_config_cache")) {
+				t.Errorf("preset %s: cache %s not in docs/sandbox.md", p.Name, c.Path)
+			}
+		}
+	}
+}

@@ -30,6 +30,9 @@ var protectedPaths = []string{
 	".git/config", ".git/hooks",
 }
 
+// Protected is protected, for contextd sandbox show.
+func Protected(root string) []string { return protected(root) }
+
 // protected returns the protected paths of the workspace root that exist and are
 // not symlinks, for the sandbox's read-only binds. (A symlink cannot be protected
 // this way: the link itself lives in the writable workspace. Paths that do not

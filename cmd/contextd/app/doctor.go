@@ -7,6 +7,7 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/homemount"
 	"github.com/contextd/contextd/daemon/sandbox"
 )
 
@@ -25,7 +26,7 @@ configured embedding endpoint, which it then probes with one short text.`,
 		RunE: func(c *cobra.Command, _ []string) error {
 			failed := 0
 			cfg, cfgErr := config.Load(cfgPath)
-			checks := append(sandbox.Diagnose(c.Context()), memorySearchCheck(c.Context(), cfg, cfgErr))
+			checks := append(sandbox.Diagnose(c.Context()), cacheModeCheck(cfg, cfgErr), memorySearchCheck(c.Context(), cfg, cfgErr))
 			for _, ch := range checks {
 				if !ch.OK && ch.Required {
 					failed++
@@ -43,4 +44,27 @@ configured embedding endpoint, which it then probes with one short text.`,
 	}
 	cmd.Flags().StringVar(&cfgPath, "config", "", "configuration file (default $XDG_CONFIG_HOME/contextd/config.toml)")
 	return cmd
+}
+
+// cacheModeCheck says how safe_bash shows the user's toolchain caches:
+// through an overlay (warm runs reuse them, writes stay in contextd's upper
+// layer) or not at all (private caches per workspace, cold at first).
+func cacheModeCheck(cfg *config.Config, cfgErr error) sandbox.Check {
+	ch := sandbox.Check{Layer: "toolchain caches (overlayfs in a user namespace)"}
+	if cfgErr != nil {
+		ch.Detail, ch.Fix = cfgErr.Error(), "fix the configuration first"
+		return ch
+	}
+	s, err := homemount.NewSetup(cfg)
+	if err != nil {
+		ch.Detail, ch.Fix = err.Error(), "set HOME, or cache.path in the configuration"
+		return ch
+	}
+	if s.Mode == homemount.Overlay {
+		ch.OK, ch.Detail = true, "mode overlay: your caches read-only below, writes in "+s.Layers.Root()
+		return ch
+	}
+	ch.Detail = "mode private: " + s.ModeNote
+	ch.Fix = "put cache.path on ext4, xfs or btrfs (user xattrs), and use Linux 5.11 or later; until then each workspace fills its own caches"
+	return ch
 }

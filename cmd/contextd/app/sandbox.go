@@ -1,0 +1,165 @@
+package app
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/homemount"
+	"github.com/contextd/contextd/daemon/homeview"
+	"github.com/contextd/contextd/daemon/tools"
+	"github.com/contextd/contextd/workspace"
+)
+
+func sandboxCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "sandbox",
+		Short: "Show what a sandboxed call sees",
+	}
+	cmd.AddCommand(sandboxShowCommand())
+	return cmd
+}
+
+// sandboxReport is `contextd sandbox show --json`.
+type sandboxReport struct {
+	Workspace string              `json:"workspace"`
+	Presets   []string            `json:"presets"`
+	CacheMode homemount.CacheMode `json:"cache_mode"`
+	CacheNote string              `json:"cache_note,omitempty"`
+	Mounts    []homemount.Entry   `json:"mounts"`
+	Skipped   []string            `json:"skipped,omitempty"`
+	// Denied are the deny-listed paths that exist on this machine: never
+	// shown, whatever is configured.
+	Denied []string `json:"denied"`
+}
+
+func sandboxShowCommand() *cobra.Command {
+	var cfgPath string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show [DIR]",
+		Short: "Print what a safe_bash call in DIR's workspace would see: every mount, the presets, the cache mode",
+		Long: `Print what a safe_bash call made from DIR (default: the current directory) would see:
+every mount with its mode and source (the system read-only, the workspace read-write, the
+workspace's protected paths, the scratch home, what the home view shows, the scrubbed
+copies, the cache overlays, the masked paths), the presets in force, the cache mode
+(overlay, or private where overlayfs is not available), and the paths of the credential
+deny-list that exist on this machine. It changes nothing.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			cfg, err := config.Load(cfgPath)
+			if err != nil {
+				return err
+			}
+			dir := "."
+			if len(args) == 1 {
+				dir = args[0]
+			}
+			abs, err := filepath.Abs(dir)
+			if err != nil {
+				return fmt.Errorf("%s: %v: %w", dir, err, catalog.ErrUsage)
+			}
+			place, err := workspace.Find(abs, cfg.WorkspaceMarkers)
+			if err != nil {
+				return err
+			}
+			home, err := homeDir()
+			if err != nil {
+				return err
+			}
+			setup, err := homemount.NewSetup(cfg)
+			if err != nil {
+				return err
+			}
+			callerEnv := map[string]string{}
+			for _, kv := range os.Environ() {
+				if k, v, ok := strings.Cut(kv, "="); ok {
+					callerEnv[k] = v
+				}
+			}
+			rep, err := sandboxShow(cfg, setup, place.Root, home, callerEnv)
+			if err != nil {
+				return err
+			}
+			out := c.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(rep)
+			}
+			fmt.Fprintf(out, "workspace   %s\npresets     %s\ncache mode  %s", rep.Workspace, strings.Join(rep.Presets, ", "), rep.CacheMode)
+			if rep.CacheNote != "" {
+				fmt.Fprintf(out, " (%s)", rep.CacheNote)
+			}
+			fmt.Fprintln(out, "\n\nmounts:")
+			tw := tabwriter.NewWriter(out, 2, 8, 2, ' ', 0)
+			for _, e := range rep.Mounts {
+				src := ""
+				if e.Source != "" {
+					src = "<- " + e.Source
+				}
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", e.Mode, e.Path, src, e.From)
+			}
+			tw.Flush()
+			if len(rep.Skipped) > 0 {
+				fmt.Fprintln(out, "\nnot shown:")
+				for _, s := range rep.Skipped {
+					fmt.Fprintf(out, "  %s\n", s)
+				}
+			}
+			fmt.Fprintln(out, "\ncredential deny-list, present here and never shown:")
+			for _, d := range rep.Denied {
+				fmt.Fprintf(out, "  %s\n", d)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&cfgPath, "config", "", "configuration file (default $XDG_CONFIG_HOME/contextd/config.toml)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
+}
+
+// sandboxShow builds the report of what a safe_bash call in the workspace
+// root would see, from the same decisions the daemon makes per call.
+func sandboxShow(cfg *config.Config, setup *homemount.Setup, root, home string, callerEnv map[string]string) (*sandboxReport, error) {
+	view, entries, err := setup.Describe(homemount.Call{Home: home, Workspace: root, CallerEnv: callerEnv,
+		Options: homeview.Options{PresetsOff: cfg.Home.PresetsOff, ReadOnly: cfg.Home.ReadOnly}})
+	if err != nil {
+		return nil, err
+	}
+	rep := &sandboxReport{Workspace: root, Presets: view.Presets, CacheMode: setup.Mode,
+		CacheNote: setup.ModeNote, Skipped: view.Skipped, Denied: []string{}}
+	for _, p := range setup.SystemDirs {
+		if _, err := os.Lstat(p); err == nil {
+			rep.Mounts = append(rep.Mounts, homemount.Entry{Mode: "ro", Path: p, From: "system"})
+		}
+	}
+	rep.Mounts = append(rep.Mounts, homemount.Entry{Mode: "rw", Path: root, From: "the workspace"})
+	for _, p := range tools.Protected(root) {
+		rep.Mounts = append(rep.Mounts, homemount.Entry{Mode: "ro", Path: p, From: "protected: the host runs what it holds"})
+	}
+	for _, p := range cfg.Tools.SafeBash.ReadOnly {
+		rep.Mounts = append(rep.Mounts, homemount.Entry{Mode: "ro", Path: p, From: "tools.safe_bash.read_only"})
+	}
+	for _, p := range cfg.Tools.SafeBash.ReadWrite {
+		rep.Mounts = append(rep.Mounts, homemount.Entry{Mode: "rw", Path: p, From: "tools.safe_bash.read_write"})
+	}
+	rep.Mounts = append(rep.Mounts, entries...)
+	rep.Mounts = append(rep.Mounts,
+		homemount.Entry{Mode: "tmpfs", Path: "/tmp", From: "fresh, per call"},
+		homemount.Entry{Mode: "proc", Path: "/proc", From: "the call's own pid namespace"},
+		homemount.Entry{Mode: "dev", Path: "/dev", From: "null zero full random urandom tty pts shm"})
+	for _, d := range homeview.DenyList(&homeview.Host{Home: home, Env: callerEnv}) {
+		if _, err := os.Lstat(d.Path); err == nil {
+			rep.Denied = append(rep.Denied, d.Path)
+		}
+	}
+	return rep, nil
+}

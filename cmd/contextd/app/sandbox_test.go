@@ -1,0 +1,71 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/contextd/contextd/daemon/cachelayer"
+	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/homemount"
+)
+
+// The report lists what the daemon would mount, in the daemon's own terms:
+// the scratch home at $HOME, the view's paths with what showed them, the
+// caches as overlays, the masks; and the deny-listed paths present here.
+func TestSandboxShow(t *testing.T) {
+	home := t.TempDir()
+	for name, content := range map[string]string{
+		".gitconfig":              "[user]\n\tname = T\n",
+		".ssh/id_ed25519":         "k",
+		".config/git/credentials": "c",
+		".config/git/ignore":      "*.o\n",
+		"go/pkg/mod/x":            "m",
+		"proj/.git/config":        "[core]\n",
+		"proj/go.mod":             "module x\n",
+		"proj/.mcp.json":          "{}",
+	} {
+		p := filepath.Join(home, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(content), 0o644)
+	}
+	lm, err := cachelayer.New(&cachelayer.Options{Root: filepath.Join(t.TempDir(), "layers")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup := &homemount.Setup{Layers: lm, Mode: homemount.Overlay, SystemDirs: []string{"/usr"}}
+	root := filepath.Join(home, "proj")
+	rep, err := sandboxShow(config.Default(), setup, root, home, map[string]string{"PATH": "/usr/bin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.Presets, []string{"git", "go"}) || rep.CacheMode != homemount.Overlay {
+		t.Errorf("presets %v, mode %s", rep.Presets, rep.CacheMode)
+	}
+	want := map[string]string{
+		"/usr":                             "ro",
+		root:                               "rw",
+		filepath.Join(root, ".mcp.json"):   "ro",
+		filepath.Join(root, ".git/config"): "ro",
+		home:                               "rw",
+		filepath.Join(home, ".gitconfig"):  "ro",
+		filepath.Join(home, "go/pkg/mod"):  "overlay",
+		filepath.Join(home, ".config/git/credentials"): "masked",
+	}
+	got := map[string]string{}
+	for _, e := range rep.Mounts {
+		got[e.Path] = e.Mode
+		if e.Path == home && e.Source != lm.Planned(root, homemount.ScratchLayer).Upper {
+			t.Errorf("scratch home from %s", e.Source)
+		}
+	}
+	for p, mode := range want {
+		if got[p] != mode {
+			t.Errorf("%s: %q, want %q", p, got[p], mode)
+		}
+	}
+	if !slices.Contains(rep.Denied, filepath.Join(home, ".ssh")) {
+		t.Errorf("denied %v lacks ~/.ssh", rep.Denied)
+	}
+}
