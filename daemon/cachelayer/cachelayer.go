@@ -213,6 +213,9 @@ type Lease struct {
 
 	once sync.Once
 	err  error
+
+	unlockOnce sync.Once
+	unlockErr  error
 }
 
 // Layer returns the layer of cache, if the lease has one.
@@ -379,11 +382,26 @@ func makeLayer(dir, name string) (Layer, error) {
 //
 // Later calls return the first one's result.
 func (l *Lease) Release() error {
-	l.once.Do(func() { l.err = l.release() })
+	l.once.Do(func() {
+		err := l.Unlock()
+		if l.tmp == nil && l.lock != nil {
+			err = errors.Join(err, l.m.enforce(l.id))
+		}
+		l.err = err
+	})
 	return l.err
 }
 
-func (l *Lease) release() error {
+// Unlock gives the layers back at once (ephemeral ones are removed), without
+// checking the size bound: the call's own path does this, so that the next
+// call in the workspace finds the layers free, and Release, which measures,
+// follows off that path. Later calls return the first one's result.
+func (l *Lease) Unlock() error {
+	l.unlockOnce.Do(func() { l.unlockErr = l.unlock() })
+	return l.unlockErr
+}
+
+func (l *Lease) unlock() error {
 	switch {
 	case l.tmp != nil:
 		return l.tmp.remove()
@@ -402,7 +420,6 @@ func (l *Lease) release() error {
 		}
 	}
 	l.lock.Close()
-	errs = append(errs, m.enforce(l.id))
 	return errors.Join(errs...)
 }
 

@@ -801,3 +801,29 @@ func TestLockNotInherited(t *testing.T) {
 	}
 	release(t, l)
 }
+
+// Unlock frees the layers for the next call at once, and checks no bound;
+// the Release that follows it checks the bound.
+func TestUnlockThenRelease(t *testing.T) {
+	m := newManager(t, cachelayer.Options{MaxBytes: 1 << 20})
+	ws := "/home/u/project"
+	l := acquire(t, m, ws, "go-build")
+	fill(t, filepath.Join(l.Layers[0].Upper, "big"), 2<<20)
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	next := acquire(t, m, ws, "npm")
+	if next.Ephemeral || next.Warning != "" {
+		t.Errorf("the next call after Unlock got throwaway layers: %q", next.Warning)
+	}
+	release(t, next)
+	if got := cacheNames(list(t, m, ws)); !slices.Contains(got, "go-build") {
+		t.Fatalf("Unlock enforced the bound: caches %v", got)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if got := cacheNames(list(t, m, ws)); slices.Contains(got, "go-build") {
+		t.Errorf("Release after Unlock did not enforce the bound: caches %v", got)
+	}
+}

@@ -141,7 +141,13 @@ func (s *Setup) Prepare(c Call) (m *Mounts, release func(), err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("home view: %w", err)
 	}
-	undo = append(undo, func() { lease.Release() })
+	// The layers are given back before the call's result goes out (the next
+	// call in the workspace must find them free); the size bound, which
+	// walks them, is checked after, off the call's path.
+	undo = append(undo, func() {
+		lease.Unlock()
+		go lease.Release()
+	})
 	if lease.Warning != "" {
 		m.Warnings = append(m.Warnings, lease.Warning)
 	}
