@@ -816,7 +816,9 @@ func TestUnlockThenRelease(t *testing.T) {
 	if next.Ephemeral || next.Warning != "" {
 		t.Errorf("the next call after Unlock got throwaway layers: %q", next.Warning)
 	}
-	release(t, next)
+	if err := next.Unlock(); err != nil {
+		t.Fatal(err)
+	}
 	if got := cacheNames(list(t, m, ws)); !slices.Contains(got, "go-build") {
 		t.Fatalf("Unlock enforced the bound: caches %v", got)
 	}
