@@ -65,7 +65,10 @@ func Resolve(h *Host, o Options) (*View, error) {
 	for _, d := range o.SystemDirs {
 		r.system = append(r.system, filepath.Clean(d))
 	}
-	markers := workspaceNames(h.Workspace)
+	markers := map[string]bool{}
+	for _, n := range workspaceNames(h.Workspace) {
+		markers[n] = true
+	}
 	var active []Preset
 	for _, p := range Presets {
 		if slices.Contains(o.PresetsOff, p.Name) || !selected(p, markers) {
@@ -180,11 +183,16 @@ func (r *resolver) pathDirs() {
 			broad[p] = true
 		}
 	}
+	done := map[string]bool{}
 	for _, dir := range filepath.SplitList(r.h.Env["PATH"]) {
 		if !filepath.IsAbs(dir) {
 			continue // "." or "": relative to the cwd, the workspace
 		}
 		dir = filepath.Clean(dir)
+		if done[dir] {
+			continue
+		}
+		done[dir] = true
 		if r.underSystem(dir) || within(dir, "/proc") || within(dir, "/dev") || within(dir, "/snap") {
 			continue
 		}
@@ -220,7 +228,20 @@ func (r *resolver) linkedPrefixes(dir string, broad map[string]bool) {
 		if e.Type()&os.ModeSymlink == 0 {
 			continue
 		}
-		target, err := filepath.EvalSymlinks(filepath.Join(dir, e.Name()))
+		// Most links lead next door (rustup's proxies to ./rustup) or out
+		// of the home (/usr/bin/python3): read the link first, and resolve
+		// it whole only when it may lead to a new prefix below the home.
+		link, err := os.Readlink(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		if !filepath.IsAbs(link) {
+			link = filepath.Join(dir, link)
+		}
+		if filepath.Dir(link) == dir || r.seen[filepath.Dir(link)] || r.seen[filepath.Dir(filepath.Dir(link))] {
+			continue
+		}
+		target, err := filepath.EvalSymlinks(link)
 		if err != nil || !within(target, r.h.Home) {
 			continue
 		}
@@ -307,10 +328,12 @@ func (r *resolver) exposed(p string) bool {
 // the path as listed and at its canonical path.
 func (r *resolver) masks() {
 	for _, d := range r.deny {
+		// Most of the list does not exist on a given machine; only what
+		// does is resolved (a parent that is a link leads elsewhere).
+		if _, err := os.Lstat(d.Path); err != nil {
+			continue
+		}
 		for _, q := range []string{d.Path, canonicalOr(d.Path)} {
-			if _, err := os.Lstat(q); err != nil {
-				continue
-			}
 			if r.exposed(q) && !slices.Contains(r.v.Masks, q) {
 				r.v.Masks = append(r.v.Masks, q)
 			}
@@ -340,27 +363,31 @@ func workspaceNames(root string) []string {
 		if !e.IsDir() || i >= 512 || strings.HasPrefix(e.Name(), ".") || e.Name() == "node_modules" || e.Name() == "vendor" {
 			continue
 		}
-		sub, err := os.ReadDir(filepath.Join(root, e.Name()))
+		// Names only: no stat, no sort (this runs for every call).
+		f, err := os.Open(filepath.Join(root, e.Name()))
 		if err != nil {
 			continue
 		}
-		for j, s := range sub {
-			if j >= 512 {
-				break
-			}
-			out = append(out, s.Name())
-		}
+		sub, _ := f.Readdirnames(512)
+		f.Close()
+		out = append(out, sub...)
 	}
 	return out
 }
 
 // selected reports whether p applies given the workspace's file names.
-func selected(p Preset, names []string) bool {
+func selected(p Preset, names map[string]bool) bool {
 	if len(p.Markers) == 0 {
 		return true
 	}
 	for _, m := range p.Markers {
-		for _, n := range names {
+		if !strings.ContainsAny(m, "*?[") {
+			if names[m] {
+				return true
+			}
+			continue
+		}
+		for n := range names {
 			if ok, _ := path.Match(m, n); ok {
 				return true
 			}
