@@ -609,9 +609,17 @@ grep -rlsE '%s|%s' /home /tmp /etc 2>/dev/null | sed 's/^/found=/'
 	if kv["cat_rc"] != "1" {
 		t.Errorf("cat ~/.ssh/id_rsa: exit %q", kv["cat_rc"])
 	}
-	// $HOME is an empty tmpfs holding only the workspace; /home holds only $HOME.
-	if kv["home"] != filepath.Base(env.project) {
-		t.Errorf("$HOME in the sandbox holds %q, want only the workspace %q", kv["home"], filepath.Base(env.project))
+	// $HOME is the workspace's scratch home with the workspace and what the
+	// home view shows on top: nothing else of the real home (its dotfiles)
+	// shows through. /home holds only $HOME.
+	inHome := strings.Fields(kv["home"])
+	if !slices.Contains(inHome, filepath.Base(env.project)) {
+		t.Errorf("$HOME in the sandbox holds %q, without the workspace %q", kv["home"], filepath.Base(env.project))
+	}
+	for _, real := range []string{".bashrc", ".profile", ".ssh", ".bash_logout"} {
+		if slices.Contains(inHome, real) {
+			t.Errorf("the real home's %s shows in the sandbox's $HOME (%q)", real, kv["home"])
+		}
 	}
 	if kv["homes"] != testUser {
 		t.Errorf("/home in the sandbox holds %q, want only %q", kv["homes"], testUser)
@@ -621,8 +629,9 @@ grep -rlsE '%s|%s' /home /tmp /etc 2>/dev/null | sed 's/^/found=/'
 	escHealthy(t, daemon)
 }
 
-// TestEscapeWriteOutside: writes to $HOME and /tmp land in the sandbox's own
-// tmpfs mounts and never on the host; the system paths are read-only mounts
+// TestEscapeWriteOutside: writes to $HOME land in the workspace's scratch
+// home and writes to /tmp in the sandbox's own tmpfs, never in the real home
+// or the host's /tmp; the system paths are read-only mounts
 // (EROFS, where the host says EACCES); a symlink planted in the workspace
 // cannot redirect a write to the real home.
 func TestEscapeWriteOutside(t *testing.T) {
