@@ -258,17 +258,3 @@ func checkAgainstEncodingJSON(t *testing.T, raw []byte, info Info) {
 		t.Errorf("%q: Classify accepted a tools/call encoding/json cannot decode: %v", raw, err)
 	}
 }
-
-func TestFoldEqual(t *testing.T) {
-	for _, tc := range []struct {
-		name, key string
-	}{
-		{"method", "method"}, {"METHOD", "method"}, {"mEtHoD", "method"}, {"jſonrpc", "jsonrpc"},
-		{"\u212a", "k"}, {"ıd", "id"}, {"i", "id"}, {"idd", "id"}, {"", "id"}, {"résult", "result"},
-		{"İd", "id"}, {"ID", "id"}, {"Id\u0307", "id"},
-	} {
-		if got, want := foldEqual([]byte(tc.name), tc.key), strings.EqualFold(tc.name, tc.key); got != want {
-			t.Errorf("foldEqual(%q, %q) = %v, strings.EqualFold says %v", tc.name, tc.key, got, want)
-		}
-	}
-}
