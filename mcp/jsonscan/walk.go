@@ -24,6 +24,14 @@ func Document(b []byte) (start, end int, err error) {
 	return start, end, nil
 }
 
+// Space returns the offset of the first byte from b[i] on that is not
+// white space.
+func Space(b []byte, i int) int {
+	s := Scanner{B: b, I: i}
+	s.Space()
+	return s.I
+}
+
 // Value checks the value at b[i], with depth containers open around it,
 // and returns the offset past it.
 func Value(b []byte, i, depth int) (int, error) {
