@@ -12,11 +12,11 @@ import (
 // tool name it checks against allowlists and pins must be the one the
 // receiver will act on, so a message whose envelope names a member twice
 // ("name":"allowed","name":"evil"), where parsers disagree on which copy
-// counts, is refused. jsonrpc.Classify, which the relay runs on every
-// message, is that strict (stricter: it also refuses keys that differ from
-// the envelope's only in letter case), so the engine takes the envelope
-// from the relay's classification (classifiedEnvelope) and reads it itself
-// (readEnvelope) only for what was not classified: a message the user
+// counts, or names it also in another letter case (as Go peers read
+// names), is refused. jsonrpc.Classify, which the relay runs on every
+// message, refuses it, so the engine takes the envelope from the relay's
+// classification (classifiedEnvelope) and reads it itself (readEnvelope),
+// by the same rule, only for what was not classified: a message the user
 // edited while it was held.
 type envelope struct {
 	start, end int  // the value's span in the raw bytes
@@ -30,18 +30,13 @@ type envelope struct {
 
 // classifiedEnvelope is the envelope of b from info, b's classification by
 // jsonrpc.Classify (one message, or one element of a batch). ok is false
-// when info cannot stand for it: none was given, b did not classify, or it
-// is a tools/call notification, whose tool Classify does not read.
+// when info cannot stand for it: none was given, or b did not classify.
 func classifiedEnvelope(b []byte, info *jsonrpc.Info) (env envelope, ok bool) {
 	if info == nil {
 		return env, false
 	}
 	switch info.Kind {
-	case jsonrpc.KindRequest, jsonrpc.KindResponse, jsonrpc.KindError:
-	case jsonrpc.KindNotification:
-		if info.Method == "tools/call" {
-			return env, false
-		}
+	case jsonrpc.KindRequest, jsonrpc.KindNotification, jsonrpc.KindResponse, jsonrpc.KindError:
 	default:
 		return env, false
 	}

@@ -61,11 +61,11 @@ func envelopeKey(name []byte) int {
 }
 
 // Classify reads a message's envelope: the jsonrpc version, id, method, the
-// presence of result or error, params.name of a tools/call request and
-// params.requestId of a cancellation. It decodes nothing else, but it checks
-// the whole message is strict JSON (jsonscan's rules: in UTF-8, nested at
-// most MaxDepth deep), since the relay never passes on what it could not
-// check and peers disagree on how to read broken JSON.
+// presence of result or error, params.name of a tools/call request (or
+// notification) and params.requestId of a cancellation. It decodes nothing
+// else, but it checks the whole message is strict JSON (jsonscan's rules: in
+// UTF-8, nested at most MaxDepth deep), since the relay never passes on what
+// it could not check and peers disagree on how to read broken JSON.
 //
 // A batch (a JSON array) is classified element by element. An invalid message
 // yields Kind KindInvalid and an error wrapping ErrInvalid (and so
@@ -303,29 +303,9 @@ func (s *scanner) object() (Info, error) {
 	}
 
 	switch {
-	case info.Kind == KindRequest && info.Method == "tools/call":
-		if paramsAt < 0 || s.B[paramsAt] != '{' {
-			info.Kind = KindInvalid
-			return info, s.fail("tools/call without a params object")
-		}
-		m, ok, err := jsonscan.Find(s.B, paramsAt, "name")
-		switch {
-		case err != nil:
-			err = invalid(paramErr(err))
-		case !ok:
-			err = s.fail("tools/call without params.name")
-		case s.B[m.Start] != '"':
-			err = fmt.Errorf("%w: params.name is not a string at offset %d", ErrInvalid, m.Start)
-		default:
-			var v string
-			if v, err = jsonscan.StringValue(s.B, m.Start); err != nil {
-				err = invalid(err)
-			} else if len(v) > MaxMethodLen {
-				err = s.fail(fmt.Sprintf("tool name longer than %d bytes", MaxMethodLen))
-			}
-			info.Tool = v
-		}
-		if err != nil {
+	case info.Method == "tools/call":
+		var err error
+		if info.Tool, err = s.tool(paramsAt, info.Kind == KindRequest); err != nil {
 			info.Kind = KindInvalid
 			return info, err
 		}
@@ -345,6 +325,40 @@ func (s *scanner) object() (Info, error) {
 		}
 	}
 	return info, nil
+}
+
+// tool reads params.name of a tools/call message whose params are at
+// paramsAt (-1: none). A request must name its tool, with a string. A
+// notification is no call MCP defines (a call wants an answer), but a server
+// may act on it all the same: the tool it names, if it names one with a
+// string, is read by the same rules, so that the engine can take it from
+// here rather than read the message again.
+func (s *scanner) tool(paramsAt int, request bool) (string, error) {
+	if paramsAt < 0 || s.B[paramsAt] != '{' {
+		if !request {
+			return "", nil
+		}
+		return "", s.fail("tools/call without a params object")
+	}
+	m, ok, err := jsonscan.Find(s.B, paramsAt, "name")
+	switch {
+	case err != nil:
+		return "", invalid(paramErr(err))
+	case !ok && request:
+		return "", s.fail("tools/call without params.name")
+	case ok && s.B[m.Start] != '"' && request:
+		return "", fmt.Errorf("%w: params.name is not a string at offset %d", ErrInvalid, m.Start)
+	case !ok || s.B[m.Start] != '"':
+		return "", nil
+	}
+	v, err := jsonscan.StringValue(s.B, m.Start)
+	if err != nil {
+		return "", invalid(err)
+	}
+	if len(v) > MaxMethodLen {
+		return v, s.fail(fmt.Sprintf("tool name longer than %d bytes", MaxMethodLen))
+	}
+	return v, nil
 }
 
 // paramErr names a member of params, in an error of jsonscan.Find, by its
