@@ -74,6 +74,10 @@ func (s *Scanner) String() (escaped bool, err error) {
 	i := s.I + 1
 	for i < len(b) {
 		c := b[i]
+		if plain[c] { // most of a string: one table lookup a byte
+			i++
+			continue
+		}
 		switch {
 		case c == '"':
 			s.I = i + 1
@@ -124,6 +128,15 @@ func (s *Scanner) Text() (string, error) {
 	}
 	return Unquote(s.B[start:s.I], escaped)
 }
+
+// plain marks the bytes a string holds as they are: printable ASCII but
+// the quote and the backslash.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
