@@ -108,8 +108,18 @@ func (c *serverConn) Read(ctx context.Context) ([]byte, error) {
 // ended, or never started) is left to Read, which answers it once it knows
 // why: the relay must not end on it, the client is owed an answer.
 func (c *serverConn) Write(ctx context.Context, msg []byte) error {
+	return c.WriteClassified(ctx, msg, nil)
+}
+
+var _ transport.ClassifiedWriter = (*serverConn)(nil)
+
+// WriteClassified implements transport.ClassifiedWriter: Write, with the
+// relay's classification of msg, which the stand-in needs to know which
+// requests msg carries. Only a message the relay did not classify (one it
+// or the wrap built itself) is classified here.
+func (c *serverConn) WriteClassified(ctx context.Context, msg []byte, info *jsonrpc.Info) error {
 	if c.failure() == nil {
-		err := c.Conn.Write(ctx, msg)
+		err := transport.WriteClassified(ctx, c.Conn, msg, info)
 		if err == nil || !transport.IsClosed(err) || c.isClosed() {
 			return err
 		}
@@ -119,9 +129,12 @@ func (c *serverConn) Write(ctx context.Context, msg []byte) error {
 			return nil
 		}
 	}
-	info, err := jsonrpc.Classify(msg)
-	if err != nil {
-		return nil // the relay classified it before: not reached
+	if info == nil {
+		in, err := jsonrpc.Classify(msg)
+		if err != nil {
+			return nil // nothing in it to answer
+		}
+		info = &in
 	}
 	var ids []json.RawMessage
 	switch {

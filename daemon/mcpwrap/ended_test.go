@@ -23,6 +23,7 @@ import (
 	"github.com/contextd/contextd/daemon/pages"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/runner/runnertest"
+	"github.com/contextd/contextd/mcp/jsonrpc"
 	mcpstore "github.com/contextd/contextd/mcp/store"
 	"github.com/contextd/contextd/mcp/transport"
 	"github.com/contextd/contextd/scrub"
@@ -535,6 +536,16 @@ func TestServerConnAnswers(t *testing.T) {
 	var batch []map[string]any
 	if err := json.Unmarshal([]byte(read()), &batch); err != nil || len(batch) != 2 || batch[0]["id"] != 2.0 || batch[1]["id"] != 3.0 {
 		t.Fatalf("batch answered %v, %v", batch, err)
+	}
+	// What the relay writes comes with its classification, which is taken
+	// as given rather than worked out again (here it names id 5 where the
+	// bytes say 4, to tell which was read).
+	if err := c.WriteClassified(ctx, []byte(`{"jsonrpc":"2.0","id":4,"method":"ping"}`),
+		&jsonrpc.Info{Kind: jsonrpc.KindRequest, ID: json.RawMessage(`5`), Method: "ping"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":5,"error":`) {
+		t.Fatalf("answer to a classified write: %s", got)
 	}
 	var err error
 	for i := 0; i <= maxStandInQueue && err == nil; i++ {

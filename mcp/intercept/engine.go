@@ -14,6 +14,7 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/mcp/jsonrpc"
+	"github.com/contextd/contextd/mcp/jsonscan"
 	"github.com/contextd/contextd/mcp/relay"
 )
 
@@ -176,7 +177,7 @@ func (d *decision) verdict(orig []byte) relay.Verdict {
 // before the edit, whose request a response keeps.
 func (e *Engine) decide(ctx context.Context, m *jsonrpc.Message, raw []byte, again *decision) (*decision, error) {
 	dir := m.Dir
-	s, end, err := document(raw)
+	s, end, err := jsonscan.Document(raw)
 	if err == nil && raw[s] == '[' {
 		return e.decideBatch(ctx, m, raw, s, end, again)
 	}
@@ -200,7 +201,7 @@ func (e *Engine) decideBatch(ctx context.Context, m *jsonrpc.Message, raw []byte
 	dir := m.Dir
 	d := &decision{raw: raw}
 	var elems [][2]int
-	if _, err := scanArray(raw, s, 0, func(_, a, z int) error {
+	if _, err := jsonscan.Array(raw, s, 0, func(_, a, z int) error {
 		elems = append(elems, [2]int{a, z})
 		return nil
 	}); err != nil {
@@ -366,7 +367,7 @@ func (e *Engine) builtins(ctx context.Context, dir jsonrpc.Direction, d *decisio
 		}
 	}
 	if e.cfg.ScrubResults {
-		out, n, err := scrubMessage(e.o.Scrubber, d.raw, skipSpace(d.raw, 0), len(d.raw))
+		out, n, err := scrubMessage(e.o.Scrubber, d.raw, jsonscan.Space(d.raw, 0), len(d.raw))
 		if err != nil {
 			d.add(RuleScrub)
 			return fmt.Errorf("scrub a server message: %v: %w", err, catalog.ErrBadInput)
@@ -443,7 +444,7 @@ func (e *Engine) allowed(tool string) bool {
 // a tools/list result's shape. Such a response is filtered and pinned anyway:
 // the allowlist must not depend on the engine having seen the request.
 func looksLikeToolList(b []byte) bool {
-	s, e, err := document(b)
+	s, e, err := jsonscan.Document(b)
 	if err != nil {
 		return false
 	}
@@ -462,7 +463,7 @@ const pinNotice = "contextd: the server changed this tool's description or schem
 // whose pin changed.
 func (e *Engine) filterToolList(ctx context.Context, d *decision) error {
 	b := d.raw
-	s, end, err := document(b)
+	s, end, err := jsonscan.Document(b)
 	if err != nil {
 		return err
 	}
@@ -474,7 +475,7 @@ func (e *Engine) filterToolList(ctx context.Context, d *decision) error {
 		return nil
 	}
 	var elems [][2]int
-	if _, err := scanArray(b, ts, 0, func(_, a, z int) error {
+	if _, err := jsonscan.Array(b, ts, 0, func(_, a, z int) error {
 		elems = append(elems, [2]int{a, z})
 		return nil
 	}); err != nil {
@@ -523,16 +524,15 @@ func (e *Engine) filterToolList(ctx context.Context, d *decision) error {
 
 // toolName returns the name of a tool in a tools/list result.
 func toolName(tool []byte) (string, bool) {
-	s, _, err := document(tool)
+	s, _, err := jsonscan.Document(tool)
 	if err != nil || tool[s] != '{' {
 		return "", false
 	}
-	m, ok, err := findMember(tool, s, "name")
-	if err != nil || !ok || tool[m.valStart] != '"' {
+	m, ok, err := jsonscan.Find(tool, s, "name")
+	if err != nil || !ok || tool[m.Start] != '"' {
 		return "", false
 	}
-	_, esc, _ := scanString(tool, m.valStart)
-	name, err := unquote(tool[m.valStart:m.valEnd], esc)
+	name, err := jsonscan.StringValue(tool, m.Start)
 	return name, err == nil
 }
 
@@ -622,7 +622,7 @@ func pinStoreErr(err error) error {
 // the whole output past the budget.
 func (e *Engine) fitResult(ctx context.Context, d *decision) error {
 	b := d.raw
-	s, end, err := document(b)
+	s, end, err := jsonscan.Document(b)
 	if err != nil {
 		return err
 	}
@@ -636,21 +636,20 @@ func (e *Engine) fitResult(ctx context.Context, d *decision) error {
 	}
 	var items []item
 	var texts [][]byte
-	if _, err := scanArray(b, cs, 0, func(_, a, z int) error {
+	if _, err := jsonscan.Array(b, cs, 0, func(_, a, z int) error {
 		it := item{a: a, z: z}
 		if b[a] == '{' {
-			tm, ok, err := findMember(b, a, "type")
+			tm, ok, err := jsonscan.Find(b, a, "type")
 			if err != nil {
 				return err
 			}
-			if ok && string(b[tm.valStart:tm.valEnd]) == `"text"` {
-				xm, ok, err := findMember(b, a, "text")
+			if ok && string(b[tm.Start:tm.End]) == `"text"` {
+				xm, ok, err := jsonscan.Find(b, a, "text")
 				if err != nil {
 					return err
 				}
-				if ok && b[xm.valStart] == '"' {
-					_, esc, _ := scanString(b, xm.valStart)
-					t, err := unquote(b[xm.valStart:xm.valEnd], esc)
+				if ok && b[xm.Start] == '"' {
+					t, err := jsonscan.StringValue(b, xm.Start)
 					if err != nil {
 						return err
 					}
@@ -734,7 +733,7 @@ func (e *Engine) userRules(dir jsonrpc.Direction, d *decision) error {
 					return fmt.Errorf("rule %q: delete %s: %v; the message is blocked: %w", r.name, p, err, catalog.ErrPolicy)
 				}
 			}
-			if _, _, err := document(out); err != nil {
+			if _, _, err := jsonscan.Document(out); err != nil {
 				return fmt.Errorf("rule %q made invalid JSON (%v); the message is blocked: %w", r.name, err, catalog.ErrPolicy)
 			}
 			d.raw = out
@@ -782,7 +781,7 @@ func (m *matcher) matches(mc *matchCtx) (bool, error) {
 	if len(m.when) == 0 {
 		return true, nil
 	}
-	s, e, err := document(mc.raw)
+	s, e, err := jsonscan.Document(mc.raw)
 	if err != nil {
 		return false, err
 	}
@@ -815,8 +814,7 @@ func (c *compiledCond) holds(b []byte, s, e int) (bool, error) {
 	if c.matches != nil {
 		text := string(val)
 		if val[0] == '"' {
-			_, esc, _ := scanString(val, 0)
-			if text, err = unquote(val, esc); err != nil {
+			if text, err = jsonscan.StringValue(val, 0); err != nil {
 				return false, fmt.Errorf("path %s: %v", c.src, err)
 			}
 		}

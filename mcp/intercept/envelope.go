@@ -1,20 +1,22 @@
 package intercept
 
 import (
-	"fmt"
+	"bytes"
+	"strings"
 
 	"github.com/contextd/contextd/mcp/jsonrpc"
+	"github.com/contextd/contextd/mcp/jsonscan"
 )
 
 // envelope is what the engine reads of a message before deciding on it. The
 // tool name it checks against allowlists and pins must be the one the
 // receiver will act on, so a message whose envelope names a member twice
 // ("name":"allowed","name":"evil"), where parsers disagree on which copy
-// counts, is refused. jsonrpc.Classify, which the relay runs on every
-// message, is that strict (stricter: it also refuses keys that differ from
-// the envelope's only in letter case), so the engine takes the envelope
-// from the relay's classification (classifiedEnvelope) and reads it itself
-// (readEnvelope) only for what was not classified: a message the user
+// counts, or names it also in another letter case (as Go peers read
+// names), is refused. jsonrpc.Classify, which the relay runs on every
+// message, refuses it, so the engine takes the envelope from the relay's
+// classification (classifiedEnvelope) and reads it itself (readEnvelope),
+// by the same rule, only for what was not classified: a message the user
 // edited while it was held.
 type envelope struct {
 	start, end int  // the value's span in the raw bytes
@@ -28,25 +30,18 @@ type envelope struct {
 
 // classifiedEnvelope is the envelope of b from info, b's classification by
 // jsonrpc.Classify (one message, or one element of a batch). ok is false
-// when info cannot stand for it: none was given, b did not classify, or it
-// is a tools/call notification, whose tool Classify does not read.
+// when info cannot stand for it: none was given, or b did not classify.
 func classifiedEnvelope(b []byte, info *jsonrpc.Info) (env envelope, ok bool) {
 	if info == nil {
 		return env, false
 	}
 	switch info.Kind {
-	case jsonrpc.KindRequest, jsonrpc.KindResponse, jsonrpc.KindError:
-	case jsonrpc.KindNotification:
-		if info.Method == "tools/call" {
-			return env, false
-		}
+	case jsonrpc.KindRequest, jsonrpc.KindNotification, jsonrpc.KindResponse, jsonrpc.KindError:
 	default:
 		return env, false
 	}
-	env.start, env.end = skipSpace(b, 0), len(b)
-	for env.end > env.start && isSpace(b[env.end-1]) {
-		env.end--
-	}
+	env.start = jsonscan.Space(b, 0)
+	env.end = env.start + len(bytes.TrimRight(b[env.start:], " \t\r\n"))
 	env.valid, env.object = true, true
 	env.kind, env.method, env.tool = info.Kind, info.Method, info.Tool
 	if len(info.ID) > 0 {
@@ -55,14 +50,15 @@ func classifiedEnvelope(b []byte, info *jsonrpc.Info) (env envelope, ok bool) {
 	return env, true
 }
 
-var trackedMembers = map[string]bool{"jsonrpc": true, "id": true, "method": true, "params": true, "result": true, "error": true}
+var trackedMembers = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
 
 // readEnvelope reads the envelope of one message (not a batch). Bytes that
 // are not JSON, or JSON that is not an object, come back with kind
-// KindInvalid and no error; an ambiguous envelope is an error.
+// KindInvalid and no error; an ambiguous envelope is an error, by
+// Classify's rule: a member named twice, or also in another letter case.
 func readEnvelope(b []byte) (envelope, error) {
 	var env envelope
-	s, e, err := document(b)
+	s, e, err := jsonscan.Document(b)
 	if err != nil {
 		return env, nil
 	}
@@ -71,36 +67,38 @@ func readEnvelope(b []byte) (envelope, error) {
 		return env, nil
 	}
 	env.object = true
-	seen := map[string]member{}
-	if _, err := scanObject(b, s, 0, func(m member) error {
-		k, err := m.key(b)
+	seen := map[string]jsonscan.Member{}
+	if _, err := jsonscan.Object(b, s, 0, func(m jsonscan.Member) error {
+		k, err := m.Name(b)
 		if err != nil {
 			return err
 		}
-		if !trackedMembers[k] {
-			return nil
+		for _, t := range trackedMembers {
+			switch _, dup := seen[t]; {
+			case k == t && dup:
+				return &jsonscan.DuplicateError{Name: t, Offset: m.NameStart}
+			case k == t:
+				seen[t] = m
+			case strings.EqualFold(k, t):
+				return &jsonscan.DuplicateError{Name: t, Offset: m.NameStart, Folded: true}
+			}
 		}
-		if _, dup := seen[k]; dup {
-			return fmt.Errorf("%w %q in the envelope", errDuplicate, k)
-		}
-		seen[k] = m
 		return nil
 	}); err != nil {
 		return env, err
 	}
 	method, hasMethod := seen["method"]
 	if hasMethod {
-		if b[method.valStart] != '"' {
+		if b[method.Start] != '"' {
 			return env, nil // not JSON-RPC: method must be a string
 		}
-		_, esc, _ := scanString(b, method.valStart)
-		if env.method, err = unquote(b[method.valStart:method.valEnd], esc); err != nil {
+		if env.method, err = jsonscan.StringValue(b, method.Start); err != nil {
 			return env, err
 		}
 	}
 	id, hasID := seen["id"]
 	if hasID {
-		env.id = b[id.valStart:id.valEnd]
+		env.id = b[id.Start:id.End]
 	}
 	_, hasResult := seen["result"]
 	_, hasError := seen["error"]
@@ -115,14 +113,13 @@ func readEnvelope(b []byte) (envelope, error) {
 		env.kind = jsonrpc.KindError
 	}
 	if p, ok := seen["params"]; ok {
-		if env.method == "tools/call" && b[p.valStart] == '{' {
-			m, ok, err := findMember(b, p.valStart, "name")
+		if env.method == "tools/call" && b[p.Start] == '{' {
+			m, ok, err := jsonscan.Find(b, p.Start, "name")
 			if err != nil {
 				return env, err
 			}
-			if ok && b[m.valStart] == '"' {
-				_, esc, _ := scanString(b, m.valStart)
-				if env.tool, err = unquote(b[m.valStart:m.valEnd], esc); err != nil {
+			if ok && b[m.Start] == '"' {
+				if env.tool, err = jsonscan.StringValue(b, m.Start); err != nil {
 					return env, err
 				}
 			}

@@ -2,9 +2,11 @@ package intercept
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	"github.com/contextd/contextd/mcp/jsonrpc"
+	"github.com/contextd/contextd/mcp/jsonscan"
 )
 
 // FuzzClassifiedEnvelope: for every message (and every batch element)
@@ -24,6 +26,9 @@ func FuzzClassifiedEnvelope(f *testing.F) {
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}`,
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","Name":"b"}}`,
 		`{"jsonrpc":"2.0","id":1,"method":"x","ID":2}`,
+		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"a","name":"b"}}`,
+		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"a","NAME":"b"}}`,
+		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":3}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -39,10 +44,7 @@ func FuzzClassifiedEnvelope(f *testing.F) {
 				t.Fatalf("%q: Classify accepts it (%v), readEnvelope refuses: %v", b, in.Kind, err)
 			}
 			if !ok {
-				if in.Kind != jsonrpc.KindNotification || in.Method != "tools/call" {
-					t.Fatalf("%q: no envelope from %+v", b, in)
-				}
-				return
+				t.Fatalf("%q: no envelope from %+v", b, in)
 			}
 			if got.kind != want.kind || got.method != want.method || got.tool != want.tool || !bytes.Equal(got.id, want.id) ||
 				(got.id == nil) != (want.id == nil) || got.valid != want.valid || got.object != want.object ||
@@ -54,12 +56,12 @@ func FuzzClassifiedEnvelope(f *testing.F) {
 			check(raw, &info)
 			return
 		}
-		s, _, err := document(raw)
+		s, _, err := jsonscan.Document(raw)
 		if err != nil {
 			t.Fatalf("%q: Classify accepts it, document refuses: %v", raw, err)
 		}
 		i := 0
-		if _, err := scanArray(raw, s, 0, func(_, a, z int) error {
+		if _, err := jsonscan.Array(raw, s, 0, func(_, a, z int) error {
 			if i >= len(info.Batch) {
 				t.Fatalf("%q: more elements than the %d classified", raw, len(info.Batch))
 			}
@@ -70,4 +72,24 @@ func FuzzClassifiedEnvelope(f *testing.F) {
 			t.Fatalf("%q: %d elements of %d, %v", raw, i, len(info.Batch), err)
 		}
 	})
+}
+
+// TestReadEnvelopeRefusesAmbiguity: what the engine reads itself (an edit of
+// a held message) is held to Classify's rule: an envelope member, or the
+// tool's name, that appears twice or also in another letter case is refused.
+func TestReadEnvelopeRefusesAmbiguity(t *testing.T) {
+	for _, raw := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"tools/call"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","Method":"tools/call"}`,
+		`{"jsonrpc":"2.0","ID":1,"method":"x"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"safe","NAME":"evil"}}`,
+	} {
+		if env, err := readEnvelope([]byte(raw)); !errors.Is(err, jsonscan.ErrDuplicate) {
+			t.Errorf("%s: %+v, %v", raw, env, err)
+		}
+	}
+	env, err := readEnvelope([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","x":1,"x":2},"y":1,"Y":2}`))
+	if err != nil || env.tool != "a" || env.kind != jsonrpc.KindRequest {
+		t.Errorf("duplicates outside the envelope and the tool's name: %+v, %v", env, err)
+	}
 }

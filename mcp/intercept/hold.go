@@ -10,6 +10,7 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/mcp/jsonrpc"
+	"github.com/contextd/contextd/mcp/jsonscan"
 	"github.com/contextd/contextd/mcp/relay"
 )
 
@@ -164,7 +165,7 @@ func (e *Engine) Forward(seq uint64) error {
 // edit cannot slip a secret or a refused tool past them). Invalid JSON is
 // refused (catalog.ErrBadInput) and the message stays held.
 func (e *Engine) Modify(seq uint64, raw []byte) error {
-	if _, _, err := document(raw); err != nil {
+	if _, _, err := jsonscan.Document(raw); err != nil {
 		return fmt.Errorf("intercept: the edited message is not valid JSON: %v: %w", err, catalog.ErrBadInput)
 	}
 	return e.choose(seq, userChoice{action: relay.Modify, raw: append([]byte(nil), raw...), by: "user"})

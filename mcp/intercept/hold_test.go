@@ -145,6 +145,11 @@ func TestHoldModifyAndDrop(t *testing.T) {
 	if err := s.e.Modify(m.Seq, []byte(`{"jsonrpc":"2.0","id":1,"method":`)); !errors.Is(err, catalog.ErrBadInput) {
 		t.Errorf("invalid edit accepted: %v", err)
 	}
+	// An edit the relay would refuse (not UTF-8) is refused here, while the
+	// user can still fix it, not after it is released.
+	if err := s.e.Modify(m.Seq, []byte(call(1, "echo", "{\"message\":\"\xff\"}"))); !errors.Is(err, catalog.ErrBadInput) {
+		t.Errorf("edit in invalid UTF-8 accepted: %v", err)
+	}
 	edited := call(1, "echo", `{"message":"edited"}`)
 	if err := s.e.Modify(m.Seq, []byte(edited)); err != nil {
 		t.Fatal(err)

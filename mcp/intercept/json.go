@@ -9,281 +9,16 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/contextd/contextd/mcp/jsonrpc"
+	"github.com/contextd/contextd/mcp/jsonscan"
 )
 
 // The engine reads and edits messages in place, on their raw bytes: a value
-// is located by scanning, and an edit splices new bytes where the old ones
-// were. Everything the engine does not touch (key order, spacing, number
-// spelling, unknown members) stays byte for byte what the sender wrote, which
-// a decode and re-encode through map[string]any would not keep.
-
-// maxDepth bounds the nesting the scanner follows: jsonrpc.MaxDepth, the
-// MCP path's one limit. The relay has refused (by Classify) any message
-// nested deeper, so the engine only meets the limit in what it builds or a
-// user rule edits; a message past it is refused rather than risking deep
-// recursion on untrusted input.
-const maxDepth = jsonrpc.MaxDepth
-
-// errSyntax is the cause of every scanning failure: the message is not the
-// JSON it claims to be.
-var errSyntax = errors.New("malformed JSON")
-
-// errDuplicate is a member name that appears twice in one object on a path
-// the engine reads. Parsers disagree on which copy wins (the first, the last,
-// an error), so a sender could show the engine one value and the receiver
-// another; the engine refuses such messages.
-var errDuplicate = errors.New("duplicate member name")
-
-func syntaxErr(i int, what string) error {
-	return fmt.Errorf("%w at byte %d: %s", errSyntax, i, what)
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && isSpace(b[i]) {
-		i++
-	}
-	return i
-}
-
-// scanValue checks the JSON value starting at b[i] (no leading space) and
-// returns the offset just past it.
-func scanValue(b []byte, i, depth int) (int, error) {
-	if i >= len(b) {
-		return 0, syntaxErr(i, "unexpected end")
-	}
-	switch c := b[i]; {
-	case c == '{':
-		return scanObject(b, i, depth, nil)
-	case c == '[':
-		return scanArray(b, i, depth, nil)
-	case c == '"':
-		end, _, err := scanString(b, i)
-		return end, err
-	case c == '-' || '0' <= c && c <= '9':
-		return scanNumber(b, i)
-	case c == 't':
-		return scanLiteral(b, i, "true")
-	case c == 'f':
-		return scanLiteral(b, i, "false")
-	case c == 'n':
-		return scanLiteral(b, i, "null")
-	}
-	return 0, syntaxErr(i, "unexpected character "+strconv.QuoteRune(rune(b[i])))
-}
-
-func scanLiteral(b []byte, i int, lit string) (int, error) {
-	if !bytes.HasPrefix(b[i:], []byte(lit)) {
-		return 0, syntaxErr(i, "invalid literal")
-	}
-	return i + len(lit), nil
-}
-
-func scanNumber(b []byte, i int) (int, error) {
-	start := i
-	if b[i] == '-' {
-		i++
-	}
-	digits := func() int {
-		s := i
-		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
-			i++
-		}
-		return i - s
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case digits() == 0:
-		return 0, syntaxErr(start, "invalid number")
-	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		if digits() == 0 {
-			return 0, syntaxErr(start, "invalid number")
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if digits() == 0 {
-			return 0, syntaxErr(start, "invalid number")
-		}
-	}
-	return i, nil
-}
-
-// scanString checks the string literal at b[i] (a '"') and returns the offset
-// past its closing quote and whether it holds escapes.
-func scanString(b []byte, i int) (end int, escaped bool, err error) {
-	start := i
-	i++
-	for i < len(b) {
-		c := b[i]
-		switch {
-		case c == '"':
-			return i + 1, escaped, nil
-		case c == '\\':
-			escaped = true
-			if i+1 >= len(b) {
-				return 0, false, syntaxErr(start, "unterminated string")
-			}
-			switch b[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if i+6 > len(b) {
-					return 0, false, syntaxErr(i, "short \\u escape")
-				}
-				for _, h := range b[i+2 : i+6] {
-					if !isHexDigit(h) {
-						return 0, false, syntaxErr(i, "invalid \\u escape")
-					}
-				}
-				i += 6
-			default:
-				return 0, false, syntaxErr(i, "invalid escape")
-			}
-		case c < 0x20:
-			return 0, false, syntaxErr(i, "control character in string")
-		default:
-			i++
-		}
-	}
-	return 0, false, syntaxErr(start, "unterminated string")
-}
-
-func isHexDigit(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-// member is one name/value pair of an object: the name's literal is
-// b[keyStart:keyEnd] (quotes included), the value b[valStart:valEnd].
-type member struct {
-	keyStart, keyEnd int
-	valStart, valEnd int
-	escaped          bool // the name holds escapes
-}
-
-// key returns the member's decoded name.
-func (m member) key(b []byte) (string, error) {
-	return unquote(b[m.keyStart:m.keyEnd], m.escaped)
-}
-
-// scanObject checks the object at b[i] and returns the offset past it,
-// calling fn (when not nil) for each member in order.
-func scanObject(b []byte, i, depth int, fn func(member) error) (int, error) {
-	if depth >= maxDepth {
-		return 0, syntaxErr(i, "nested too deeply")
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, nil
-	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return 0, syntaxErr(i, "expected a member name")
-		}
-		var m member
-		var err error
-		m.keyStart = i
-		if m.keyEnd, m.escaped, err = scanString(b, i); err != nil {
-			return 0, err
-		}
-		i = skipSpace(b, m.keyEnd)
-		if i >= len(b) || b[i] != ':' {
-			return 0, syntaxErr(i, "expected ':'")
-		}
-		m.valStart = skipSpace(b, i+1)
-		if m.valEnd, err = scanValue(b, m.valStart, depth+1); err != nil {
-			return 0, err
-		}
-		if fn != nil {
-			if err := fn(m); err != nil {
-				return 0, err
-			}
-		}
-		i = skipSpace(b, m.valEnd)
-		if i >= len(b) {
-			return 0, syntaxErr(i, "unterminated object")
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case '}':
-			return i + 1, nil
-		default:
-			return 0, syntaxErr(i, "expected ',' or '}'")
-		}
-	}
-}
-
-// scanArray checks the array at b[i] and returns the offset past it, calling
-// fn (when not nil) with each element's index and span.
-func scanArray(b []byte, i, depth int, fn func(idx, start, end int) error) (int, error) {
-	if depth >= maxDepth {
-		return 0, syntaxErr(i, "nested too deeply")
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		return i + 1, nil
-	}
-	for idx := 0; ; idx++ {
-		start := i
-		end, err := scanValue(b, start, depth+1)
-		if err != nil {
-			return 0, err
-		}
-		if fn != nil {
-			if err := fn(idx, start, end); err != nil {
-				return 0, err
-			}
-		}
-		i = skipSpace(b, end)
-		if i >= len(b) {
-			return 0, syntaxErr(i, "unterminated array")
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case ']':
-			return i + 1, nil
-		default:
-			return 0, syntaxErr(i, "expected ',' or ']'")
-		}
-	}
-}
-
-// document checks that b is exactly one JSON value (with optional surrounding
-// space) and returns its span.
-func document(b []byte) (start, end int, err error) {
-	start = skipSpace(b, 0)
-	if end, err = scanValue(b, start, 0); err != nil {
-		return 0, 0, err
-	}
-	if skipSpace(b, end) != len(b) {
-		return 0, 0, syntaxErr(end, "data after the value")
-	}
-	return start, end, nil
-}
-
-// unquote decodes a string literal (quotes included). Literals without
-// escapes are their bytes; the others are decoded as encoding/json does
-// (invalid UTF-8 and lone surrogates become U+FFFD).
-func unquote(lit []byte, escaped bool) (string, error) {
-	if !escaped {
-		return string(lit[1 : len(lit)-1]), nil
-	}
-	var s string
-	if err := json.Unmarshal(lit, &s); err != nil {
-		return "", fmt.Errorf("%w: %v", errSyntax, err)
-	}
-	return s, nil
-}
+// is located by scanning (with jsonscan, the MCP path's one scanner, so the
+// engine reads a message by the rules the relay checked it by), and an edit
+// splices new bytes where the old ones were. Everything the engine does not
+// touch (key order, spacing, number spelling, unknown members) stays byte
+// for byte what the sender wrote, which a decode and re-encode through
+// map[string]any would not keep.
 
 // quote encodes s as a JSON string literal. HTML characters are left as they
 // are: the messages are not embedded in HTML, and "<" reads better than
@@ -294,37 +29,6 @@ func quote(s string) []byte {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s) // a string always encodes
 	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})
-}
-
-// findMember returns the member of the object at b[i] named name. A name that
-// appears twice is errDuplicate.
-func findMember(b []byte, i int, name string) (m member, ok bool, err error) {
-	_, err = scanObject(b, i, 0, func(c member) error {
-		k, err := c.key(b)
-		if err != nil {
-			return err
-		}
-		if k != name {
-			return nil
-		}
-		if ok {
-			return fmt.Errorf("%w %q", errDuplicate, name)
-		}
-		m, ok = c, true
-		return nil
-	})
-	return m, ok && err == nil, err
-}
-
-// findElement returns the span of element idx of the array at b[i].
-func findElement(b []byte, i, idx int) (start, end int, ok bool, err error) {
-	_, err = scanArray(b, i, 0, func(n, s, e int) error {
-		if n == idx {
-			start, end, ok = s, e, true
-		}
-		return nil
-	})
-	return start, end, ok && err == nil, err
 }
 
 // Path is a location inside a JSON message: member names and array indexes
@@ -359,12 +63,10 @@ func ParsePath(s string) (Path, error) {
 			j := strings.IndexByte(s[i:], ']')
 			if s[i+1:] != "" && s[i+1] == '"' {
 				// A quoted name: find the literal's end, which may hold ']'.
-				end, _, err := scanString([]byte(s), i+1)
+				sc := jsonscan.Scanner{B: []byte(s), I: i + 1}
+				name, err := sc.Text()
+				end := sc.I
 				if err != nil || end >= len(s) || s[end] != ']' {
-					return nil, fmt.Errorf("path %q: bad quoted name at offset %d", s, i)
-				}
-				name, err := unquote([]byte(s[i+1:end]), true)
-				if err != nil {
 					return nil, fmt.Errorf("path %q: bad quoted name at offset %d", s, i)
 				}
 				p = append(p, Step{Name: name, Index: -1})
@@ -434,7 +136,8 @@ func (p Path) String() string {
 // the value it reaches. A path that leads through something else than an
 // object (for a name) or an array (for an index), or to a member or element
 // that is not there, is not found (ok false, no error). Malformed JSON and
-// duplicate names along the path are errors.
+// a name along the path that appears twice, in any letter case
+// (jsonscan.Find), are errors.
 func lookup(b []byte, start, end int, p Path) (s, e int, ok bool, err error) {
 	s, e = start, end
 	for _, st := range p {
@@ -443,14 +146,14 @@ func lookup(b []byte, start, end int, p Path) (s, e int, ok bool, err error) {
 			if b[s] != '[' {
 				return 0, 0, false, nil
 			}
-			s, e, ok, err = findElement(b, s, st.Index)
+			s, e, ok, err = jsonscan.Element(b, s, st.Index)
 		default:
 			if b[s] != '{' {
 				return 0, 0, false, nil
 			}
-			var m member
-			m, ok, err = findMember(b, s, st.Name)
-			s, e = m.valStart, m.valEnd
+			var m jsonscan.Member
+			m, ok, err = jsonscan.Find(b, s, st.Name)
+			s, e = m.Start, m.End
 		}
 		if err != nil || !ok {
 			return 0, 0, false, err
@@ -472,7 +175,7 @@ func splice(b []byte, s, e int, repl []byte) []byte {
 // a missing array element, or a step into something that is neither object
 // nor array, is an error: there is no sensible value to invent.
 func setPath(doc []byte, p Path, val []byte) ([]byte, error) {
-	s, e, err := document(doc)
+	s, e, err := jsonscan.Document(doc)
 	if err != nil {
 		return nil, err
 	}
@@ -481,7 +184,7 @@ func setPath(doc []byte, p Path, val []byte) ([]byte, error) {
 			if doc[s] != '[' {
 				return nil, fmt.Errorf("%s is not an array", p[:k+1])
 			}
-			ns, ne, ok, err := findElement(doc, s, st.Index)
+			ns, ne, ok, err := jsonscan.Element(doc, s, st.Index)
 			if err != nil {
 				return nil, err
 			}
@@ -494,12 +197,12 @@ func setPath(doc []byte, p Path, val []byte) ([]byte, error) {
 		if doc[s] != '{' {
 			return nil, fmt.Errorf("%s: %s is not an object", p[:k+1], p[:k])
 		}
-		m, ok, err := findMember(doc, s, st.Name)
+		m, ok, err := jsonscan.Find(doc, s, st.Name)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			s, e = m.valStart, m.valEnd
+			s, e = m.Start, m.End
 			continue
 		}
 		// Create the rest of the path here, as nested objects.
@@ -514,7 +217,7 @@ func setPath(doc []byte, p Path, val []byte) ([]byte, error) {
 		}
 		ins := append(append(quote(st.Name), ':'), v...)
 		closing := e - 1 // the object's '}'
-		if skipSpace(doc, s+1) != closing {
+		if jsonscan.Space(doc, s+1) != closing {
 			ins = append([]byte{','}, ins...)
 		}
 		return splice(doc, closing, closing, ins), nil
@@ -528,7 +231,7 @@ func deletePath(doc []byte, p Path) ([]byte, bool, error) {
 	if len(p) == 0 {
 		return nil, false, errors.New("cannot delete the whole message")
 	}
-	s, e, err := document(doc)
+	s, e, err := jsonscan.Document(doc)
 	if err != nil {
 		return nil, false, err
 	}
@@ -544,7 +247,7 @@ func deletePath(doc []byte, p Path) ([]byte, bool, error) {
 	target := -1
 	switch {
 	case last.Index >= 0 && doc[ps] == '[':
-		_, err = scanArray(doc, ps, 0, func(n, s, e int) error {
+		_, err = jsonscan.Array(doc, ps, 0, func(n, s, e int) error {
 			if n == last.Index {
 				target = len(items)
 			}
@@ -552,18 +255,17 @@ func deletePath(doc []byte, p Path) ([]byte, bool, error) {
 			return nil
 		})
 	case last.Index < 0 && doc[ps] == '{':
-		_, err = scanObject(doc, ps, 0, func(m member) error {
-			k, err := m.key(doc)
-			if err != nil {
-				return err
-			}
-			if k == last.Name {
-				if target >= 0 {
-					return fmt.Errorf("%w %q", errDuplicate, k)
-				}
+		// The member is found as a lookup finds it, refusing a name
+		// that is there twice, in any letter case.
+		var m jsonscan.Member
+		if m, ok, err = jsonscan.Find(doc, ps, last.Name); err != nil || !ok {
+			return doc, false, err
+		}
+		_, err = jsonscan.Object(doc, ps, 0, func(c jsonscan.Member) error {
+			if c.NameStart == m.NameStart {
 				target = len(items)
 			}
-			items = append(items, item{m.keyStart, m.valEnd})
+			items = append(items, item{c.NameStart, c.End})
 			return nil
 		})
 	default:

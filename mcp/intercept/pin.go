@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/mcp/jsonscan"
 )
 
 // Pin is what contextd remembers of one tool of one server: the hash of its
@@ -103,7 +104,7 @@ var pinnedMembers = []string{"title", "description", "inputSchema", "outputSchem
 // members — objects with sorted keys, no insignificant space, strings with
 // their escapes resolved — so that reformatting alone never changes it.
 func ToolHash(tool []byte) (string, error) {
-	s, _, err := document(tool)
+	s, _, err := jsonscan.Document(tool)
 	if err != nil {
 		return "", err
 	}
@@ -112,12 +113,12 @@ func ToolHash(tool []byte) (string, error) {
 	}
 	sel := map[string]json.RawMessage{}
 	for _, name := range pinnedMembers {
-		m, ok, err := findMember(tool, s, name)
+		m, ok, err := jsonscan.Find(tool, s, name)
 		if err != nil {
 			return "", err
 		}
 		if ok {
-			sel[name] = tool[m.valStart:m.valEnd]
+			sel[name] = tool[m.Start:m.End]
 		}
 	}
 	canon, err := canonicalJSON(sel)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/contextd/contextd/mcp/jsonscan"
 	"github.com/contextd/contextd/scrub"
 )
 
@@ -45,36 +46,53 @@ type strSpan struct {
 	key        string // the member name it is the value of, "" in an array
 }
 
-// collectStrings appends the string values inside the value at b[i] (which
-// is known to be valid JSON), with the member name each belongs to.
-func collectStrings(b []byte, i int, key string, depth int, out []strSpan) ([]strSpan, error) {
-	switch b[i] {
+// collectStrings appends the string values inside the value at s.I (which
+// is known to be valid JSON), with the member name each belongs to, and
+// leaves s.I past the value. It walks the value once, with the scanner's
+// steps: a walk that checked each nested value whole before descending into
+// it would read deep input once per level.
+func collectStrings(s *jsonscan.Scanner, key string, out []strSpan) ([]strSpan, error) {
+	b := s.B
+	switch b[s.I] {
 	case '"':
-		end, esc, err := scanString(b, i)
+		start := s.I
+		esc, err := s.String()
 		if err != nil {
 			return out, err
 		}
-		return append(out, strSpan{start: i, end: end, escaped: esc, key: key}), nil
+		return append(out, strSpan{start: start, end: s.I, escaped: esc, key: key}), nil
 	case '{':
-		var err error
-		_, err = scanObject(b, i, depth, func(m member) error {
-			k, err := m.key(b)
-			if err != nil {
-				return err
+		empty, err := s.Open()
+		for err == nil && !empty {
+			var start, end int
+			var esc, more bool
+			if start, end, esc, err = s.Name(); err != nil {
+				break
 			}
-			out, err = collectStrings(b, m.valStart, k, depth+1, out)
-			return err
-		})
+			var k string
+			if k, err = jsonscan.Unquote(b[start:end], esc); err != nil {
+				break
+			}
+			if out, err = collectStrings(s, k, out); err != nil {
+				break
+			}
+			more, err = s.More('}')
+			empty = !more
+		}
 		return out, err
 	case '[':
-		var err error
-		_, err = scanArray(b, i, depth, func(_, s, _ int) error {
-			out, err = collectStrings(b, s, "", depth+1, out)
-			return err
-		})
+		empty, err := s.Open()
+		for err == nil && !empty {
+			var more bool
+			if out, err = collectStrings(s, "", out); err != nil {
+				break
+			}
+			more, err = s.More(']')
+			empty = !more
+		}
 		return out, err
 	}
-	return out, nil
+	return out, s.Value()
 }
 
 // contextKey reports whether a member name is worth showing the scrubber in
@@ -116,7 +134,7 @@ func scrubStrings(sc Scrubber, b []byte, spans []strSpan) ([]byte, int, error) {
 	regions := make([]region, len(spans))
 	var buf bytes.Buffer
 	for i, s := range spans {
-		v, err := unquote(b[s.start:s.end], s.escaped)
+		v, err := jsonscan.Unquote(b[s.start:s.end], s.escaped)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -197,25 +215,37 @@ var envelopeMembers = map[string]bool{"jsonrpc": true, "id": true, "method": tru
 // scrubMessage scrubs every string value of the JSON value at b[s:e] (known
 // to be valid), outside the envelope when it is an object.
 func scrubMessage(sc Scrubber, b []byte, s, e int) ([]byte, int, error) {
+	c := &jsonscan.Scanner{B: b[:e], I: s}
 	if b[s] != '{' {
-		spans, err := collectStrings(b, s, "", 0, nil)
+		spans, err := collectStrings(c, "", nil)
 		if err != nil {
 			return nil, 0, err
 		}
 		return scrubStrings(sc, b, spans)
 	}
 	var spans []strSpan
-	_, err := scanObject(b, s, 0, func(m member) error {
-		k, err := m.key(b)
-		if err != nil {
-			return err
+	empty, err := c.Open()
+	for err == nil && !empty {
+		var start, end int
+		var esc, more bool
+		if start, end, esc, err = c.Name(); err != nil {
+			break
+		}
+		var k string
+		if k, err = jsonscan.Unquote(b[start:end], esc); err != nil {
+			break
 		}
 		if envelopeMembers[k] {
-			return nil
+			err = c.Value()
+		} else {
+			spans, err = collectStrings(c, k, spans)
 		}
-		spans, err = collectStrings(b, m.valStart, k, 1, spans)
-		return err
-	})
+		if err != nil {
+			break
+		}
+		more, err = c.More('}')
+		empty = !more
+	}
 	if err != nil {
 		return nil, 0, err
 	}
@@ -225,7 +255,7 @@ func scrubMessage(sc Scrubber, b []byte, s, e int) ([]byte, int, error) {
 // scrubAt scrubs the string values inside the value at path p of the message
 // (absent: nothing to do).
 func scrubAt(sc Scrubber, b []byte, p Path) ([]byte, int, error) {
-	s, e, err := document(b)
+	s, e, err := jsonscan.Document(b)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -237,7 +267,7 @@ func scrubAt(sc Scrubber, b []byte, p Path) ([]byte, int, error) {
 	if len(p) > 0 && p[len(p)-1].Index < 0 {
 		key = p[len(p)-1].Name
 	}
-	spans, err := collectStrings(b, vs, key, len(p), nil)
+	spans, err := collectStrings(&jsonscan.Scanner{B: b, I: vs, Depth: len(p)}, key, nil)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -261,7 +291,7 @@ func scrubText(sc Scrubber, b []byte) ([]byte, int, error) {
 // original, as it was before the engine scrubbed it, is not stored with its
 // secrets.
 func ScrubJSON(sc Scrubber, raw []byte) ([]byte, error) {
-	s, e, err := document(raw)
+	s, e, err := jsonscan.Document(raw)
 	if err != nil {
 		out, _, err := scrubText(sc, raw)
 		return out, err
@@ -271,7 +301,7 @@ func ScrubJSON(sc Scrubber, raw []byte) ([]byte, error) {
 		var ferr error
 		// Elements one by one, from the last so offsets stay valid.
 		var elems [][2]int
-		if _, err := scanArray(raw, s, 0, func(_, a, z int) error {
+		if _, err := jsonscan.Array(raw, s, 0, func(_, a, z int) error {
 			elems = append(elems, [2]int{a, z})
 			return nil
 		}); err != nil {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/contextd/contextd/mcp/jsonscan"
 	"github.com/contextd/contextd/scrub"
 )
 
@@ -54,7 +55,7 @@ func TestScrubMessage(t *testing.T) {
 		},
 	}
 	raw, _ := json.Marshal(msgs)
-	s, e, err := document(raw)
+	s, e, err := jsonscan.Document(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,6 +150,25 @@ func TestScrubText(t *testing.T) {
 	}
 }
 
+// TestScrubInvalidUTF8: a message that is JSON but for bytes that are not
+// UTF-8 (the relay refuses it; the record keeps it) is scrubbed as text,
+// which decodes escapes too, so an escaped secret does not slip through;
+// with nothing to hide it is kept as it came.
+func TestScrubInvalidUTF8(t *testing.T) {
+	sc := testScrubber(t)
+	tok := fakeToken(4)
+	escaped := `\u0067` + tok[1:] // the token with its first letter escaped
+	raw := []byte("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"a\":\"\xff\",\"t\":\"" + escaped + "\"}}")
+	out, err := ScrubJSON(sc, raw)
+	if err != nil || bytes.Contains(out, []byte(escaped)) || !bytes.Contains(out, []byte("[REDACTED:")) || !json.Valid(out) {
+		t.Errorf("escaped secret beside invalid UTF-8: %q, %v", out, err)
+	}
+	clean := []byte("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"a\":\"\xff\"}}")
+	if out, err := ScrubJSON(sc, clean); err != nil || &out[0] != &clean[0] || len(out) != len(clean) {
+		t.Errorf("nothing to hide, yet rewritten: %q, %v", out, err)
+	}
+}
+
 // FuzzScrubWalker feeds untrusted messages to the scrub walker: it never
 // panics, keeps JSON valid, changes nothing when it finds nothing, and leaves
 // no planted secret behind.
@@ -189,4 +209,20 @@ func FuzzScrubWalker(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkScrubDeep scrubs a 1 MB message nested 500 deep, under the
+// limit: the walk reads it once, where one that checked each nested value
+// whole before descending into it read it once per level (a second per
+// message, a stall a server could cause at will).
+func BenchmarkScrubDeep(b *testing.B) {
+	sc := testScrubber(b)
+	filler := `"` + strings.Repeat("a", 2000) + `",`
+	msg := []byte(`{"jsonrpc":"2.0","id":1,"result":` + strings.Repeat("["+filler, 500) + "1" + strings.Repeat("]", 500) + `}`)
+	b.SetBytes(int64(len(msg)))
+	for b.Loop() {
+		if _, err := ScrubJSON(sc, msg); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -3,10 +3,9 @@ package jsonrpc
 import (
 	"encoding/json"
 	"fmt"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/mcp/jsonscan"
 )
 
 // Limits Classify enforces. They are far above what MCP peers send and keep what
@@ -15,14 +14,10 @@ const (
 	MaxIDLen     = 1024  // bytes of an id as spelled
 	MaxMethodLen = 1024  // bytes of a method or tool name
 	MaxBatch     = 10000 // elements of one batch
-	// MaxDepth is the one nesting limit of the MCP path: how many containers
-	// (the envelope's own object, and a batch's array, included) may be open
-	// at once. Every scanner on the path (Classify, the intercept engine's
-	// reading, editing and scrubbing) uses it, so a message the relay accepts
-	// is one the engine can read: a message nested deeper is refused by
-	// Classify, at the relay, before any handler sees it. No MCP message comes
-	// near it; it bounds the recursion untrusted input can cause.
-	MaxDepth = 512
+	// MaxDepth is the MCP path's one nesting limit (jsonscan's, which every
+	// scanner on the path uses): a message nested deeper is refused here, at
+	// the relay, before any handler sees it.
+	MaxDepth = jsonscan.MaxDepth
 )
 
 // ErrInvalid is what Classify reports for a message it refuses. Its texts name
@@ -57,7 +52,7 @@ func envelopeKey(name []byte) int {
 	}
 	if len(name) <= 3*len("jsonrpc") { // folded letters take at most 3 bytes each
 		for _, k := range envelopeKeys {
-			if foldEqual(name, k) {
+			if jsonscan.EqualFold(name, k) {
 				return keyFolded
 			}
 		}
@@ -65,35 +60,12 @@ func envelopeKey(name []byte) int {
 	return keyOther
 }
 
-// foldEqual is strings.EqualFold for a key read from the message, without
-// converting it to a string.
-func foldEqual(name []byte, key string) bool {
-	for _, r := range key {
-		if len(name) == 0 {
-			return false
-		}
-		c, n := utf8.DecodeRune(name)
-		name = name[n:]
-		if c == r {
-			continue
-		}
-		// Walk r's case-folding orbit (as strings.EqualFold does).
-		f := unicode.SimpleFold(r)
-		for f != r && f != c {
-			f = unicode.SimpleFold(f)
-		}
-		if f != c {
-			return false
-		}
-	}
-	return len(name) == 0
-}
-
 // Classify reads a message's envelope: the jsonrpc version, id, method, the
-// presence of result or error, params.name of a tools/call request and
-// params.requestId of a cancellation. It decodes nothing else, but it checks
-// the whole message is well-formed JSON in UTF-8, since the relay never passes
-// on what it could not check and peers disagree on how to read broken JSON.
+// presence of result or error, params.name of a tools/call request (or
+// notification) and params.requestId of a cancellation. It decodes nothing
+// else, but it checks the whole message is strict JSON (jsonscan's rules: in
+// UTF-8, nested at most MaxDepth deep), since the relay never passes on what
+// it could not check and peers disagree on how to read broken JSON.
 //
 // A batch (a JSON array) is classified element by element. An invalid message
 // yields Kind KindInvalid and an error wrapping ErrInvalid (and so
@@ -102,16 +74,16 @@ func foldEqual(name []byte, key string) bool {
 // caller can answer a broken request. For a broken batch, Batch holds the
 // elements read so far, the faulty one last.
 func Classify(raw []byte) (Info, error) {
-	s := scanner{b: raw}
-	s.ws()
-	if s.i >= len(raw) {
+	s := scanner{jsonscan.Scanner{B: raw}}
+	s.Space()
+	if s.I >= len(raw) {
 		return Info{}, s.fail("empty message")
 	}
 	var (
 		info Info
 		err  error
 	)
-	switch raw[s.i] {
+	switch raw[s.I] {
 	case '{':
 		info, err = s.object()
 	case '[':
@@ -120,8 +92,8 @@ func Classify(raw []byte) (Info, error) {
 		return Info{}, s.fail("not a JSON object or array")
 	}
 	if err == nil {
-		s.ws()
-		if s.i != len(raw) {
+		s.Space()
+		if s.I != len(raw) {
 			err = s.fail("data after the message")
 		}
 	}
@@ -131,22 +103,44 @@ func Classify(raw []byte) (Info, error) {
 	return info, err
 }
 
+// scanner is jsonscan's, with Classify's reading of an envelope on top.
+type scanner struct{ jsonscan.Scanner }
+
+// fail is a broken rule of JSON-RPC, at the current offset.
+func (s *scanner) fail(what string) error {
+	return fmt.Errorf("%w: %s at offset %d", ErrInvalid, what, s.I)
+}
+
+// invalid is an error of jsonscan's as Classify reports it.
+func invalid(err error) error {
+	switch e := err.(type) {
+	case nil:
+		return nil
+	case *jsonscan.SyntaxError:
+		return fmt.Errorf("%w: %s at offset %d", ErrInvalid, e.What, e.Offset)
+	case *jsonscan.DuplicateError:
+		if e.Folded {
+			return fmt.Errorf("%w: a key differs from %s only in letter case at offset %d", ErrInvalid, e.Name, e.Offset)
+		}
+		return fmt.Errorf("%w: duplicate key %s at offset %d", ErrInvalid, e.Name, e.Offset)
+	}
+	return fmt.Errorf("%w: %v", ErrInvalid, err)
+}
+
 func (s *scanner) batch() (Info, error) {
 	info := Info{Kind: KindBatch}
-	s.depth++
-	defer func() { s.depth-- }()
-	s.i++ // [
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == ']' {
-		s.i++
+	empty, err := s.Open()
+	if err != nil {
+		return info, invalid(err)
+	}
+	if empty {
 		return info, s.fail("empty batch")
 	}
 	for {
-		s.ws()
-		if s.i >= len(s.b) {
+		if s.I >= len(s.B) {
 			return info, s.fail("unexpected end of batch")
 		}
-		if s.b[s.i] != '{' {
+		if s.B[s.I] != '{' {
 			return info, s.fail("batch element is not an object")
 		}
 		if len(info.Batch) == MaxBatch {
@@ -158,132 +152,120 @@ func (s *scanner) batch() (Info, error) {
 			info.Batch[len(info.Batch)-1].Kind = KindInvalid
 			return info, err
 		}
-		s.ws()
-		if s.i >= len(s.b) {
-			return info, s.fail("unexpected end of batch")
+		more, err := s.More(']')
+		if err != nil {
+			return info, invalid(err)
 		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
+		if !more {
 			return info, nil
-		default:
-			return info, s.fail("expected , or ] in batch")
 		}
 	}
 }
 
-// object classifies the object at s.i and leaves s.i after it.
+// object classifies the object at s.I and leaves s.I after it.
 func (s *scanner) object() (Info, error) {
 	var (
-		info                Info
-		seen                uint8
-		idNull              bool
-		paramsAt, paramsEnd = -1, -1
+		info     Info
+		seen     uint8
+		idNull   bool
+		paramsAt = -1
 	)
-	s.depth++
-	defer func() { s.depth-- }()
-	s.i++ // {
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == '}' {
-		s.i++
-	} else {
-		for {
-			s.ws()
-			name, err := s.key()
+	empty, err := s.Open()
+	if err != nil {
+		return info, invalid(err)
+	}
+	for !empty {
+		start, end, escaped, err := s.Name()
+		if err != nil {
+			return info, invalid(err)
+		}
+		name := s.B[start+1 : end-1]
+		if escaped {
+			v, err := jsonscan.Unquote(s.B[start:end], true)
+			if err != nil {
+				return info, invalid(err)
+			}
+			name = []byte(v)
+		}
+		k := envelopeKey(name)
+		if k == keyFolded {
+			return info, s.fail("a key differs from an envelope key only in letter case")
+		}
+		if k >= 0 {
+			if seen&(1<<k) != 0 {
+				if k == keyID {
+					info.ID = nil // which one the peer would use is unknowable
+				}
+				return info, s.fail("duplicate key " + envelopeKeys[k])
+			}
+			seen |= 1 << k
+		}
+		if s.I >= len(s.B) {
+			return info, s.fail("unexpected end of object")
+		}
+		at := s.I
+		switch k {
+		case keyJSONRPC:
+			v, err := s.stringValue("jsonrpc")
 			if err != nil {
 				return info, err
 			}
-			k := envelopeKey(name)
-			if k == keyFolded {
-				return info, s.fail("a key differs from an envelope key only in letter case")
+			if v != "2.0" {
+				return info, s.fail(`jsonrpc is not "2.0"`)
 			}
-			if k >= 0 {
-				if seen&(1<<k) != 0 {
-					if k == keyID {
-						info.ID = nil // which one the peer would use is unknowable
-					}
-					return info, s.fail("duplicate key " + envelopeKeys[k])
-				}
-				seen |= 1 << k
+		case keyID:
+			switch c := s.B[s.I]; {
+			case c == '"':
+				_, err = s.String()
+			case c == '-' || c >= '0' && c <= '9':
+				err = s.Number()
+			case c == 'n':
+				err = s.Literal("null")
+				idNull = true
+			default:
+				return info, s.fail("id is not a string, number or null")
 			}
-			s.ws()
-			if s.i >= len(s.b) {
-				return info, s.fail("unexpected end of object")
+			if err != nil {
+				return info, invalid(err)
 			}
-			at := s.i
-			switch k {
-			case keyJSONRPC:
-				v, err := s.stringValue("jsonrpc")
-				if err != nil {
-					return info, err
-				}
-				if v != "2.0" {
-					return info, s.fail(`jsonrpc is not "2.0"`)
-				}
-			case keyID:
-				switch c := s.b[s.i]; {
-				case c == '"':
-					_, _, _, err = s.str()
-				case c == '-' || c >= '0' && c <= '9':
-					err = s.num()
-				case c == 'n':
-					err = s.lit("null")
-					idNull = true
-				default:
-					return info, s.fail("id is not a string, number or null")
-				}
-				if err != nil {
-					return info, err
-				}
-				if s.i-at > MaxIDLen {
-					return info, s.fail(fmt.Sprintf("id longer than %d bytes", MaxIDLen))
-				}
-				info.ID = json.RawMessage(s.b[at:s.i:s.i])
-			case keyMethod:
-				v, err := s.stringValue("method")
-				if err != nil {
-					return info, err
-				}
-				if len(v) > MaxMethodLen {
-					return info, s.fail(fmt.Sprintf("method longer than %d bytes", MaxMethodLen))
-				}
-				info.Method = v
-			case keyParams:
-				if c := s.b[s.i]; c != '{' && c != '[' {
-					return info, s.fail("params is not an object or array")
-				}
-				if err := s.skip(); err != nil {
-					return info, err
-				}
-				paramsAt, paramsEnd = at, s.i
-			case keyError:
-				if s.b[s.i] != '{' {
-					return info, s.fail("error is not an object")
-				}
-				if err := s.skip(); err != nil {
-					return info, err
-				}
-			default: // result and unknown fields: any value
-				if err := s.skip(); err != nil {
-					return info, err
-				}
+			if s.I-at > MaxIDLen {
+				return info, s.fail(fmt.Sprintf("id longer than %d bytes", MaxIDLen))
 			}
-			s.ws()
-			if s.i >= len(s.b) {
-				return info, s.fail("unexpected end of object")
+			info.ID = json.RawMessage(s.B[at:s.I:s.I])
+		case keyMethod:
+			v, err := s.stringValue("method")
+			if err != nil {
+				return info, err
 			}
-			if s.b[s.i] == ',' {
-				s.i++
-				continue
+			if len(v) > MaxMethodLen {
+				return info, s.fail(fmt.Sprintf("method longer than %d bytes", MaxMethodLen))
 			}
-			if s.b[s.i] == '}' {
-				s.i++
-				break
+			info.Method = v
+		case keyParams:
+			if c := s.B[s.I]; c != '{' && c != '[' {
+				return info, s.fail("params is not an object or array")
 			}
-			return info, s.fail("expected , or } in object")
+			if err := s.Value(); err != nil {
+				return info, invalid(err)
+			}
+			paramsAt = at
+		case keyError:
+			if s.B[s.I] != '{' {
+				return info, s.fail("error is not an object")
+			}
+			if err := s.Value(); err != nil {
+				return info, invalid(err)
+			}
+		default: // result and unknown fields: any value
+			if err := s.Value(); err != nil {
+				return info, invalid(err)
+			}
 		}
+		more, err := s.More('}')
+		if err != nil {
+			return info, invalid(err)
+		}
+		empty = !more
 	}
 
 	has := func(k int) bool { return seen&(1<<k) != 0 }
@@ -321,356 +303,80 @@ func (s *scanner) object() (Info, error) {
 	}
 
 	switch {
-	case info.Kind == KindRequest && info.Method == "tools/call":
-		if paramsAt < 0 || s.b[paramsAt] != '{' {
-			info.Kind = KindInvalid
-			return info, s.fail("tools/call without a params object")
-		}
-		at, end, err := s.member(paramsAt, paramsEnd, "name")
-		if err == nil && at < 0 {
-			err = s.fail("tools/call without params.name")
-		}
-		if err == nil {
-			sub := scanner{b: s.b[:end], i: at}
-			var v string
-			if v, err = sub.stringValue("params.name"); err == nil && len(v) > MaxMethodLen {
-				err = s.fail(fmt.Sprintf("tool name longer than %d bytes", MaxMethodLen))
-			}
-			info.Tool = v
-		}
-		if err != nil {
+	case info.Method == "tools/call":
+		var err error
+		if info.Tool, err = s.tool(paramsAt, info.Kind == KindRequest); err != nil {
 			info.Kind = KindInvalid
 			return info, err
 		}
-	case info.Kind == KindNotification && info.Method == "notifications/cancelled" && paramsAt >= 0 && s.b[paramsAt] == '{':
+	case info.Kind == KindNotification && info.Method == "notifications/cancelled" && paramsAt >= 0 && s.B[paramsAt] == '{':
 		// A cancellation naming no usable request is still a valid
 		// notification: it cancels nothing.
-		at, end, err := s.member(paramsAt, paramsEnd, "requestId")
+		m, ok, err := jsonscan.Find(s.B, paramsAt, "requestId")
 		if err != nil {
 			info.Kind = KindInvalid
-			return info, err
+			return info, invalid(paramErr(err))
 		}
-		if at >= 0 && end-at <= MaxIDLen && (s.b[at] == '"' || s.b[at] == '-' || s.b[at] >= '0' && s.b[at] <= '9') {
-			info.CancelID = json.RawMessage(s.b[at:end:end])
+		if !ok || m.End-m.Start > MaxIDLen {
+			break
+		}
+		if c := s.B[m.Start]; c == '"' || c == '-' || c >= '0' && c <= '9' {
+			info.CancelID = json.RawMessage(s.B[m.Start:m.End:m.End])
 		}
 	}
 	return info, nil
 }
 
-// member finds key in the (already validated) object spanning b[at:end] and
-// returns its value's span, or -1 when absent. Duplicates of key, or keys that
-// fold to it, are refused for the same reason as in the envelope.
-func (s *scanner) member(at, end int, key string) (int, int, error) {
-	sub := scanner{b: s.b[:end], i: at + 1}
-	found, foundEnd := -1, -1
-	sub.ws()
-	if sub.i < end && sub.b[sub.i] == '}' {
-		return -1, -1, nil
+// tool reads params.name of a tools/call message whose params are at
+// paramsAt (-1: none). A request must name its tool, with a string. A
+// notification is no call MCP defines (a call wants an answer), but a server
+// may act on it all the same: the tool it names, if it names one with a
+// string, is read by the same rules, so that the engine can take it from
+// here rather than read the message again.
+func (s *scanner) tool(paramsAt int, request bool) (string, error) {
+	if paramsAt < 0 || s.B[paramsAt] != '{' {
+		if !request {
+			return "", nil
+		}
+		return "", s.fail("tools/call without a params object")
 	}
-	for {
-		sub.ws()
-		name, err := sub.key()
-		if err != nil {
-			return -1, -1, err
-		}
-		sub.ws()
-		v := sub.i
-		if err := sub.skip(); err != nil {
-			return -1, -1, err
-		}
-		switch {
-		case string(name) == key && found >= 0:
-			return -1, -1, fmt.Errorf("%w: duplicate key params.%s at offset %d", ErrInvalid, key, v)
-		case string(name) == key:
-			found, foundEnd = v, sub.i
-		case len(name) <= 3*len(key) && foldEqual(name, key):
-			return -1, -1, fmt.Errorf("%w: a key differs from params.%s only in letter case at offset %d", ErrInvalid, key, v)
-		}
-		sub.ws()
-		if sub.i < end && sub.b[sub.i] == ',' {
-			sub.i++
-			continue
-		}
-		return found, foundEnd, nil
+	m, ok, err := jsonscan.Find(s.B, paramsAt, "name")
+	switch {
+	case err != nil:
+		return "", invalid(paramErr(err))
+	case !ok && request:
+		return "", s.fail("tools/call without params.name")
+	case ok && s.B[m.Start] != '"' && request:
+		return "", fmt.Errorf("%w: params.name is not a string at offset %d", ErrInvalid, m.Start)
+	case !ok || s.B[m.Start] != '"':
+		return "", nil
 	}
-}
-
-// scanner walks a message's bytes. It validates as it skips, so one pass both
-// finds the envelope and proves the message well-formed.
-type scanner struct {
-	b     []byte
-	i     int
-	depth int // containers open around the value being scanned
-}
-
-func (s *scanner) fail(what string) error {
-	return fmt.Errorf("%w: %s at offset %d", ErrInvalid, what, s.i)
-}
-
-func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
-// key reads an object key and the colon after it, returning the key decoded
-// (without copying when it holds no escapes).
-func (s *scanner) key() ([]byte, error) {
-	if s.i >= len(s.b) || s.b[s.i] != '"' {
-		return nil, s.fail("expected a key")
-	}
-	start, end, esc, err := s.str()
+	v, err := jsonscan.StringValue(s.B, m.Start)
 	if err != nil {
-		return nil, err
+		return "", invalid(err)
 	}
-	name := s.b[start:end]
-	if esc {
-		v, err := s.decode(start, end, esc)
-		if err != nil {
-			return nil, err
-		}
-		name = []byte(v)
-	}
-	s.ws()
-	if s.i >= len(s.b) || s.b[s.i] != ':' {
-		return nil, s.fail("expected :")
-	}
-	s.i++
-	return name, nil
-}
-
-// skipKey is key without decoding: skipped objects' keys need only be valid.
-func (s *scanner) skipKey() error {
-	if s.i >= len(s.b) || s.b[s.i] != '"' {
-		return s.fail("expected a key")
-	}
-	if _, _, _, err := s.str(); err != nil {
-		return err
-	}
-	s.ws()
-	if s.i >= len(s.b) || s.b[s.i] != ':' {
-		return s.fail("expected :")
-	}
-	s.i++
-	return nil
-}
-
-// stringValue reads a value that must be a string and decodes it.
-func (s *scanner) stringValue(field string) (string, error) {
-	if s.i >= len(s.b) || s.b[s.i] != '"' {
-		return "", s.fail(field + " is not a string")
-	}
-	start, end, esc, err := s.str()
-	if err != nil {
-		return "", err
-	}
-	return s.decode(start, end, esc)
-}
-
-// decode returns the string whose contents span b[start:end]. Without escapes
-// the bytes are the value (str has checked they are valid UTF-8); with escapes,
-// encoding/json decodes them, so this reading and encoding/json's agree.
-func (s *scanner) decode(start, end int, esc bool) (string, error) {
-	if !esc {
-		return string(s.b[start:end]), nil
-	}
-	var v string
-	if err := json.Unmarshal(s.b[start-1:end+1], &v); err != nil {
-		return "", fmt.Errorf("%w: bad string at offset %d", ErrInvalid, start)
+	if len(v) > MaxMethodLen {
+		return v, s.fail(fmt.Sprintf("tool name longer than %d bytes", MaxMethodLen))
 	}
 	return v, nil
 }
 
-// str scans the string at s.i, returning its contents' span and whether it
-// holds escapes.
-func (s *scanner) str() (start, end int, esc bool, err error) {
-	b := s.b
-	s.i++ // "
-	start = s.i
-	i := s.i
-	for i < len(b) {
-		c := b[i]
-		switch {
-		case c == '"':
-			s.i = i + 1
-			return start, i, esc, nil
-		case c == '\\':
-			esc = true
-			if i+1 >= len(b) {
-				s.i = i
-				return 0, 0, false, s.fail("unterminated string")
-			}
-			switch b[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
-					s.i = i
-					return 0, 0, false, s.fail(`bad \u escape`)
-				}
-				i += 6
-			default:
-				s.i = i
-				return 0, 0, false, s.fail("bad escape")
-			}
-		case c < 0x20:
-			s.i = i
-			return 0, 0, false, s.fail("control character in string")
-		case c < utf8.RuneSelf:
-			i++
-		default:
-			r, n := utf8.DecodeRune(b[i:])
-			if r == utf8.RuneError && n == 1 {
-				s.i = i
-				return 0, 0, false, s.fail("invalid UTF-8")
-			}
-			i += n
-		}
+// paramErr names a member of params, in an error of jsonscan.Find, by its
+// path in the message.
+func paramErr(err error) error {
+	if e, ok := err.(*jsonscan.DuplicateError); ok {
+		d := *e
+		d.Name = "params." + d.Name
+		return &d
 	}
-	s.i = i
-	return 0, 0, false, s.fail("unterminated string")
+	return err
 }
 
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
-
-// num scans a number as RFC 8259 spells it.
-func (s *scanner) num() error {
-	b, i := s.b, s.i
-	if i < len(b) && b[i] == '-' {
-		i++
+// stringValue reads a value that must be a string and decodes it.
+func (s *scanner) stringValue(field string) (string, error) {
+	if s.I >= len(s.B) || s.B[s.I] != '"' {
+		return "", s.fail(field + " is not a string")
 	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for i < len(b) && isDigit(b[i]) {
-			i++
-		}
-	default:
-		s.i = i
-		return s.fail("bad number")
-	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		if i >= len(b) || !isDigit(b[i]) {
-			s.i = i
-			return s.fail("bad number")
-		}
-		for i < len(b) && isDigit(b[i]) {
-			i++
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if i >= len(b) || !isDigit(b[i]) {
-			s.i = i
-			return s.fail("bad number")
-		}
-		for i < len(b) && isDigit(b[i]) {
-			i++
-		}
-	}
-	s.i = i
-	return nil
-}
-
-func (s *scanner) lit(word string) error {
-	if len(s.b)-s.i < len(word) || string(s.b[s.i:s.i+len(word)]) != word {
-		return s.fail("bad literal")
-	}
-	s.i += len(word)
-	return nil
-}
-
-// skip scans one value of any kind, validating it. Nesting is tracked on an
-// explicit stack, so deep input costs memory in proportion, not Go stack.
-func (s *scanner) skip() error {
-	var buf [64]byte
-	stack := buf[:0]
-	for {
-		s.ws()
-		if s.i >= len(s.b) {
-			return s.fail("unexpected end of input")
-		}
-		switch c := s.b[s.i]; {
-		case c == '{' || c == '[':
-			if s.depth+len(stack) >= MaxDepth {
-				return s.fail("nested too deep")
-			}
-			s.i++
-			s.ws()
-			if s.i < len(s.b) && s.b[s.i] == c+2 { // '}' is '{'+2, ']' is '['+2
-				s.i++
-				break
-			}
-			stack = append(stack, c)
-			if c == '{' {
-				if err := s.skipKey(); err != nil {
-					return err
-				}
-			}
-			continue
-		case c == '"':
-			if _, _, _, err := s.str(); err != nil {
-				return err
-			}
-		case c == 't':
-			if err := s.lit("true"); err != nil {
-				return err
-			}
-		case c == 'f':
-			if err := s.lit("false"); err != nil {
-				return err
-			}
-		case c == 'n':
-			if err := s.lit("null"); err != nil {
-				return err
-			}
-		case c == '-' || isDigit(c):
-			if err := s.num(); err != nil {
-				return err
-			}
-		default:
-			return s.fail("unexpected character")
-		}
-		// A value is complete: close containers until one wants another value.
-		for {
-			if len(stack) == 0 {
-				return nil
-			}
-			s.ws()
-			if s.i >= len(s.b) {
-				return s.fail("unexpected end of input")
-			}
-			top, c := stack[len(stack)-1], s.b[s.i]
-			if c == top+2 {
-				s.i++
-				stack = stack[:len(stack)-1]
-				continue
-			}
-			if c != ',' {
-				return s.fail("expected , or a closing bracket")
-			}
-			s.i++
-			if top == '{' {
-				s.ws()
-				if err := s.skipKey(); err != nil {
-					return err
-				}
-			}
-			break
-		}
-	}
+	v, err := s.Text()
+	return v, invalid(err)
 }

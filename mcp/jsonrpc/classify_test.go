@@ -26,6 +26,9 @@ func TestClassify(t *testing.T) {
 		{name: "request string id", raw: `{"method":"ping","id":"a-1","jsonrpc":"2.0"}`, kind: KindRequest, id: `"a-1"`, method: "ping"},
 		{name: "request with params first", raw: `{"params":{"arguments":{"x":[1,{"name":"no"}]},"name":"echo"},"id":7,"jsonrpc":"2.0","method":"tools/call"}`, kind: KindRequest, id: "7", method: "tools/call", tool: "echo"},
 		{name: "tools/call escaped name", raw: `{"jsonrpc":"2.0","id":2,"method":"tools\/call","params":{"name":"ec\u0068o"}}`, kind: KindRequest, id: "2", method: "tools/call", tool: "echo"},
+		{name: "tools/call notification", raw: `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"rm"}}`, kind: KindNotification, method: "tools/call", tool: "rm"},
+		{name: "tools/call notification without a name", raw: `{"jsonrpc":"2.0","method":"tools/call","params":{"name":1}}`, kind: KindNotification, method: "tools/call"},
+		{name: "tools/call notification without params", raw: `{"jsonrpc":"2.0","method":"tools/call"}`, kind: KindNotification, method: "tools/call"},
 		{name: "notification", raw: `{"jsonrpc":"2.0","method":"notifications/initialized"}`, kind: KindNotification, method: "notifications/initialized"},
 		{name: "cancellation", raw: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":"x"}}`, kind: KindNotification, method: "notifications/cancelled", cancel: "5"},
 		{name: "cancellation without id", raw: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}`, kind: KindNotification, method: "notifications/cancelled"},
@@ -68,6 +71,8 @@ func TestClassify(t *testing.T) {
 		{name: "kelvin-folded key", raw: "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":{},\"re\u017fult\":1}", err: true},
 		{name: "duplicate tool name", raw: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"safe","name":"evil"}}`, err: true},
 		{name: "folded tool name", raw: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"safe","NAME":"evil"}}`, err: true},
+		{name: "duplicate tool name in a notification", raw: `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"safe","name":"evil"}}`, err: true},
+		{name: "folded tool name in a notification", raw: `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"safe","Name":"evil"}}`, err: true},
 		{name: "trailing data", raw: `{"jsonrpc":"2.0","method":"x"}{}`, err: true},
 		{name: "trailing comma", raw: `{"jsonrpc":"2.0","method":"x",}`, err: true},
 		{name: "broken deep value", raw: `{"jsonrpc":"2.0","id":1,"result":{"a":[1,2,{"b":tru}]}}`, err: true},
@@ -256,19 +261,5 @@ func checkAgainstEncodingJSON(t *testing.T, raw []byte, info Info) {
 		}
 	} else if info.Method == "tools/call" {
 		t.Errorf("%q: Classify accepted a tools/call encoding/json cannot decode: %v", raw, err)
-	}
-}
-
-func TestFoldEqual(t *testing.T) {
-	for _, tc := range []struct {
-		name, key string
-	}{
-		{"method", "method"}, {"METHOD", "method"}, {"mEtHoD", "method"}, {"jſonrpc", "jsonrpc"},
-		{"\u212a", "k"}, {"ıd", "id"}, {"i", "id"}, {"idd", "id"}, {"", "id"}, {"résult", "result"},
-		{"İd", "id"}, {"ID", "id"}, {"Id\u0307", "id"},
-	} {
-		if got, want := foldEqual([]byte(tc.name), tc.key), strings.EqualFold(tc.name, tc.key); got != want {
-			t.Errorf("foldEqual(%q, %q) = %v, strings.EqualFold says %v", tc.name, tc.key, got, want)
-		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/contextd/contextd/mcp/jsonscan"
 )
 
 // Key is the correlation key of the request with the given id that travelled
@@ -37,19 +39,15 @@ func Key(dir Direction, id json.RawMessage) string {
 	}
 	switch c := id[0]; {
 	case c == '"':
-		s := scanner{b: id}
-		start, end, esc, err := s.str()
-		if err != nil || s.i != len(id) {
-			return ""
-		}
-		v, err := s.decode(start, end, esc)
-		if err != nil {
+		s := jsonscan.Scanner{B: id}
+		v, err := s.Text()
+		if err != nil || s.I != len(id) {
 			return ""
 		}
 		return string([]byte{d, 's', ':'}) + v
 	case c == '-' || isDigit(c):
-		s := scanner{b: id}
-		if s.num() != nil || s.i != len(id) {
+		s := jsonscan.Scanner{B: id}
+		if s.Number() != nil || s.I != len(id) {
 			return ""
 		}
 		return string([]byte{d, 'n', ':'}) + canonNumber(id)
@@ -112,3 +110,5 @@ func canonNumber(n []byte) string {
 	b.WriteString(strconv.Itoa(e))
 	return b.String()
 }
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }

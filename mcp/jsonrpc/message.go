@@ -59,7 +59,8 @@ type Info struct {
 	ID json.RawMessage
 	// Method is set for requests and notifications.
 	Method string
-	// Tool is params.name of a "tools/call" request, else empty.
+	// Tool is params.name of a "tools/call" request, or of a "tools/call"
+	// notification that names one, else empty.
 	Tool string
 	// Batch holds the elements' envelopes when Kind is KindBatch.
 	Batch []Info

@@ -3,6 +3,8 @@ package jsonrpc
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/contextd/contextd/mcp/jsonscan"
 )
 
 // JSON-RPC 2.0 error codes the relay and transports answer with.
@@ -38,26 +40,19 @@ func ErrorResponse(id json.RawMessage, code int, message string) []byte {
 // Like Classify it reads only what it must, validates raw as a whole, and
 // refuses a duplicate of, or a letter-case variant of, a key on the path.
 func Lookup(raw []byte, path ...string) (json.RawMessage, error) {
-	s := scanner{b: raw}
-	s.ws()
-	at := s.i
-	if err := s.skip(); err != nil {
-		return nil, err
-	}
-	end := s.i
-	s.ws()
-	if s.i != len(raw) {
-		return nil, s.fail("data after the value")
+	at, end, err := jsonscan.Document(raw)
+	if err != nil {
+		return nil, invalid(err)
 	}
 	for _, key := range path {
 		if raw[at] != '{' {
 			return nil, nil
 		}
-		a, e, err := s.member(at, end, key)
-		if err != nil || a < 0 {
-			return nil, err
+		m, ok, err := jsonscan.Find(raw, at, key)
+		if err != nil || !ok {
+			return nil, invalid(err)
 		}
-		at, end = a, e
+		at, end = m.Start, m.End
 	}
 	return json.RawMessage(raw[at:end:end]), nil
 }

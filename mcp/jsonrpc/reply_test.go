@@ -3,6 +3,8 @@ package jsonrpc
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -54,6 +56,7 @@ func BenchmarkClassify(b *testing.B) {
 	for _, tc := range []struct{ name, msg string }{
 		{"call", `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello, world","n":[1,2,3]}}}`},
 		{"result-64KiB", `{"jsonrpc":"2.0","id":42,"result":{"content":[{"type":"text","text":"` + string(make64k()) + `"}]}}`},
+		{"result-1MiB-structured", structuredResult(1 << 20)},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			msg := []byte(tc.msg)
@@ -76,4 +79,20 @@ func make64k() []byte {
 		b[len(b)-1] = 'x'
 	}
 	return b
+}
+
+// structuredResult is a tools/call result of about size bytes whose
+// structuredContent is many small objects: what a scanner pays per value,
+// key and bracket, where result-64KiB measures one long string.
+func structuredResult(size int) string {
+	var b strings.Builder
+	b.WriteString(`{"jsonrpc":"2.0","id":42,"result":{"content":[],"structuredContent":{"rows":[`)
+	for i := 0; b.Len() < size; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%d,"name":"row %d","ok":true,"score":-%d.25e-3,"tags":["a","b\u00e9"],"next":null}`, i, i, i%97)
+	}
+	b.WriteString(`]}}}`)
+	return b.String()
 }

@@ -180,10 +180,12 @@ type side struct {
 	mu   sync.Mutex
 }
 
-func (s *side) write(ctx context.Context, msg []byte) error {
+// write writes msg, with info, its classification, when the relay has one
+// (the connection then need not classify it again).
+func (s *side) write(ctx context.Context, msg []byte, info *jsonrpc.Info) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.conn.Write(ctx, msg)
+	return transport.WriteClassified(ctx, s.conn, msg, info)
 }
 
 // checkDrained signals the end of the drain once the client's requests are
@@ -271,7 +273,7 @@ func (r *relay) handle(ctx context.Context, dir jsonrpc.Direction, src, dst *sid
 	info, cerr := jsonrpc.Classify(raw)
 	m.Info = info
 	if cerr != nil {
-		return r.deliver(ctx, m, r.refuse(m, cerr), cerr, src, dst)
+		return r.deliver(ctx, m, r.refuse(m, cerr), nil, cerr, src, dst)
 	}
 	r.corr.Match(m)
 
@@ -286,27 +288,35 @@ func (r *relay) handle(ctx context.Context, dir jsonrpc.Direction, src, dst *sid
 	if herr == nil {
 		out, herr = checkVerdict(m, &v)
 	}
+	var modified *jsonrpc.Info // a handler's replacement's classification
 	if herr != nil {
 		v = r.block(m, v.Rule, herr)
 	} else if v.Action != Drop {
 		// Remember the requests going out before they can be answered.
 		r.corr.Request(&jsonrpc.Message{Seq: m.Seq, Dir: dir, Info: out})
+		if v.Action == Modify {
+			modified = new(jsonrpc.Info) // only here: a Forward costs no allocation
+			*modified = out
+		}
 	}
-	return r.deliver(ctx, m, v, herr, src, dst)
+	return r.deliver(ctx, m, v, modified, herr, src, dst)
 }
 
 // deliver writes per the verdict, then shows the message to the Observer
-// (a response only once its request has been shown).
-func (r *relay) deliver(ctx context.Context, m *jsonrpc.Message, v Verdict, why error, src, dst *side) error {
+// (a response only once its request has been shown). What goes on goes
+// with its classification: m's own for a Forward, modified for a Modify,
+// nil when the relay has none (a stand-in it built itself, which the
+// connection classifies if it needs to).
+func (r *relay) deliver(ctx context.Context, m *jsonrpc.Message, v Verdict, modified *jsonrpc.Info, why error, src, dst *side) error {
 	var err error
 	switch v.Action {
 	case Forward:
-		err = dst.write(ctx, m.Raw)
+		err = dst.write(ctx, m.Raw, &m.Info)
 	case Modify:
-		err = dst.write(ctx, v.Raw)
+		err = dst.write(ctx, v.Raw, modified)
 	}
 	if err == nil && len(v.Reply) > 0 {
-		err = src.write(ctx, v.Reply)
+		err = src.write(ctx, v.Reply, nil)
 	}
 	if why == nil {
 		why = err

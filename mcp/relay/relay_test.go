@@ -603,3 +603,70 @@ func TestEnds(t *testing.T) {
 		}
 	})
 }
+
+// classifiedConn is a connection that takes the relay's classification
+// with what it writes, and keeps both.
+type classifiedConn struct {
+	transport.Conn
+	mu     sync.Mutex
+	writes []classifiedWrite
+}
+
+type classifiedWrite struct {
+	msg  string
+	info *jsonrpc.Info
+}
+
+func (c *classifiedConn) WriteClassified(ctx context.Context, msg []byte, info *jsonrpc.Info) error {
+	c.mu.Lock()
+	c.writes = append(c.writes, classifiedWrite{string(msg), info})
+	c.mu.Unlock()
+	return c.Conn.Write(ctx, msg)
+}
+
+// TestWritesCarryTheClassification: what the relay classified goes to the
+// connection with its classification, so that the connection need not scan
+// it again: a forwarded message with its own, a Modify with its
+// replacement's; a stand-in the relay built itself goes without one.
+func TestWritesCarryTheClassification(t *testing.T) {
+	agent, clientSide := link(t)
+	serverSide, server := link(t)
+	conn := &classifiedConn{Conn: serverSide}
+	h := handlerFunc(func(ctx context.Context, m *jsonrpc.Message) (Verdict, error) {
+		switch {
+		case m.Info.Method == "b":
+			return Verdict{Action: Modify, Raw: []byte(`{"jsonrpc":"2.0","id":2,"method":"b2"}`)}, nil
+		case m.Dir == jsonrpc.ClientToServer && m.Info.Kind == jsonrpc.KindResponse:
+			return Verdict{}, errors.New("refused by test")
+		}
+		return Verdict{Action: Forward}, nil
+	})
+	startRelay(t, clientSide, conn, &Options{Handler: h})
+
+	send(t, agent, `{"jsonrpc":"2.0","id":1,"method":"a"}`)
+	recv(t, server)
+	send(t, agent, `{"jsonrpc":"2.0","id":2,"method":"b"}`)
+	recv(t, server)
+	send(t, server, `{"jsonrpc":"2.0","id":"s1","method":"ping"}`)
+	recv(t, agent)
+	send(t, agent, `{"jsonrpc":"2.0","id":"s1","result":{}}`)
+	if got := recv(t, server); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":"s1","error":`) {
+		t.Fatalf("server got %s", got)
+	}
+
+	conn.mu.Lock()
+	defer conn.mu.Unlock()
+	if len(conn.writes) != 3 {
+		t.Fatalf("%d writes: %+v", len(conn.writes), conn.writes)
+	}
+	for i, method := range []string{"a", "b2"} {
+		w := conn.writes[i]
+		want, err := jsonrpc.Classify([]byte(w.msg))
+		if err != nil || w.info == nil || w.info.Method != method || w.info.Kind != want.Kind || string(w.info.ID) != string(want.ID) {
+			t.Errorf("write %d %s came with %+v", i, w.msg, w.info)
+		}
+	}
+	if w := conn.writes[2]; w.info != nil {
+		t.Errorf("the relay's own stand-in %s came with a classification %+v", w.msg, w.info)
+	}
+}

@@ -32,6 +32,28 @@ type Conn interface {
 	Close() error
 }
 
+// ClassifiedWriter is a Conn that can be told what a message is. A
+// connection that must know (which requests a message carries, to answer
+// them should it fail to deliver it) classifies what it is given to write;
+// the relay, which has classified every message it passes on, gives its
+// classification instead, so that the message is not scanned again.
+type ClassifiedWriter interface {
+	Conn
+	// WriteClassified is Write with info, msg's classification by
+	// jsonrpc.Classify (the whole of msg, as it is written); nil when there
+	// is none, and the connection classifies msg itself.
+	WriteClassified(ctx context.Context, msg []byte, info *jsonrpc.Info) error
+}
+
+// WriteClassified writes msg to c, passing on info, msg's classification
+// (or nil), when c takes it.
+func WriteClassified(ctx context.Context, c Conn, msg []byte, info *jsonrpc.Info) error {
+	if w, ok := c.(ClassifiedWriter); ok {
+		return w.WriteClassified(ctx, msg, info)
+	}
+	return c.Write(ctx, msg)
+}
+
 // ErrClosed is returned by Read and Write after Close.
 var ErrClosed = fmt.Errorf("mcp transport: connection closed: %w", catalog.ErrIO)
 

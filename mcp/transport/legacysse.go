@@ -161,14 +161,25 @@ func (s *SSE) Read(ctx context.Context) ([]byte, error) {
 // the event stream; when the POST itself fails, Read returns a JSON-RPC error
 // for each request msg carried.
 func (s *SSE) Write(ctx context.Context, msg []byte) error {
+	return s.WriteClassified(ctx, msg, nil)
+}
+
+var _ ClassifiedWriter = (*SSE)(nil)
+
+// WriteClassified implements ClassifiedWriter: Write, with msg's
+// classification when the caller has it.
+func (s *SSE) WriteClassified(ctx context.Context, msg []byte, info *jsonrpc.Info) error {
 	if s.in.life.Err() != nil {
 		return ErrClosed
 	}
-	info, err := jsonrpc.Classify(msg)
-	if err != nil {
-		return fmt.Errorf("mcp sse: refusing to send: %w", err)
+	if info == nil {
+		in, err := jsonrpc.Classify(msg)
+		if err != nil {
+			return fmt.Errorf("mcp sse: refusing to send: %w", err)
+		}
+		info = &in
 	}
-	ids := requestIDs(info)
+	ids := requestIDs(*info)
 	reqCtx, cancel := context.WithCancel(s.in.life)
 	defer cancel()
 	defer context.AfterFunc(ctx, cancel)()

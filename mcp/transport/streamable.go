@@ -126,17 +126,28 @@ func (s *Streamable) setFatal(err error) {
 // responses, when the server has accepted them, which keeps them in order
 // with what follows. Failures after that are answered through Read.
 func (s *Streamable) Write(ctx context.Context, msg []byte) error {
+	return s.WriteClassified(ctx, msg, nil)
+}
+
+var _ ClassifiedWriter = (*Streamable)(nil)
+
+// WriteClassified implements ClassifiedWriter: Write, with msg's
+// classification when the caller has it.
+func (s *Streamable) WriteClassified(ctx context.Context, msg []byte, info *jsonrpc.Info) error {
 	if s.in.life.Err() != nil {
 		return ErrClosed
 	}
 	if err := s.fatalErr(); err != nil {
 		return err
 	}
-	info, err := jsonrpc.Classify(msg)
-	if err != nil {
-		return fmt.Errorf("mcp http: refusing to send: %w", err)
+	if info == nil {
+		in, err := jsonrpc.Classify(msg)
+		if err != nil {
+			return fmt.Errorf("mcp http: refusing to send: %w", err)
+		}
+		info = &in
 	}
-	ids := requestIDs(info)
+	ids := requestIDs(*info)
 	initialize := info.Kind == jsonrpc.KindRequest && info.Method == "initialize"
 	if initialize {
 		s.mu.Lock()
@@ -167,7 +178,7 @@ func (s *Streamable) Write(ctx context.Context, msg []byte) error {
 	}
 	req.ContentLength = int64(len(msg))
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(msg)), nil }
-	s.headers(req, msg, info)
+	s.headers(req, msg, *info)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 
