@@ -71,12 +71,12 @@ func wantNames(t *testing.T, got map[string]Check, withManager bool) {
 // sandboxLayers decodes the layers the sandbox check reports it ran under.
 func sandboxLayers(t *testing.T, c Check) sandboxinfo.Layers {
 	t.Helper()
-	var l sandboxinfo.Layers
+	var l doctorLayers
 	js, ok := strings.CutPrefix(c.Detail, "ran: ")
 	if !ok || json.Unmarshal([]byte(js), &l) != nil {
 		t.Fatalf("sandbox check detail %q is not \"ran: <layers>\"", c.Detail)
 	}
-	return l
+	return sandboxinfo.Layers(l)
 }
 
 // On this machine (a user manager is up, see TestMain) every layer the
