@@ -293,7 +293,11 @@ func (m *Manager) Acquire(workspace string, caches []string) (*Lease, error) {
 func (m *Manager) lockWorkspace(id string) (*os.File, error) {
 	dir := filepath.Join(m.root, id)
 	for range maxTries {
-		if err := mkdirOwn(dir); err != nil {
+		if err := mkdirOwn(dir); errors.Is(err, fs.ErrNotExist) {
+			// A deletion renamed the directory between our mkdir and our
+			// look at it: make it again.
+			continue
+		} else if err != nil {
 			return nil, err
 		}
 		f, err := tryLock(filepath.Join(dir, lockName), true)
