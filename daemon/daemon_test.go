@@ -86,7 +86,10 @@ func TestIdleExit(t *testing.T) {
 // is drained: canceled after drain_timeout with CTXD-E014 and its command killed.
 func TestDrainCancelsCallsInFlight(t *testing.T) {
 	cfg := config.Default()
-	cfg.IdleTimeout.Duration = 100 * time.Millisecond
+	// The idle timer runs from the daemon's start until the call arrives: a
+	// timeout of a few seconds leaves a loaded machine time to connect (at
+	// 100 ms the daemon sometimes left before the call came).
+	cfg.IdleTimeout.Duration = 3 * time.Second
 	cfg.DrainTimeout.Duration = 300 * time.Millisecond
 	ctx, stop := context.WithCancel(context.Background())
 	path, done, _ := start(t, cfg, ctx)
@@ -98,7 +101,7 @@ func TestDrainCancelsCallsInFlight(t *testing.T) {
 	cwd := t.TempDir()
 	marker := filepath.Join(cwd, "finished")
 	s, err := c.Call(context.Background(), &wire.CallRequest{Tool: "safe_bash", Cwd: cwd,
-		InputJson: []byte(`{"command":"echo started; sleep 5; touch finished"}`)})
+		InputJson: []byte(`{"command":"echo started; sleep 60; touch finished"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +109,7 @@ func TestDrainCancelsCallsInFlight(t *testing.T) {
 	if err != nil || !strings.Contains(string(ev.GetOutput().GetData()), "started") {
 		t.Fatalf("first event: %v %v", ev, err)
 	}
-	time.Sleep(400 * time.Millisecond) // well past the idle timeout: the call keeps it up
+	time.Sleep(4 * time.Second) // past the idle timeout: the call keeps it up
 	select {
 	case err := <-done:
 		t.Fatalf("daemon exited with a call in flight: %v", err)
