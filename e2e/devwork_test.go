@@ -626,9 +626,14 @@ go test -count=1 -v -run TestCtxdChanged .
 	}
 
 	// And what a hostile command would try: append to an entry, make a new
-	// one, touch, remove, in each cache. Whether each fails or lands in a
-	// private layer, none may reach the user's cache.
-	attack := `for d in "$(go env GOCACHE)" "$(go env GOMODCACHE)" "$(npm config get cache)"; do
+	// one, touch, remove, in each cache, at the user's paths and where the
+	// toolchains inside are pointed. Whether each fails or lands in a private
+	// layer, none may reach the user's cache.
+	var hostPaths strings.Builder
+	for _, c := range caches {
+		hostPaths.WriteString(shq(c) + " ")
+	}
+	attack := `for d in ` + hostPaths.String() + `"$(go env GOCACHE)" "$(go env GOMODCACHE)" "$(npm config get cache)"; do
   f=$(find "$d" -type f -size +0 | sort | head -1)
   g=$(find "$d" -type f -size +0 | sort | tail -1)
   echo "target $f $g"
