@@ -136,6 +136,8 @@ var (
 		"a record was edited, deleted or lost (or a crash cut a write); the file:line given says where; copy the audit directory before changing anything")
 	ErrConflict = define("CTXD-E054", "refusing to overwrite a file contextd did not create", ExitCantCreat, StatusAlreadyExists,
 		"move the file away, or leave it; nothing was changed")
+	ErrCacheBusy = define("CTXD-E056", "the cache layers are in use", ExitTempFail, StatusFailedPrecondition,
+		"a tool call in that workspace has them mounted; wait for it to end (`contextd cache list` marks the layers in use), then run the command again")
 
 	ErrConfig = define("CTXD-E060", "invalid configuration", ExitConfig, StatusFailedPrecondition,
 		"fix the named key in the configuration file; docs/config.md lists every key")

@@ -65,7 +65,7 @@ var sentinels = []*catalog.Class{
 	catalog.ErrOutsideWorkspace, catalog.ErrNotFound, catalog.ErrNotRegular, catalog.ErrIO,
 	catalog.ErrSymlinkLoop, catalog.ErrFilePermission,
 	catalog.ErrTimeout, catalog.ErrLaunch, catalog.ErrSandbox, catalog.ErrServerStart, catalog.ErrServerExited, catalog.ErrUnknownContinuation,
-	catalog.ErrInternal, catalog.ErrPolicy, catalog.ErrRoot, catalog.ErrAlreadyRunning, catalog.ErrConflict, catalog.ErrAuditDamaged,
+	catalog.ErrInternal, catalog.ErrPolicy, catalog.ErrRoot, catalog.ErrAlreadyRunning, catalog.ErrConflict, catalog.ErrAuditDamaged, catalog.ErrCacheBusy,
 	catalog.ErrConfig,
 	catalog.ErrNoRecord, catalog.ErrBranchBudget, catalog.ErrNoBranch, catalog.ErrBranchDepth, catalog.ErrStoreUnavailable, catalog.ErrNotInstalled,
 }

@@ -2,7 +2,7 @@ package daemon
 
 import (
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/sandboxinfo"
 )
 
 // The core's own types. A call arrives over the light protocol (lite.go, the
@@ -47,8 +47,8 @@ type Result struct {
 	Warnings  []string
 	// Sandbox is what the tool's process ran under; the zero value when no
 	// process ran (the state tools, a page from the store).
-	Sandbox runner.Layers
+	Sandbox sandboxinfo.Layers
 }
 
 // sandboxed reports whether l describes a sandbox that ran.
-func sandboxed(l runner.Layers) bool { return l.Namespaces || l.Seccomp != "" || l.Scope != "" }
+func sandboxed(l sandboxinfo.Layers) bool { return l.Namespaces || l.Seccomp != "" || l.Scope != "" }

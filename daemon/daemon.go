@@ -22,6 +22,7 @@ import (
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/sandbox"
 	"github.com/contextd/contextd/daemon/scope"
+	"github.com/contextd/contextd/daemon/homemount"
 	"github.com/contextd/contextd/daemon/state"
 	"github.com/contextd/contextd/daemon/tools"
 	"github.com/contextd/contextd/ns"
@@ -40,6 +41,11 @@ type Options struct {
 	// Runner starts tool processes. Default: the sandbox (sandbox.Runner), with
 	// a systemd scope per call when the user manager is reachable.
 	Runner runner.Runner
+	// Home shows safe_bash calls what they need of $HOME (the home view,
+	// the cache layers, the scratch home). Default: homemount.NewSetup
+	// when Runner is the default sandbox; none (an empty home) with a
+	// Runner of the caller's.
+	Home *homemount.Setup
 	// Notify sends a state string to the service manager. Default: sd_notify
 	// through go-systemd, a no-op when NOTIFY_SOCKET is unset.
 	Notify func(state string) error
@@ -72,6 +78,41 @@ func (o *Options) withDefaults() Options {
 	return v
 }
 
+// homeSetup makes the home view's setup, and expires the cache layers now
+// and every day after. Without one (no home directory), calls see an empty
+// home, as before the view existed.
+func homeSetup(ctx context.Context, cfg *config.Config, log *slog.Logger) *homemount.Setup {
+	hs, err := homemount.NewSetup(cfg)
+	if err != nil {
+		log.Warn("no home view: calls see an empty $HOME", "err", err)
+		return nil
+	}
+	if hs.Mode == homemount.Private {
+		log.Warn("toolchain caches are private to each workspace: overlayfs is not available", "why", hs.ModeNote)
+	}
+	expire := func() {
+		if removed, err := hs.Layers.Expire(time.Now()); err != nil {
+			log.Warn("cache layers: expiry", "err", err)
+		} else if len(removed) > 0 {
+			log.Info("cache layers expired", "removed", removed)
+		}
+	}
+	go func() {
+		expire()
+		t := time.NewTicker(24 * time.Hour)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				expire()
+			}
+		}
+	}()
+	return hs
+}
+
 // finalGrace is how long canceled calls get to send their last result after the
 // drain timeout, before connections are cut.
 const finalGrace = 5 * time.Second
@@ -95,6 +136,9 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 			defer m.Close()
 		}
 		o.Runner = sr
+		if o.Home == nil {
+			o.Home = homeSetup(ctx, cfg, log)
+		}
 	}
 
 	// stopCalls cancels every call in flight; calls see ErrShuttingDown as the cause.

@@ -15,8 +15,8 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/config"
-	"github.com/contextd/contextd/daemon/runner"
-	"github.com/contextd/contextd/daemon/tools"
+	"github.com/contextd/contextd/daemon/runner/runnertest"
+	"github.com/contextd/contextd/daemon/tools/inside"
 	"github.com/contextd/contextd/toolspec"
 	"github.com/contextd/contextd/wire"
 	"github.com/contextd/contextd/wire/grpcclient"
@@ -33,7 +33,7 @@ func start(t testing.TB, cfg *config.Config, ctx context.Context) (string, <-cha
 	n := &notes{}
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, ln, &Options{Config: cfg, Notify: n.add, Runner: runner.Direct{ToolMain: tools.ToolMainContext}})
+		done <- Run(ctx, ln, &Options{Config: cfg, Notify: n.add, Runner: runnertest.Unsandboxed{ToolMain: inside.MainUnsandboxed}})
 	}()
 	return path, done, n
 }

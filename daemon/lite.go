@@ -164,7 +164,7 @@ func liteResult(r Result) *lite.Result {
 		TokensUsed: int64(r.TokensUsed), Continue: r.Continue, Session: r.Session,
 		Workspace: r.Workspace, Warnings: r.Warnings, Error: r.Error}
 	if l := r.Sandbox; sandboxed(l) {
-		out.Sandbox = &lite.Sandbox{Namespaces: l.Namespaces, Seccomp: l.Seccomp, Scope: l.Scope, ScopeNote: l.ScopeNote, Network: l.Network}
+		out.Sandbox = &l
 	}
 	return out
 }

@@ -11,10 +11,10 @@ import (
 	"github.com/contextd/contextd/daemon/pages"
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/daemon/respond"
-	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/session"
 	"github.com/contextd/contextd/daemon/store"
 	"github.com/contextd/contextd/daemon/tools"
+	"github.com/contextd/contextd/sandboxinfo"
 )
 
 // page answers a continuation, through the same stages as a call: admit (the
@@ -28,7 +28,7 @@ func (s *service) page(ctx context.Context, c Call, cred peer.Cred, out func([]b
 	pg, sess, layer, layers, err := s.cutPage(ctx, c, cred, sess, tokens)
 	rec := &audit.Record{Tool: c.Tool, Session: sess, ContinueOf: c.Continue}
 	if sandboxed(layers) {
-		rec.Sandbox = auditSandbox(layers)
+		rec.Sandbox = audit.Sandbox(layers)
 	}
 	if err != nil {
 		rec.Error, rec.ExitCode = catalog.ClassOf(err).Code, catalog.ExitCode(err)
@@ -68,9 +68,9 @@ func (s *service) admitPage(ctx context.Context, c Call, cred peer.Cred) (sess s
 // scrubbed with the session's vault. It returns the session the output was
 // found in, the layer that scrubbed it, and the sandbox layers of a read
 // that filled a hole.
-func (s *service) cutPage(ctx context.Context, c Call, cred peer.Cred, sess string, tokens int) (respond.PageResult, string, *respond.Layer, runner.Layers, error) {
+func (s *service) cutPage(ctx context.Context, c Call, cred peer.Cred, sess string, tokens int) (respond.PageResult, string, *respond.Layer, sandboxinfo.Layers, error) {
 	var layer *respond.Layer
-	var layers runner.Layers
+	var layers sandboxinfo.Layers
 	pageIn := func(sess string) (respond.PageResult, error) {
 		layer = &respond.Layer{Scrubber: s.scrubber, Vault: s.vaults.get(sess)}
 		// A page in a hole of the output (the middle of a long safe_read)
@@ -79,10 +79,10 @@ func (s *service) cutPage(ctx context.Context, c Call, cred peer.Cred, sess stri
 		fill := func(source []byte, off int64, p []byte) error {
 			env := &tools.Env{Session: sess, Peer: cred, Config: s.opts.Config, Runner: s.opts.Runner,
 				Vault: layer.Vault, Rules: s.rules}
-			err := tools.FillGap(ctx, env, source, off, p)
-			layers = env.Layers
-			s.opts.Logger.Debug("page read again", "tool", c.Tool, "bytes", len(p), "stages", env.Stages)
-			return err
+			o := tools.FillGap(ctx, env, source, off, p)
+			layers = o.Layers
+			s.opts.Logger.Debug("page read again", "tool", c.Tool, "bytes", len(p), "stages", o.Stages)
+			return o.Err
 		}
 		return respond.Page(s.store, layer, s.counter, sess, c.Continue, tokens, fill)
 	}

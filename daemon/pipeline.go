@@ -17,7 +17,6 @@ import (
 	"github.com/contextd/contextd/daemon/pages"
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/daemon/respond"
-	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/scrub"
 )
 
@@ -192,15 +191,4 @@ func merge(a, b map[string]int) map[string]int {
 		out[k] += v
 	}
 	return out
-}
-
-func auditSandbox(l runner.Layers) audit.Sandbox {
-	net := "none"
-	if l.Network {
-		net = "host"
-	}
-	if !l.Namespaces {
-		net = ""
-	}
-	return audit.Sandbox{Namespaces: l.Namespaces, Seccomp: l.Seccomp, Scope: l.Scope, ScopeNote: l.ScopeNote, Network: net}
 }

@@ -113,6 +113,7 @@ type admission struct {
 	session  string // known from early on, for the records of refusals
 	run      tools.Call
 	env      *tools.Env
+	warnings []string       // admit's own, for the Result (the tool adds its own)
 	tokens   int            // the response budget
 	branches []store.Branch // the session's open branches, charged by account
 	log      *slog.Logger
@@ -145,7 +146,7 @@ func (s *service) admit(ctx context.Context, c Call, cred peer.Cred) (*admission
 		return adm, err
 	}
 	if warn != "" {
-		adm.env.Warnings = append(adm.env.Warnings, warn)
+		adm.warnings = append(adm.warnings, warn)
 	}
 	if adm.branches, adm.tokens, err = s.branchGate(ctx, adm.session, c.Tool, tokens); err != nil {
 		return adm, err
@@ -175,6 +176,7 @@ func (s *service) pipe(adm *admission, out func([]byte) error) *respond.Pipe {
 	env.Vault = s.vaults.get(env.Session)
 	env.Layer = &respond.Layer{Scrubber: s.scrubber, Vault: env.Vault}
 	env.Rules = s.rules
+	env.Scrubber, env.Home = s.scrubber, s.opts.Home
 	env.Window = budget.Window(adm.tokens)
 	return respond.New(respond.Options{Layer: env.Layer, Counter: s.counter, Budget: adm.tokens,
 		Store: s.store, Session: env.Session, Tool: adm.c.Tool, Send: deliver(out)})
@@ -206,8 +208,8 @@ func (s *service) respond(adm *admission, pipe *respond.Pipe, o *tools.Outcome) 
 	if err != nil && o.Err == nil {
 		o.Err = fmt.Errorf("%s: response: %v: %w", adm.c.Tool, err, catalog.ErrIO)
 	}
-	if len(adm.env.Stages) > 0 {
-		adm.log.Debug("tool stages", "stages", adm.env.Stages, "pipe_ms", float64(time.Since(t0).Microseconds())/1000)
+	if len(o.Stages) > 0 {
+		adm.log.Debug("tool stages", "stages", o.Stages, "pipe_ms", float64(time.Since(t0).Microseconds())/1000)
 	}
 	return sum
 }
@@ -216,7 +218,10 @@ func (s *service) respond(adm *admission, pipe *respond.Pipe, o *tools.Outcome) 
 // audit record and returns its Result.
 func (s *service) account(ctx context.Context, adm *admission, o tools.Outcome, sum respond.Summary, start time.Time) Result {
 	env := adm.env
-	env.Warnings = append(env.Warnings, s.branchCharge(ctx, adm.branches, adm.c.Tool, sum.TokensUsed)...)
+	var warnings []string
+	warnings = append(warnings, adm.warnings...)
+	warnings = append(warnings, o.Warnings...)
+	warnings = append(warnings, s.branchCharge(ctx, adm.branches, adm.c.Tool, sum.TokensUsed)...)
 	res := Result{
 		ExitCode:   o.ExitCode,
 		Error:      s.scrubDetail(env.Layer, o.Err),
@@ -225,13 +230,13 @@ func (s *service) account(ctx context.Context, adm *admission, o tools.Outcome, 
 		TokensUsed: sum.TokensUsed,
 		Truncated:  sum.Truncated,
 		Continue:   sum.Continue,
-		Warnings:   env.Warnings,
-		Sandbox:    env.Layers,
+		Warnings:   warnings,
+		Sandbox:    o.Layers,
 	}
 	attrs := []any{"exit", o.ExitCode, "duration_ms", time.Since(start).Milliseconds(),
-		"scope", env.Layers.Scope, "seccomp", env.Layers.Seccomp, "network", env.Layers.Network}
-	if env.Layers.Scope == "" && env.Layers.ScopeNote != "" {
-		attrs = append(attrs, "scope_missing", env.Layers.ScopeNote)
+		"scope", o.Layers.Scope, "seccomp", o.Layers.Seccomp, "network", o.Layers.Network}
+	if o.Layers.Scope == "" && o.Layers.ScopeNote != "" {
+		attrs = append(attrs, "scope_missing", o.Layers.ScopeNote)
 	}
 	if o.Err != nil {
 		attrs = append(attrs, "code", catalog.ClassOf(o.Err).Code, "err", s.redact(o.Err))
@@ -241,12 +246,12 @@ func (s *service) account(ctx context.Context, adm *admission, o tools.Outcome, 
 		second += n
 	}
 	attrs = append(attrs, "bytes", sum.Bytes, "tokens", sum.TokensUsed, "truncated", sum.Truncated,
-		"findings", countAll(env.Findings), "second_layer", second)
+		"findings", countAll(o.Findings), "second_layer", second)
 	adm.log.Info("call", attrs...)
 	rec := &audit.Record{Tool: adm.c.Tool, Session: env.Session, Workspace: env.Place.Root,
 		ExitCode: o.ExitCode, BytesProduced: sum.Bytes, TokensReturned: sum.TokensUsed, Truncated: sum.Truncated,
-		Findings: merge(env.Findings, env.Layer.Catches), SecondLayer: second, SecondLayerRules: env.Layer.Catches,
-		Warnings: env.Warnings, Sandbox: auditSandbox(env.Layers)}
+		Findings: merge(o.Findings, env.Layer.Catches), SecondLayer: second, SecondLayerRules: env.Layer.Catches,
+		Warnings: warnings, Sandbox: audit.Sandbox(o.Layers)}
 	if o.Err != nil {
 		rec.Error = catalog.ClassOf(o.Err).Code
 	}

@@ -21,7 +21,7 @@ const initArgv0 = "contextd-sandbox-init"
 const (
 	fdSpec = 3 // read end of the spec pipe
 	fdSync = 4 // the init's end of the sync socket
-	fdExe  = 5 // O_PATH descriptor of the contextd binary (tool mode, and every pooled init)
+	fdExe  = 5 // O_PATH descriptor of the binary (ModeTestProbe, and every pooled init)
 )
 
 // goByte is what Release sends.
@@ -155,7 +155,7 @@ func prepare(spec *Spec) (*Spec, []byte, error) {
 func start(s *Spec, data []byte, stdin, stdout, stderr *os.File) (*Child, error) {
 	c, specW, err := launch(launchOpts{
 		network: s.Network,
-		exe:     s.Mode == ModeTool,
+		exe:     s.Mode == ModeTestProbe,
 		stdin:   stdin, stdout: stdout, stderr: stderr,
 	})
 	if err != nil {

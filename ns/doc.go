@@ -41,9 +41,9 @@
 //  8. load the seccomp filter - last, so that nothing but the exec has to be
 //     allowed by the profile (seccomp(SECCOMP_SET_MODE_FILTER) with
 //     SECCOMP_FILTER_FLAG_TSYNC, as libseccomp's seccomp_load does);
-//  9. execve Argv (exec mode), or execveat the contextd binary through an
-//     O_PATH descriptor the daemon opened (tool mode: argv[0] =
-//     "contextd-tool", then Argv).
+//  9. execve Argv (exec mode), or, for a test's probe (ModeTestProbe),
+//     execveat the binary itself through an O_PATH descriptor the daemon
+//     opened (argv[0] = "contextd-tool", then Argv).
 //
 // The init execs the command, so the command is PID 1 of its namespace: when
 // it exits, or when Kill kills it, the kernel kills every other process in
@@ -177,7 +177,7 @@
 // runtime, dynamic linking and the package initialisers of everything the
 // daemon links, before Init runs (about 15-20 ms). A Pool (NewPool,
 // DefaultPoolSize) keeps inits that have done that already: started with
-// argv[1] "pooled", /dev/null as stdio and descriptors 3-5 as in tool mode,
+// argv[1] "pooled", /dev/null as stdio and descriptors 3-5 as for a probe,
 // in their new namespaces (a network namespace of their own included), they
 // report "parked" and block on the sync socket. None of that depends on a
 // call. Pool.Start claims one: it sends the call's stdin, stdout and stderr

@@ -70,7 +70,7 @@ func spec(t testing.TB, ws string, argv ...string) *ns.Spec {
 
 func toolSpec(t testing.TB, ws string, argv ...string) *ns.Spec {
 	s := spec(t, ws, argv...)
-	s.Mode = ns.ModeTool
+	s.Mode = ns.ModeTestProbe
 	return s
 }
 
@@ -136,7 +136,7 @@ func mustRun(t testing.TB, s *ns.Spec) string {
 // its output as a map from the first word of each line to the rest.
 func probe(t testing.TB, s *ns.Spec) map[string]string {
 	t.Helper()
-	s.Mode = ns.ModeTool
+	s.Mode = ns.ModeTestProbe
 	out := mustRun(t, s)
 	m := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {

@@ -316,8 +316,8 @@ func (sb *sandbox) finish() *SetupError {
 		return sysErr(StepNoNewPrivs, "prctl", "PR_SET_NO_NEW_PRIVS", err)
 	}
 	argv, env := s.Argv, s.Env
-	if s.Mode == ModeTool {
-		argv = append([]string{ToolArgv0}, s.Argv...)
+	if s.Mode == ModeTestProbe {
+		argv = append([]string{TestProbeArgv0}, s.Argv...)
 	}
 	argvp, err := syscall.SlicePtrFromStrings(argv)
 	if err != nil {
@@ -349,7 +349,7 @@ func (sb *sandbox) finish() *SetupError {
 		return &SetupError{Step: StepSeccompLoad, Msg: err.Error()}
 	}
 	var errno syscall.Errno
-	if s.Mode == ModeTool {
+	if s.Mode == ModeTestProbe {
 		// The descriptor is close-on-exec (closeInheritedFds): execveat of
 		// a close-on-exec descriptor works for an ELF binary and leaves
 		// nothing behind in the tool.
@@ -357,7 +357,7 @@ func (sb *sandbox) finish() *SetupError {
 			uintptr(unsafe.Pointer(empty)),
 			uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])),
 			unix.AT_EMPTY_PATH, 0)
-		return &SetupError{Step: StepExec, Syscall: "execveat", Path: ToolArgv0, Errno: errno}
+		return &SetupError{Step: StepExec, Syscall: "execveat", Path: TestProbeArgv0, Errno: errno}
 	}
 	_, _, errno = unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(pathp)),
 		uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])))

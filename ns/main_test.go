@@ -41,8 +41,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv("CTXD_NS_POOL_HELPER") == "1" {
 		os.Exit(poolHelper())
 	}
-	// 2. Tool mode executes this binary as "contextd-tool": act as a probe.
-	if filepath.Base(os.Args[0]) == ns.ToolArgv0 {
+	// 2. A test probe (ModeTestProbe) executes this binary as "contextd-tool".
+	if filepath.Base(os.Args[0]) == ns.TestProbeArgv0 {
 		os.Exit(toolMain(os.Args[1:]))
 	}
 	// 3. As root: run the same tests again as an unprivileged user.

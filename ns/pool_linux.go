@@ -457,7 +457,7 @@ func (p *Pool) watch(e *pooledInit) {
 // spawnPooled starts an init for the pool. It must run on the spawner
 // thread (Pdeathsig).
 func spawnPooled() (*pooledInit, error) {
-	// Descriptors as Start gives them in tool mode (fdExe included: it is
+	// Descriptors as Start gives them to a test probe (fdExe included: it is
 	// close-on-exec by the time an exec-mode command runs); stdio /dev/null
 	// until the claim.
 	c, specW, err := launch(launchOpts{exe: true, pooled: true})

@@ -203,7 +203,7 @@ func TestNetwork(t *testing.T) {
 
 	t.Run("isolated", func(t *testing.T) {
 		s := spec(t, ws, "connect", addr)
-		s.Mode = ns.ModeTool
+		s.Mode = ns.ModeTestProbe
 		var sameNS, checked bool
 		r := runWith(t, s, func(c *ns.Child) {
 			if err := c.Ready(); err != nil {
@@ -249,7 +249,7 @@ func TestNetwork(t *testing.T) {
 	t.Run("opt-in", func(t *testing.T) {
 		s := spec(t, ws, "connect", addr)
 		s.Network = true
-		if out := mustRun(t, func() *ns.Spec { s.Mode = ns.ModeTool; return s }()); strings.TrimSpace(out) != "OK" {
+		if out := mustRun(t, func() *ns.Spec { s.Mode = ns.ModeTestProbe; return s }()); strings.TrimSpace(out) != "OK" {
 			t.Fatalf("connect with Network: %q", out)
 		}
 		select {
@@ -287,7 +287,7 @@ func statusFields(out string) map[string]string {
 
 func TestPrivilegesDropped(t *testing.T) {
 	ws := workspace(t)
-	for _, mode := range []string{ns.ModeExec, ns.ModeTool} {
+	for _, mode := range []string{ns.ModeExec, ns.ModeTestProbe} {
 		var s *ns.Spec
 		if mode == ns.ModeExec {
 			s = spec(t, ws, "cat", "/proc/self/status")
@@ -686,7 +686,7 @@ func TestSeccompEnforced(t *testing.T) {
 
 	// A profile that forbids the exec itself: the sandbox fails closed and
 	// says so (the report is written after the filter is in place).
-	for _, mode := range []string{ns.ModeExec, ns.ModeTool} {
+	for _, mode := range []string{ns.ModeExec, ns.ModeTestProbe} {
 		s := spec(t, ws, "true")
 		s.Mode = mode
 		s.Seccomp = []byte(`{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[

@@ -11,10 +11,12 @@ const (
 	// ModeExec executes Spec.Argv[0] (looked up in the PATH of Spec.Env when it
 	// has no slash) with Spec.Argv and Spec.Env.
 	ModeExec = "exec"
-	// ModeTool executes the contextd binary itself, through a descriptor
-	// opened before the sandbox hid it, with argv[0] = ToolArgv0 followed by
-	// Spec.Argv (for example ["contextd-tool", "safe_read", ...]).
-	ModeTool = "tool"
+	// ModeTestProbe executes the running binary itself, through a descriptor
+	// opened before the sandbox hid it, with argv[0] = TestProbeArgv0
+	// followed by Spec.Argv. Only tests select it: a test binary runs its own
+	// probes as the sandboxed program, after the same last steps and exec as
+	// a ModeExec command. The daemon runs its tools in ModeFunc.
+	ModeTestProbe = "test-probe"
 	// ModeFunc runs the function the binary registered with InitWith
 	// (Hooks.Func) inside the init itself, with Spec.Argv as its arguments:
 	// the same last steps, no second exec of the binary (which costs a Go
@@ -22,9 +24,9 @@ const (
 	ModeFunc = "func"
 )
 
-// ToolArgv0 is argv[0] of the contextd binary when the sandbox executes it in
-// tool mode; the binary's main dispatches on it.
-const ToolArgv0 = "contextd-tool"
+// TestProbeArgv0 is argv[0] of the binary a ModeTestProbe sandbox executes;
+// the test binary's main dispatches on it.
+const TestProbeArgv0 = "contextd-tool"
 
 // DefaultHostname is the sandbox's hostname when Spec.Hostname is empty.
 const DefaultHostname = "contextd"
@@ -39,7 +41,7 @@ var DefaultReadOnly = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib6
 // visible to every process of the user).
 type Spec struct {
 	// Argv is the command (ModeExec) or the tool's arguments after argv[0]
-	// (ModeTool, ModeFunc). Required.
+	// (ModeTestProbe, ModeFunc). Required.
 	Argv []string `json:"argv"`
 	// Env is the complete environment of the command; nothing else is
 	// inherited. The caller filters it (allowlist, no credentials).
@@ -94,7 +96,7 @@ type Spec struct {
 	// Rlimits are applied on top of DefaultRlimits (an entry here replaces
 	// the default of the same resource).
 	Rlimits []Rlimit `json:"rlimits,omitempty"`
-	// Mode is ModeExec (default) or ModeTool.
+	// Mode is ModeExec (default), ModeFunc or ModeTestProbe.
 	Mode string `json:"mode,omitempty"`
 }
 
@@ -179,7 +181,7 @@ func (s *Spec) normalize(precompiled bool) (*Spec, *SetupError) {
 	switch c.Mode {
 	case "":
 		c.Mode = ModeExec
-	case ModeExec, ModeTool, ModeFunc:
+	case ModeExec, ModeTestProbe, ModeFunc:
 	default:
 		return nil, invalid(fmt.Sprintf("unknown mode %q", c.Mode))
 	}

@@ -589,7 +589,7 @@ func TestMasks(t *testing.T) {
 	}
 	visible := []string{exposed + "/visible", exposed + "/.config/other/ok", ws + "/code.go", lower + "/mod/ok.go"}
 
-	s.Mode, s.Argv = ns.ModeTool, append([]string{"read"}, append(hidden, visible...)...)
+	s.Mode, s.Argv = ns.ModeTestProbe, append([]string{"read"}, append(hidden, visible...)...)
 	m := probe(t, s)
 	for _, p := range hidden {
 		if m[p] != "EACCES" {

@@ -21,6 +21,7 @@ import (
 	"github.com/contextd/contextd/proxy/client"
 	"github.com/contextd/contextd/proxy/hook"
 	"github.com/contextd/contextd/proxy/install"
+	"github.com/contextd/contextd/sandboxinfo"
 	"github.com/contextd/contextd/toolspec"
 	"github.com/contextd/contextd/wire/lite"
 )
@@ -300,18 +301,18 @@ type jsonSink struct {
 
 // Envelope is the --format json output.
 type Envelope struct {
-	Data       string          `json:"data"`
-	Refs       []string        `json:"refs"`
-	TokensUsed int64           `json:"tokens_used"`
-	HasMore    bool            `json:"has_more"`
-	Truncated  bool            `json:"truncated"`
-	Continue   string          `json:"continue,omitempty"`
-	ExitCode   *int            `json:"exit_code,omitempty"`
-	Sandbox    *lite.Sandbox   `json:"sandbox,omitempty"`
-	Error      *catalog.Detail `json:"error,omitempty"`
-	Warnings   []string        `json:"warnings,omitempty"`
-	Session    string          `json:"session,omitempty"`
-	Workspace  string          `json:"workspace,omitempty"`
+	Data       string              `json:"data"`
+	Refs       []string            `json:"refs"`
+	TokensUsed int64               `json:"tokens_used"`
+	HasMore    bool                `json:"has_more"`
+	Truncated  bool                `json:"truncated"`
+	Continue   string              `json:"continue,omitempty"`
+	ExitCode   *int                `json:"exit_code,omitempty"`
+	Sandbox    *sandboxinfo.Layers `json:"sandbox,omitempty"`
+	Error      *catalog.Detail     `json:"error,omitempty"`
+	Warnings   []string            `json:"warnings,omitempty"`
+	Session    string              `json:"session,omitempty"`
+	Workspace  string              `json:"workspace,omitempty"`
 }
 
 func (j *jsonSink) data(b []byte) { j.buf = append(j.buf, b...) }

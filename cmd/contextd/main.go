@@ -1,6 +1,6 @@
 // Command contextd is the contextd daemon and its admin commands; see package app.
-// The same binary is the sandbox's init and the file tools' process: ns.Init and
-// app.ToolMode take over when argv[0] says so.
+// The same binary is the sandbox's init, in which the tools run: ns.InitWith
+// takes over when argv[0] says so, and runs them through app.ToolMode.
 package main
 
 import (
@@ -8,16 +8,13 @@ import (
 	"os"
 
 	"github.com/contextd/contextd/cmd/contextd/app"
-	"github.com/contextd/contextd/daemon/tools"
+	"github.com/contextd/contextd/daemon/tools/inside"
 	"github.com/contextd/contextd/ns"
 )
 
 func main() {
 	// Returns unless this process is a sandbox init. Tools run in the init
 	// itself (func mode); a pooled init builds the scrubber while it waits.
-	ns.InitWith(ns.Hooks{Func: app.ToolMode, Warm: tools.Warm})
-	if app.IsToolMode(os.Args) {
-		os.Exit(app.ToolMode(os.Args[1:]))
-	}
+	ns.InitWith(ns.Hooks{Func: app.ToolMode, Warm: inside.Warm})
 	os.Exit(app.Run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -101,7 +101,7 @@ func journalFields(r *Record) map[string]string {
 	set("CONTEXTD_SCOPE", r.Sandbox.Scope)
 	set("CONTEXTD_SCOPE_NOTE", r.Sandbox.ScopeNote)
 	set("CONTEXTD_SECCOMP", r.Sandbox.Seccomp)
-	set("CONTEXTD_NETWORK", r.Sandbox.Network)
+	set("CONTEXTD_NETWORK", r.Sandbox.NetworkMode())
 	v["CONTEXTD_NAMESPACES"] = strconv.FormatBool(r.Sandbox.Namespaces)
 	set("CONTEXTD_FINDINGS", counts(r.Findings))
 	if r.SecondLayer > 0 {

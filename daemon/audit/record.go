@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/contextd/contextd/sandboxinfo"
 )
 
 // FormatVersion is the "v" of every record this package writes. A reader
@@ -62,13 +64,61 @@ type Record struct {
 	Hash string `json:"hash,omitempty"` // sha256 of this record's line without the hash member, hex
 }
 
-// Sandbox says which protection layers a call ran under.
-type Sandbox struct {
+// Sandbox says which protection layers a call ran under: the layers every
+// side shares (sandboxinfo), in the form the log's files have always had
+// (sandboxJSON). Records already written are hashed as they are, and new
+// ones must read the same.
+type Sandbox sandboxinfo.Layers
+
+// sandboxJSON is a record's "sandbox" member.
+type sandboxJSON struct {
 	Namespaces bool   `json:"namespaces,omitempty"`
 	Seccomp    string `json:"seccomp,omitempty"`    // profile name; "" when none was loaded
 	Scope      string `json:"scope,omitempty"`      // transient systemd unit; "" when there was none
 	ScopeNote  string `json:"scope_note,omitempty"` // why there was no scope
-	Network    string `json:"network,omitempty"`    // "none" (own network namespace, lo only) or "host"
+	Network    string `json:"network,omitempty"`    // NetworkMode
+}
+
+// NetworkMode names the network the call had: "none" (a network namespace
+// of its own, lo only) or "host"; "" when it had no namespaces at all.
+func (s Sandbox) NetworkMode() string {
+	switch {
+	case !s.Namespaces:
+		return ""
+	case s.Network:
+		return "host"
+	}
+	return "none"
+}
+
+func (s Sandbox) form() sandboxJSON {
+	return sandboxJSON{Namespaces: s.Namespaces, Seccomp: s.Seccomp, Scope: s.Scope, ScopeNote: s.ScopeNote, Network: s.NetworkMode()}
+}
+
+// IsZero makes a record leave out the member exactly when it would be {}.
+func (s Sandbox) IsZero() bool { return s.form() == sandboxJSON{} }
+
+// MarshalJSON writes the member's form. HTML characters stay as they are,
+// as in the rest of the line (encodeLine): the record's encoder escapes them
+// itself when it is asked to.
+func (s Sandbox) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s.form()); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+}
+
+// UnmarshalJSON reads the member's form.
+func (s *Sandbox) UnmarshalJSON(b []byte) error {
+	var f sandboxJSON
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*s = Sandbox{Namespaces: f.Namespaces, Seccomp: f.Seccomp, Scope: f.Scope, ScopeNote: f.ScopeNote, Network: f.Network == "host"}
+	return nil
 }
 
 // maxLine bounds a record line, so that a reader of an untrusted file never

@@ -113,6 +113,8 @@ type Config struct {
 	Hook Hook `toml:"hook"`
 	// MCP configures the firewall in front of third-party MCP servers.
 	MCP MCP `toml:"mcp"`
+	// Cache configures the layers over the user's toolchain caches.
+	Cache Cache `toml:"cache"`
 
 	// Source is the file the configuration was read from ("" for defaults only).
 	Source string `toml:"-"`
@@ -345,6 +347,7 @@ func Default() *Config {
 		Branch:  Branch{DefaultBudget: 8192, SummaryMaxTokens: 500},
 		Hook:    Hook{Blocked: []string{"Bash", "Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "Grep", "Glob"}},
 		MCP:     defaultMCP(),
+		Cache:   defaultCache(),
 	}
 }
 
@@ -439,6 +442,9 @@ func (c *Config) validate() error {
 		return err
 	}
 	if err := c.MCP.validate(); err != nil {
+		return err
+	}
+	if err := c.Cache.validate(); err != nil {
 		return err
 	}
 	if c.Branch.DefaultBudget < 100 || c.Branch.SummaryMaxTokens < 50 {

@@ -22,6 +22,7 @@ import (
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/pages"
 	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/daemon/runner/runnertest"
 	mcpstore "github.com/contextd/contextd/mcp/store"
 	"github.com/contextd/contextd/mcp/transport"
 	"github.com/contextd/contextd/scrub"
@@ -221,13 +222,13 @@ func TestWrapServerFailure(t *testing.T) {
 		want:    []string{"CTXD-E032: mcp wrap: the wrapped server could not be started: systemd scope for mcp-server: refused", "contextd doctor"},
 	}, {
 		name:    "not there at all",
-		runner:  runner.Direct{},
+		runner:  runnertest.Unsandboxed{},
 		command: []string{filepath.Join(outside, "no-such-server")},
 		class:   catalog.ErrServerStart,
 		want:    []string{filepath.Join(outside, "no-such-server") + " does not exist"},
 	}, {
 		name:   "exits at once with a secret on stderr",
-		runner: runner.Direct{},
+		runner: runnertest.Unsandboxed{},
 		command: []string{"/bin/sh", "-c", "echo starting the outside server >&2; echo using token " + testToken + " >&2; " +
 			"printf '\\033[31mfatal:\\033[0m no API key\\n' >&2; exit 3"},
 		class: catalog.ErrServerExited,
@@ -236,7 +237,7 @@ func TestWrapServerFailure(t *testing.T) {
 		notWant: []string{testToken, "\033"},
 	}, {
 		name:    "exits 0 without answering",
-		runner:  runner.Direct{},
+		runner:  runnertest.Unsandboxed{},
 		command: []string{"/bin/sh", "-c", "read request; exit 0"},
 		class:   catalog.ErrServerExited,
 		want:    []string{"the wrapped server exited (status 0) without answering; it wrote nothing to stderr"},
@@ -291,7 +292,7 @@ func TestWrapServerFailure(t *testing.T) {
 // failure recorded; a server that exits cleanly with nothing left waiting
 // ends the session as before.
 func TestWrapServerHealthy(t *testing.T) {
-	e := newWrapEnv(t, runner.Direct{})
+	e := newWrapEnv(t, runnertest.Unsandboxed{})
 	const hello = `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"sh","version":"1"}}}`
 	r := e.start("sh", "/bin/sh", "-c", "read request; echo '"+hello+"'; cat >/dev/null")
 	r.send(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`)

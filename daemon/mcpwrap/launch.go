@@ -17,6 +17,7 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/sandboxinfo"
 )
 
 // Profile is the seccomp profile (and scope name) a wrapped server runs under.
@@ -32,7 +33,7 @@ type process struct {
 	stderr *stderrLog // keeps the last of it, for the message of an early exit
 
 	cancel context.CancelFunc
-	layers chan runner.Layers // what the runner applied, once the server runs
+	layers chan sandboxinfo.Layers // what the runner applied, once the server runs
 	done   chan struct{}
 	exit   runner.Exit
 	err    error
@@ -53,13 +54,13 @@ func launch(ctx context.Context, r runner.Runner, spec runner.Spec, log *slog.Lo
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	p := &process{stdin: inW, stdout: outR, stderr: &stderrLog{log: log, scrub: scrub}, cancel: cancel,
-		layers: make(chan runner.Layers, 1), done: make(chan struct{})}
+		layers: make(chan sandboxinfo.Layers, 1), done: make(chan struct{})}
 	spec.Tool = Profile
 	spec.Mode = runner.Exec
 	spec.Input = inR       // the runner owns and closes it
 	spec.OutputFile = outW // likewise
 	spec.Stderr = p.stderr
-	spec.Started = func(l runner.Layers) { p.layers <- l }
+	spec.Started = func(l sandboxinfo.Layers) { p.layers <- l }
 	go func() {
 		defer close(p.done)
 		p.exit, p.err = r.Run(ctx, spec)
@@ -74,7 +75,7 @@ func launch(ctx context.Context, r runner.Runner, spec runner.Spec, log *slog.Lo
 // applied waits until the server runs and returns the sandbox layers the
 // runner put in place; false when the runner ended first (the sandbox or the
 // server could not be started: the session's end says why).
-func (p *process) applied() (runner.Layers, bool) {
+func (p *process) applied() (sandboxinfo.Layers, bool) {
 	select {
 	case l := <-p.layers:
 		return l, true
@@ -83,7 +84,7 @@ func (p *process) applied() (runner.Layers, bool) {
 		case l := <-p.layers: // it ran, and has already ended
 			return l, true
 		default:
-			return runner.Layers{}, false
+			return sandboxinfo.Layers{}, false
 		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/contextd/contextd/mcp/record"
 	"github.com/contextd/contextd/mcp/relay"
 	"github.com/contextd/contextd/mcp/transport"
+	"github.com/contextd/contextd/sandboxinfo"
 	"github.com/contextd/contextd/scrub"
 	"github.com/contextd/contextd/wire/lite"
 	"github.com/contextd/contextd/workspace"
@@ -193,7 +194,7 @@ func (w *Wrapper) start(ctx context.Context, req *lite.Wrap, sessionID string) (
 		// What the runner really applied (a profile from disk, a missing
 		// user manager), not what it was asked for.
 		if l, ok := s.proc.applied(); ok {
-			s.sandbox = &lite.Sandbox{Namespaces: l.Namespaces, Seccomp: l.Seccomp, Scope: l.Scope, ScopeNote: l.ScopeNote, Network: l.Network}
+			s.sandbox = &l
 		}
 		if sc.Network {
 			s.warnings = append(s.warnings, fmt.Sprintf("server %s shares the host network ([mcp.servers.%s] network = true)", req.Name, req.Name))
@@ -254,7 +255,7 @@ type session struct {
 	corr         *jsonrpc.Correlator // the relay's
 	server       transport.Conn
 	proc         *process // nil for a URL
-	sandbox      *lite.Sandbox
+	sandbox      *sandboxinfo.Layers
 	warnings     []string
 
 	mu         sync.Mutex

@@ -1,7 +1,8 @@
-// Package runner starts the processes tools run and is the seam where the sandbox
-// plugs in: the daemon only sees the Runner interface. daemon/sandbox is the runner
-// every call uses (namespaces, seccomp, systemd scope); Direct runs a plain child
-// and exists for tests of the layers above.
+// Package runner is the seam where the sandbox plugs in: the daemon sees only the Runner interface.
+//
+// daemon/sandbox is the runner every call uses (namespaces, seccomp, systemd
+// scope); runnertest.Unsandboxed runs a plain child, for the tests of the
+// layers above.
 package runner
 
 import (
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/sandboxinfo"
 )
 
 // Mode says what runs.
@@ -54,6 +56,18 @@ type Spec struct {
 	Home      string
 	// ReadOnly and ReadWrite are extra host paths to show (from config).
 	ReadOnly, ReadWrite []string
+	// HomeDir, when set, is shown at Home in place of an empty tmpfs: the
+	// workspace's persistent scratch home.
+	HomeDir string
+	// Binds show host files at another path (the scrubbed copies of
+	// configuration files, at the files' own paths), read-only.
+	Binds []Bind
+	// Overlays show host directories (toolchain caches) as the read-only
+	// lower layer of an overlay whose upper layer the daemon owns.
+	Overlays []Overlay
+	// Masks are paths hidden whatever else shows them (the credential
+	// deny-list below a shown directory).
+	Masks []string
 	// Network keeps the host's network instead of a loopback-only namespace.
 	Network bool
 
@@ -71,8 +85,15 @@ type Spec struct {
 	// called when the sandbox could not be set up. A caller that talks to a
 	// long-running process (an MCP server) learns there what protects it
 	// without waiting for Exit.
-	Started func(Layers)
+	Started func(sandboxinfo.Layers)
 }
+
+// Bind shows the host path Source at Target, read-only.
+type Bind struct{ Source, Target string }
+
+// Overlay shows Lower at its own path, read-only below and writable through
+// Upper (Work is overlayfs' work directory, on Upper's file system).
+type Overlay struct{ Lower, Upper, Work string }
 
 // Limits of a call; zero fields mean the runner's documented defaults.
 type Limits struct {
@@ -86,17 +107,7 @@ type Exit struct {
 	Code     int  // exit status; 128+N when killed by signal N
 	TimedOut bool // killed because Timeout ran out
 	Canceled bool // killed because the context ended (caller left, daemon stopping)
-	Layers   Layers
-}
-
-// Layers reports the sandbox layers a call ran under, for the response and the
-// audit record. A missing layer is never silent.
-type Layers struct {
-	Namespaces bool   // user/mount/pid/ipc/uts/cgroup (+net) namespaces
-	Seccomp    string // where the seccomp profile came from ("" = none)
-	Scope      string // transient systemd scope unit ("" = none)
-	ScopeNote  string // why there was no scope, when there was none
-	Network    bool   // host network shared (opt-in)
+	Layers   sandboxinfo.Layers
 }
 
 // Runner runs a process to completion. An error means the process could not be

@@ -155,7 +155,9 @@ func checkSandbox(ctx context.Context, scopes *scope.Manager) Check {
 		c.Fix = "the seccomp profile or the mounts break ordinary programs; check overrides of safe_bash.json"
 		return c
 	}
-	layers, _ := json.Marshal(ex.Layers)
+	// The detail has always shown every field by its Go name, zero or not;
+	// the layers' own JSON (the light protocol's) leaves the empty ones out.
+	layers, _ := json.Marshal(doctorLayers(ex.Layers))
 	c.OK, c.Detail = true, "ran: "+string(layers)
 	return c
 }
@@ -172,4 +174,14 @@ func runnerSpec(ws, home string, out *bytes.Buffer) runner.Spec {
 		Dir: ws, Workspace: ws, Home: home, Env: []string{"PATH=/usr/bin:/bin"},
 		Output: out, Timeout: 20 * time.Second,
 	}
+}
+
+// doctorLayers is sandboxinfo.Layers without its JSON names, as doctor's
+// detail shows them.
+type doctorLayers struct {
+	Namespaces bool
+	Seccomp    string
+	Scope      string
+	ScopeNote  string
+	Network    bool
 }

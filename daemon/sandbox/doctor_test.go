@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/profiles"
+	"github.com/contextd/contextd/sandboxinfo"
 )
 
 const sandboxCheck = "complete sandbox (`true` under safe_bash's profile)"
@@ -69,9 +69,9 @@ func wantNames(t *testing.T, got map[string]Check, withManager bool) {
 }
 
 // sandboxLayers decodes the layers the sandbox check reports it ran under.
-func sandboxLayers(t *testing.T, c Check) runner.Layers {
+func sandboxLayers(t *testing.T, c Check) sandboxinfo.Layers {
 	t.Helper()
-	var l runner.Layers
+	var l sandboxinfo.Layers
 	js, ok := strings.CutPrefix(c.Detail, "ran: ")
 	if !ok || json.Unmarshal([]byte(js), &l) != nil {
 		t.Fatalf("sandbox check detail %q is not \"ran: <layers>\"", c.Detail)

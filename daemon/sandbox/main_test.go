@@ -25,6 +25,7 @@ import (
 	"github.com/contextd/contextd/internal/testbin"
 	"github.com/contextd/contextd/ns"
 	"github.com/contextd/contextd/profiles"
+	"github.com/contextd/contextd/sandboxinfo"
 )
 
 // These tests run the real Runner: contextd's sandbox init (this test binary,
@@ -430,7 +431,7 @@ func profileSource(t testing.TB, tool string) string {
 }
 
 // wantLayers checks the layers a successful call reported.
-func wantLayers(t testing.TB, v variant, l runner.Layers, tool string, network bool) {
+func wantLayers(t testing.TB, v variant, l sandboxinfo.Layers, tool string, network bool) {
 	t.Helper()
 	if !l.Namespaces {
 		t.Errorf("%s: Layers.Namespaces false", v.name)

@@ -23,6 +23,7 @@ import (
 	"github.com/contextd/contextd/daemon/scope"
 	"github.com/contextd/contextd/ns"
 	"github.com/contextd/contextd/profiles"
+	"github.com/contextd/contextd/sandboxinfo"
 )
 
 // Runner runs each call in a fresh sandbox. It implements runner.Runner.
@@ -74,6 +75,13 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 	}
 	if len(s.ReadOnly) > 0 {
 		spec.ReadOnly = append(append([]string{}, ns.DefaultReadOnly...), s.ReadOnly...)
+	}
+	spec.HomeDir, spec.Masks = s.HomeDir, s.Masks
+	for _, b := range s.Binds {
+		spec.Binds = append(spec.Binds, ns.Bind{Source: b.Source, Target: b.Target})
+	}
+	for _, o := range s.Overlays {
+		spec.Overlays = append(spec.Overlays, ns.Overlay{Lower: o.Lower, Upper: o.Upper, Work: o.Work})
 	}
 	switch s.Mode {
 	case runner.Exec:
@@ -135,7 +143,7 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 	if err != nil {
 		return ex, fmt.Errorf("start sandbox: %v: %w", err, catalog.ErrSandbox)
 	}
-	ex.Layers = runner.Layers{Namespaces: true, Seccomp: source, Network: s.Network}
+	ex.Layers = sandboxinfo.Layers{Namespaces: true, Seccomp: source, Network: s.Network}
 	tStarted = time.Since(t0)
 
 	// The scope is created while the child builds its namespaces: both take a

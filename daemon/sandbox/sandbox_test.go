@@ -21,6 +21,7 @@ import (
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/scope"
+	"github.com/contextd/contextd/sandboxinfo"
 )
 
 // A command runs in every configuration of the runner, and its exit status,
@@ -157,7 +158,7 @@ func TestMissingProfileFailsClosed(t *testing.T) {
 		if !errors.Is(err, catalog.ErrSandbox) || !strings.Contains(fmt.Sprint(err), "seccomp profile") {
 			t.Errorf("tool %q: %v, want a seccomp profile error wrapping %s", tool, err, catalog.ErrSandbox.Code)
 		}
-		if res.ex.Layers != (runner.Layers{}) {
+		if res.ex.Layers != (sandboxinfo.Layers{}) {
 			t.Errorf("tool %q: refused call reports layers %+v", tool, res.ex.Layers)
 		}
 		if exists(t, marker) {

@@ -30,42 +30,41 @@ func memoryText(m *store.Memory) string {
 }
 
 // embedMemory gives the stored memory m its dense vector. Every failure
-// leaves m stored as it is, found by its words, and adds a warning that
+// leaves m stored as it is, found by its words, and returns a warning that
 // says so: the memory is what the agent asked to keep, the vector is extra.
-func embedMemory(ctx context.Context, env *tools.Env, e Embedder, st store.Store, m *store.Memory) {
+func embedMemory(ctx context.Context, env *tools.Env, e Embedder, st store.Store, m *store.Memory) (warnings []string) {
 	if e == nil {
-		return
+		return nil
 	}
 	vs, ok := st.(store.Vectors)
 	if !ok {
-		warn(env, "memory_store: %s: this store keeps no vectors; search stays lexical", m.ID)
-		return
+		return warning(env, "memory_store: %s: this store keeps no vectors; search stays lexical", m.ID)
 	}
 	v, err := embedOne(ctx, e, memoryText(m))
 	if err == nil {
 		err = vs.SetMemoryVector(ctx, m.ID, m.Project, v)
 	}
 	if err != nil {
-		warn(env, "memory_store: %s is stored and found by its words, but has no dense vector: %v", m.ID, err)
+		return warning(env, "memory_store: %s is stored and found by its words, but has no dense vector: %v", m.ID, err)
 	}
+	return nil
 }
 
 // queryVector is the dense embedding of a memory_search query, or nil
 // (with a warning) when the endpoint fails: the search is then lexical.
-func queryVector(ctx context.Context, env *tools.Env, e Embedder, query string) []float32 {
+func queryVector(ctx context.Context, env *tools.Env, e Embedder, query string) (_ []float32, warnings []string) {
 	if e == nil {
-		return nil
+		return nil, nil
 	}
 	// The query leaves the machine: send it scrubbed, as memories are stored.
 	v, err := embedOne(ctx, e, scrubbed(env, query))
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
-			return nil
+			return nil, nil
 		}
-		warn(env, "memory_search: ranked by words only, the embedding endpoint failed: %v", err)
-		return nil
+		return nil, warning(env, "memory_search: ranked by words only, the embedding endpoint failed: %v", err)
 	}
-	return v
+	return v, nil
 }
 
 // embedOne embeds one text.
@@ -80,8 +79,8 @@ func embedOne(ctx context.Context, e Embedder, text string) ([]float32, error) {
 	return vs[0], nil
 }
 
-// warn adds a warning for the caller, scrubbed: it may quote an endpoint's
-// answer.
-func warn(env *tools.Env, format string, a ...any) {
-	env.Warnings = append(env.Warnings, scrubbed(env, fmt.Sprintf(format, a...)))
+// warning is one warning for the caller, scrubbed: it may quote an
+// endpoint's answer.
+func warning(env *tools.Env, format string, a ...any) []string {
+	return []string{scrubbed(env, fmt.Sprintf(format, a...))}
 }

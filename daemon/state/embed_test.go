@@ -47,8 +47,15 @@ func embedServer(t *testing.T, api string, o embedding.Options) (*embedtest.Serv
 	return srv, c
 }
 
+// warnedEnv is a call's environment that keeps the warnings its calls
+// returned, added up.
+type warnedEnv struct {
+	*tools.Env
+	Warnings []string
+}
+
 // callWith runs tool from the tools of cfg (call uses the defaults).
-func callWith(t *testing.T, cfg *Config, env *tools.Env, tool string, input obj) (string, error) {
+func callWith(t *testing.T, cfg *Config, env *warnedEnv, tool string, input obj) (string, error) {
 	t.Helper()
 	raw := mustJSON(t, input)
 	for _, tl := range cfg.Tools() {
@@ -61,14 +68,15 @@ func callWith(t *testing.T, cfg *Config, env *tools.Env, tool string, input obj)
 		}
 		var out bytes.Buffer
 		env.Out = &out
-		o := c.Run(context.Background(), env)
+		o := c.Run(context.Background(), env.Env)
+		env.Warnings = append(env.Warnings, o.Warnings...)
 		return out.String(), o.Err
 	}
 	t.Fatalf("no tool %s", tool)
 	return "", nil
 }
 
-func mustCallWith(t *testing.T, cfg *Config, env *tools.Env, tool string, input obj) string {
+func mustCallWith(t *testing.T, cfg *Config, env *warnedEnv, tool string, input obj) string {
 	t.Helper()
 	out, err := callWith(t, cfg, env, tool, input)
 	if err != nil {
@@ -110,7 +118,7 @@ func TestMemoryToolsEmbed(t *testing.T) {
 			srv, c := embedServer(t, api, embedding.Options{})
 			cfg := &Config{Embedder: c}
 			st := openStore(t)
-			env := newEnv(st, "/p", "s")
+			env := &warnedEnv{Env: newEnv(st, "/p", "s")}
 			in := lesson("Raise the inotify watch limit", "When file system watchers stop seeing changes.",
 				"sysctl fs.inotify.max_user_watches=524288")
 			id := storedID(t, mustCallWith(t, cfg, env, "memory_store", in))
@@ -145,7 +153,7 @@ func TestMemoryToolsEmbed(t *testing.T) {
 func TestMemoryToolsWithoutEmbedder(t *testing.T) {
 	srv, _ := embedServer(t, embedding.Ollama, embedding.Options{})
 	st := openStore(t)
-	env := newEnv(st, "/p", "s")
+	env := &warnedEnv{Env: newEnv(st, "/p", "s")}
 	for _, cfg := range []*Config{nil, {}} {
 		mustCallWith(t, cfg, env, "memory_store", lesson(fmt.Sprintf("Lesson %p", cfg), "When testing.", "content"))
 		mustCallWith(t, cfg, env, "memory_search", obj{"query": "lesson"})
@@ -168,7 +176,7 @@ func TestEmbeddedTextIsScrubbed(t *testing.T) {
 	const secret = "ghp_R8x2Lq7Vn4Tz9Wb3Kc6Md1Pf5Hs0Jy2Ga8Ue"
 	srv, c := embedServer(t, embedding.Ollama, embedding.Options{})
 	cfg := &Config{Embedder: c}
-	env := newEnv(openStore(t), "/p", "s")
+	env := &warnedEnv{Env: newEnv(openStore(t), "/p", "s")}
 	env.Layer = &respond.Layer{Scrubber: sc, Vault: scrub.NewVault()}
 	mustCallWith(t, cfg, env, "memory_store", lesson("Token setup", "Use for CI.", "export GITHUB_TOKEN="+secret))
 	mustCallWith(t, cfg, env, "memory_search", obj{"query": "where is " + secret + " used"})
@@ -189,7 +197,7 @@ func TestMergeReembeds(t *testing.T) {
 	srv, c := embedServer(t, embedding.Ollama, embedding.Options{})
 	cfg := &Config{Embedder: c}
 	st := openStore(t)
-	env := newEnv(st, "/p", "s")
+	env := &warnedEnv{Env: newEnv(st, "/p", "s")}
 	id := storedID(t, mustCallWith(t, cfg, env, "memory_store", lesson("Pin the base image", "When builds drift.", "Use a digest.")))
 	out := mustCallWith(t, cfg, env, "memory_store", lesson("Pin the base image", "When builds drift.", "Pin alpine by sha256 digest, not a tag."))
 	if !strings.HasPrefix(out, "updated "+id) {
@@ -253,7 +261,7 @@ func TestEmbedFailuresAreWarnings(t *testing.T) {
 			}
 			cfg := &Config{Embedder: c}
 			st := openStore(t)
-			env := newEnv(st, "/p", "s")
+			env := &warnedEnv{Env: newEnv(st, "/p", "s")}
 
 			out, err := callWith(t, cfg, env, "memory_store", lesson("Quarantine flaky tests", "When a test fails one run in fifty.", "Move it to a quarantine job and file an issue."))
 			if err != nil {
@@ -304,7 +312,7 @@ func TestFusionFindsByVector(t *testing.T) {
 	const query = "filesystem notifications exhausted"
 	rank := func(t *testing.T, cfg *Config) (target string, ids []string) {
 		st := openStore(t)
-		env := newEnv(st, "/p", "s")
+		env := &warnedEnv{Env: newEnv(st, "/p", "s")}
 		for i, m := range memories {
 			id := storedID(t, mustCallWith(t, cfg, env, "memory_store", m))
 			if i == 0 {
@@ -344,7 +352,7 @@ func TestRetrievalFused(t *testing.T) {
 	const project = "/home/dev/src/retrieval"
 	measure := func(t *testing.T, cfg *Config) (recall float64, misses []string) {
 		st := openStore(t)
-		env := newEnv(st, project, "s")
+		env := &warnedEnv{Env: newEnv(st, project, "s")}
 		byKey := map[string]string{}
 		for _, m := range memories {
 			in := obj{"title": m.Title, "description": m.Description, "content": m.Content, "outcome": m.Outcome, "tags": m.Tags}

@@ -235,9 +235,9 @@ func (c *memoryStoreCall) Run(ctx context.Context, env *tools.Env) tools.Outcome
 	// After the write, so that the memory is kept whatever the endpoint
 	// does. A merge replaced the text, and the store dropped the vector of
 	// the old one: this computes the new one.
-	embedMemory(ctx, env, c.embed, st, &stored)
+	warnings := embedMemory(ctx, env, c.embed, st, &stored)
 	_, err = fmt.Fprint(env.Out, msg)
-	return tools.Outcome{Err: err}
+	return tools.Outcome{Err: err, Warnings: warnings}
 }
 
 // merge updates old with m's text: old keeps its id, scope, counters and
@@ -302,15 +302,16 @@ func (c *memorySearchCall) Run(ctx context.Context, env *tools.Env) tools.Outcom
 	if c.in.Limit != nil {
 		limit = *c.in.Limit
 	}
+	vector, warnings := queryVector(ctx, env, c.embed, c.in.Query)
 	hits, err := st.SearchMemories(ctx, store.MemoryQuery{
 		Text:          c.in.Query,
 		Projects:      []string{root, store.Global},
 		Limit:         limit,
 		MinConfidence: ConfidenceFloor,
-		Vector:        queryVector(ctx, env, c.embed, c.in.Query),
+		Vector:        vector,
 	})
 	if err != nil {
-		return tools.Outcome{Err: storeErr(tool, "search", err)}
+		return tools.Outcome{Err: storeErr(tool, "search", err), Warnings: warnings}
 	}
 	var kept []store.Hit
 	for _, h := range hits {
@@ -352,7 +353,7 @@ func (c *memorySearchCall) Run(ctx context.Context, env *tools.Env) tools.Outcom
 		})
 	}
 	_, err = fmt.Fprint(env.Out, out)
-	return tools.Outcome{Err: err}
+	return tools.Outcome{Err: err, Warnings: warnings}
 }
 
 // oneLine folds line breaks and control characters into spaces (stored text
@@ -406,16 +407,17 @@ func (c *memoryGetCall) Run(ctx context.Context, env *tools.Env) tools.Outcome {
 		m.Uses++
 		return st.PutMemory(ctx, m)
 	})
+	var warnings []string
 	switch {
 	case m == nil:
 		return tools.Outcome{Err: storeErr(tool, notFound(c.in.ID, err), err)}
 	case err != nil:
 		// The memory was read; only counting the use failed. Hand it out.
 		m.Uses--
-		env.Warnings = append(env.Warnings, fmt.Sprintf("memory_get: the use of %s was not counted: %v", c.in.ID, err))
+		warnings = append(warnings, fmt.Sprintf("memory_get: the use of %s was not counted: %v", c.in.ID, err))
 	}
 	_, err = fmt.Fprint(env.Out, formatMemory(m))
-	return tools.Outcome{Err: err}
+	return tools.Outcome{Err: err, Warnings: warnings}
 }
 
 // notFound describes a failed read of memory id: which one is missing, or

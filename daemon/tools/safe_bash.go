@@ -8,7 +8,10 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/homemount"
+	"github.com/contextd/contextd/daemon/homeview"
 	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/daemon/tools/toolproto"
 	"github.com/contextd/contextd/envallow"
 	"github.com/contextd/contextd/workspace"
 )
@@ -68,15 +71,38 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 	if c.in.Network && !cfg.AllowNetwork {
 		return Outcome{Err: fmt.Errorf("safe_bash: network access asked for, but tools.safe_bash.allow_network is off in the configuration: %w", catalog.ErrPolicy)}
 	}
-	op := fileOp{Tool: "safe_bash", Root: env.Place.Root, Shell: cfg.Shell, Command: c.in.Command,
+	op := toolproto.Op{Tool: "safe_bash", Root: env.Place.Root, Shell: cfg.Shell, Command: c.in.Command,
 		Dir: dir, Env: Environ(env)}
-	return runSandboxed(ctx, env, op, runner.Spec{
+	spec := runner.Spec{
 		Dir:       dir,
 		ReadOnly:  append(protected(env.Place.Root), cfg.ReadOnly...),
 		ReadWrite: cfg.ReadWrite,
 		Network:   c.in.Network,
 		Timeout:   timeout,
-	})
+	}
+	var warnings []string
+	if env.Home != nil {
+		m, release, err := env.Home.Prepare(homemount.Call{Home: homeDir(), Workspace: env.Place.Root,
+			CallerEnv: env.CallerEnv, Vault: env.Vault, Scrubber: env.Scrubber,
+			Options: homeview.Options{PresetsOff: env.Config.Home.PresetsOff, ReadOnly: env.Config.Home.ReadOnly}})
+		if err != nil {
+			// Fail closed: a view that cannot be built as decided is not
+			// replaced by a guess.
+			return Outcome{Err: fmt.Errorf("safe_bash: %w", err)}
+		}
+		// After the run: the sandbox, and with it every mount of the
+		// layers, is gone by then.
+		defer release()
+		// The view's paths go first: a protected workspace path or a
+		// configured one below a shown directory is mounted after it.
+		spec.ReadOnly = append(m.ReadOnly, spec.ReadOnly...)
+		spec.HomeDir, spec.Binds, spec.Overlays, spec.Masks = m.HomeDir, m.Binds, m.Overlays, m.Masks
+		op.Env = append(op.Env, m.Env...)
+		warnings = m.Warnings
+	}
+	o := runSandboxed(ctx, env, op, "", spec)
+	o.Warnings = append(o.Warnings, warnings...)
+	return o
 }
 
 // confinedDir resolves a directory the caller named and proves it lies inside the

@@ -1,177 +1,201 @@
 package tools
 
 import (
+	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"runtime"
-	"sync"
-	"syscall"
+	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/scrub"
+	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/daemon/tools/toolproto"
+	"github.com/contextd/contextd/workspace"
 )
 
-// The code in this file runs inside a tool's sandbox (ns func mode), not in
-// the daemon.
-
-// defaultScrubber is the tool-side scrubber with the default rules. A pooled
-// sandbox builds it while it waits for a call (Warm).
-var defaultScrubber = sync.OnceValues(func() (*scrub.Scrubber, error) { return scrub.New(nil) })
-
-// Warm prepares, in a sandbox that waits for its call, what every tool run
-// needs and no call changes (ns.Hooks.Warm).
-func Warm() {
-	defaultScrubber()
-	// The threads safe_bash's init must not lack once the command runs
-	// (reserveThreads), started while the sandbox waits in the pool.
-	threadsOnce.Do(func() { reserveThreads(runtime.GOMAXPROCS(0) + 6) })
+// holeWriter is an Out that takes a gap in place of the bytes it stands
+// for (respond.Pipe): n bytes with lines newlines, which source (opaque to
+// it, JSON gapSource) lets FillGap make again.
+type holeWriter interface {
+	io.Writer
+	Hole(n, lines int64, source []byte) error
 }
 
-// threadsOnce makes the thread reservation happen once per process: in Warm
-// (off the call's path) when the sandbox was pooled, else at the call; a
-// call that comes while Warm is still at it waits for it.
-var threadsOnce sync.Once
-
-// toolScrubber returns the scrubber for a call's extra rules.
-func toolScrubber(rules string) (*scrub.Scrubber, error) {
-	if rules == "" {
-		return defaultScrubber()
-	}
-	return scrub.New(&scrub.Options{ExtraConfig: rules})
+// gapSource is what the daemon keeps of a gap: enough to read it again.
+type gapSource struct {
+	Tool    string        `json:"tool"`
+	Root    string        `json:"root"`
+	Rel     string        `json:"rel"`
+	Display string        `json:"display"`
+	Gap     toolproto.Gap `json:"gap"`
 }
 
-// scrubMargin is how far the tool's scrub looks past the ends of a window.
-const scrubMargin = 16 << 10
+// maxGapPage bounds what one FillGap asks of the sandbox; a page reads
+// well under a MiB.
+const maxGapPage = 16 << 20
 
-// drainGrace is how long the pump keeps reading after the shell exited, for
-// output still in the pipe. Processes the command left behind die with the
-// sandbox right after.
-const drainGrace = 100 * time.Millisecond
+// FillGap fills p with bytes [off, off+len(p)) of a gap's rendering (source
+// as the output's Hole got it), read again from the file in safe_read's
+// sandbox, unscrubbed: the caller scrubs what it returns. env needs Config,
+// Runner and Peer; the place and the output are the gap's own. A file whose
+// bytes in the gap changed since the first read is refused
+// (catalog.ErrUnknownContinuation).
+func FillGap(ctx context.Context, env *Env, source []byte, off int64, p []byte) Outcome {
+	var src gapSource
+	if err := json.Unmarshal(source, &src); err != nil || src.Tool != "safe_read" || src.Root == "" {
+		return Outcome{Err: fmt.Errorf("safe_read: the stored page source is unreadable: %w", catalog.ErrInternal)}
+	}
+	if off < 0 || len(p) > maxGapPage || off+int64(len(p)) > src.Gap.Len {
+		return Outcome{Err: fmt.Errorf("safe_read: page range %d+%d outside the gap of %d bytes: %w", off, len(p), src.Gap.Len, catalog.ErrInternal)}
+	}
+	if len(p) == 0 {
+		return Outcome{}
+	}
+	var got bytes.Buffer
+	got.Grow(len(p))
+	e := *env
+	e.Place = workspace.Place{Root: src.Root, Cwd: src.Root, LogicalRoot: src.Root}
+	e.Out = &got
+	o := runFileOp(ctx, &e, toolproto.Op{Tool: "safe_read", Root: src.Root, Rel: src.Rel, Display: src.Display,
+		Gap: &src.Gap, Skip: off, N: int64(len(p))}, "")
+	if o.Err != nil {
+		return o
+	}
+	if got.Len() != len(p) {
+		o.Err = fmt.Errorf("safe_read: page of %s: %d bytes read again, want %d: %w", src.Display, got.Len(), len(p), catalog.ErrInternal)
+		return o
+	}
+	copy(p, got.Bytes())
+	return o
+}
 
-// bashMain is safe_bash inside its sandbox: it runs the shell as a child (the
-// sandbox init is pid 1 and reaps), pumps its output (stdout and stderr, in
-// the order written) through the scrubber as it comes, and reports the exit
-// status. The seccomp profile is already loaded and binds the shell too.
-func bashMain(ctx context.Context, op fileOp, stdout io.Writer) error {
-	fw := newFrameWriter(stdout)
-	sc, err := toolScrubber(op.Rules)
+// runFileOp runs op through the call's runner and turns the tool process's report
+// back into an outcome. source is the file the output comes from, for the
+// placeholders of the secrets in it ("" when none).
+func runFileOp(ctx context.Context, env *Env, op toolproto.Op, source string) Outcome {
+	return runSandboxed(ctx, env, op, source, runner.Spec{
+		Dir:      env.Place.Root,
+		Env:      []string{"PATH=/usr/bin:/bin"},
+		ReadOnly: protected(env.Place.Root),
+		Timeout:  env.Config.Tools.FileTimeout.Duration,
+	})
+}
+
+// runSandboxed runs op in its sandbox (spec holds what differs per tool) and
+// decodes the tool's frames: text goes to env.Out, each secret the tool took
+// out becomes the session's placeholder for it (tied to source, the file the
+// output comes from, or "").
+func runSandboxed(ctx context.Context, env *Env, op toolproto.Op, source string, spec runner.Spec) Outcome {
+	op.Rules = env.Rules
+	in, err := json.Marshal(op)
 	if err != nil {
-		return fmt.Errorf("safe_bash: scrubber: %v: %w", err, catalog.ErrConfig)
+		return Outcome{Err: fmt.Errorf("%s: encode operation: %v: %w", op.Tool, err, catalog.ErrInternal)}
 	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return fmt.Errorf("safe_bash: pipe2: %v: %w", err, catalog.ErrLaunch)
+	var stderr bytes.Buffer
+	frames := &toolproto.Reader{
+		OnText: func(p []byte, _ bool) error { _, err := env.Out.Write(p); return err },
+		OnSecret: func(s toolproto.Secret) error {
+			_, err := io.WriteString(env.Out, env.Vault.Placeholder(s.Rule, string(s.Secret), source))
+			return err
+		},
 	}
-	null, err := os.Open(os.DevNull)
-	if err != nil {
-		return fmt.Errorf("safe_bash: open %s: %v: %w", os.DevNull, err, catalog.ErrLaunch)
-	}
-	threadsOnce.Do(func() { reserveThreads(runtime.GOMAXPROCS(0) + 6) })
-	// Outside a sandbox (the tests' direct runner) the shell gets its own
-	// process group, killed when ctx ends; in the sandbox the daemon kills the
-	// whole sandbox.
-	sandboxed := os.Getpid() == 1
-	proc, err := os.StartProcess(op.Shell, []string{filepath.Base(op.Shell), "-c", op.Command},
-		&os.ProcAttr{Dir: op.Dir, Env: op.Env, Files: []*os.File{null, pw, pw},
-			Sys: &syscall.SysProcAttr{Setpgid: !sandboxed}})
-	pw.Close()
-	null.Close()
-	if err != nil {
-		return fmt.Errorf("safe_bash: start %s: %v: %w", op.Shell, err, catalog.ErrLaunch)
-	}
-	pumped := make(chan error, 1)
-	go func() {
-		// Each piece goes out at once: the caller sees a long command's
-		// progress.
-		st := scrub.NewStream(sc, func(text []byte, fs []scrub.Finding) error {
-			if err := fw.scrubbed(text, fs); err != nil {
+	if hw, ok := env.Out.(holeWriter); ok && op.Window > 0 {
+		frames.OnGap = func(g toolproto.Gap) error {
+			src, err := json.Marshal(gapSource{Tool: op.Tool, Root: op.Root, Rel: op.Rel, Display: op.Display, Gap: g})
+			if err != nil {
 				return err
 			}
-			return fw.flush()
-		})
-		_, err := io.Copy(st, pr)
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			err = nil
+			return hw.Hole(g.Len, g.Lines, src)
 		}
-		if cerr := st.Close(); err == nil {
-			err = cerr
+	}
+	spec.Tool, spec.Mode, spec.Args, spec.Stdin = op.Tool, runner.Tool, []string{op.Tool}, in
+	spec.Workspace, spec.Home = env.Place.Root, homeDir()
+	tw := &timedWriter{w: frames}
+	spec.Output, spec.Stderr = tw, &limitedBuffer{buf: &stderr, max: 64 << 10}
+	spec.Limits = env.limits(op.Tool)
+	ex, err := env.Runner.Run(ctx, spec)
+	meta, gotMeta := frames.Meta()
+	o := Outcome{Layers: ex.Layers, Stages: meta.Stages}
+	if o.Stages != nil {
+		o.Stages["daemon_side"] = float64(tw.spent.Microseconds()) / 1000
+	}
+	for rule, n := range meta.Findings {
+		if o.Findings == nil {
+			o.Findings = map[string]int{}
 		}
-		pumped <- err
-	}()
-	var code int
-	if sandboxed {
-		code = reap(proc.Pid)
-	} else {
-		stop := context.AfterFunc(ctx, func() { syscall.Kill(-proc.Pid, syscall.SIGKILL) })
-		st, _ := proc.Wait()
-		stop()
-		code = st.ExitCode()
-		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			code = 128 + int(ws.Signal())
-		}
-		syscall.Kill(-proc.Pid, syscall.SIGKILL) // what it left behind
+		o.Findings[rule] += n
 	}
-	pr.SetReadDeadline(time.Now().Add(drainGrace))
-	if err := <-pumped; err != nil {
-		return fmt.Errorf("safe_bash: output: %v: %w", err, catalog.ErrIO)
+	switch {
+	case err != nil:
+		o.Err = fmt.Errorf("%s: %w", op.Tool, err)
+	case ex.TimedOut:
+		o.ExitCode, o.Err = catalog.ExitTimeout, fmt.Errorf("%s: killed after %s: %w", op.Tool, spec.Timeout, catalog.ErrTimeout)
+	case ex.Canceled:
+		o.ExitCode, o.Err = ex.Code, canceled(ctx)
+	case !frames.Complete() || (ex.Code == 0 && !gotMeta):
+		o.Err = fmt.Errorf("%s: the sandboxed tool's output ended early (exit %d): %s: %w",
+			op.Tool, ex.Code, firstLine(stderr.String()), catalog.ErrInternal)
+	case meta.ExitCode != nil:
+		o.ExitCode = *meta.ExitCode
+	case ex.Code == 0:
+	default:
+		o.Err = toolFailure(op.Tool, ex.Code, stderr.Bytes())
 	}
-	if err := fw.meta(toolMeta{ExitCode: &code}); err != nil {
-		return fmt.Errorf("safe_bash: send output: %v: %w", err, catalog.ErrIO)
-	}
-	return nil
+	return o
 }
 
-// reserveThreads makes the Go runtime start n OS threads now and keep them
-// idle for later. The shell's processes and this init share the scope's
-// TasksMax, and a fork bomb takes every task the limit leaves: a runtime that
-// then needs a thread (a goroutine blocked in a system call, the garbage
-// collector) cannot get one and aborts, and the call's output is lost. The
-// runtime keeps idle threads and reuses them before it creates new ones.
-func reserveThreads(n int) {
-	var ready sync.WaitGroup
-	release := make(chan struct{})
-	for range n {
-		ready.Add(1)
-		go func() {
-			// A locked goroutine blocked here holds its thread, so each one
-			// makes the runtime start another; unlocked, it returns it to the
-			// idle pool (exiting while locked would end the thread).
-			runtime.LockOSThread()
-			ready.Done()
-			<-release
-			runtime.UnlockOSThread()
-		}()
+// toolFailure is the error of a tool process that exited with code: the
+// catalog error it reported as JSON on stderr, or, when it could not (it
+// crashed), an internal error quoting stderr.
+func toolFailure(tool string, code int, stderr []byte) error {
+	var d catalog.Detail
+	if json.Unmarshal(bytes.TrimSpace(stderr), &d) == nil && d.Code != "" {
+		return catalog.FromDetail(&d)
 	}
-	ready.Wait()
-	close(release)
+	return fmt.Errorf("%s: the sandboxed tool failed (exit %d): %s: %w",
+		tool, code, firstLine(string(stderr)), catalog.ErrInternal)
 }
 
-// reap waits for pid, reaping every other child on the way (as pid 1 of the
-// sandbox, the init inherits whatever the command orphans), and returns its
-// exit status the way a shell reports it (128+N for signal N).
-func reap(pid int) int {
-	for {
-		var ws unix.WaitStatus
-		got, err := unix.Wait4(-1, &ws, 0, nil)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return 127 // ECHILD: nothing left to wait for
-		}
-		if got != pid {
-			continue
-		}
-		if ws.Signaled() {
-			return 128 + int(ws.Signal())
-		}
-		return ws.ExitStatus()
+// firstLine is what an error message quotes of a crashed tool's stderr (a Go
+// runtime's crash report runs to kilobytes): its first line, at most 300
+// bytes.
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
 	}
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+// limitedBuffer keeps at most max bytes: a tool's error report is small, and a
+// broken tool must not make the daemon buffer without bound.
+type limitedBuffer struct {
+	buf *bytes.Buffer
+	max int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := l.max - l.buf.Len(); room > 0 {
+		l.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+// timedWriter adds up the time its writes take: the daemon's side of a
+// tool's output (decoding, scrubbing, storing), for the debug log.
+type timedWriter struct {
+	w     io.Writer
+	spent time.Duration
+}
+
+func (t *timedWriter) Write(p []byte) (int, error) {
+	start := time.Now()
+	n, err := t.w.Write(p)
+	t.spent += time.Since(start)
+	return n, err
 }

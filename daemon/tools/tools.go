@@ -1,6 +1,4 @@
-// Package tools is the tool registry and the tools themselves: each decodes its
-// JSON input (strictly, against the shape its schema.json publishes) and runs it in
-// a call's environment, writing output as it goes.
+// Package tools is the daemon's half of each tool: decode, policy, plan and the sandboxed run.
 package tools
 
 import (
@@ -18,15 +16,18 @@ import (
 	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/homemount"
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/daemon/respond"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/store"
+	"github.com/contextd/contextd/sandboxinfo"
 	"github.com/contextd/contextd/scrub"
 	"github.com/contextd/contextd/workspace"
 )
 
-// Env is everything a tool call may use.
+// Env is everything a tool call may use: its inputs. What the call produced
+// besides its output comes back in its Outcome.
 type Env struct {
 	Place   workspace.Place
 	Session string
@@ -43,7 +44,8 @@ type Env struct {
 	// to safe_write.
 	Vault *scrub.Vault
 	// Layer is the daemon's own scrub of this call's output; a tool that reads
-	// a file sets its Source.
+	// a file sets its Source before any output, so that a secret the daemon
+	// catches is tied to the file it came from.
 	Layer *respond.Layer
 	// Rules is the user's extra gitleaks configuration, for the tool's scrub.
 	Rules string
@@ -59,19 +61,11 @@ type Env struct {
 	// Budget is the call's response budget in tokens (what the daemon will
 	// let out); a tool may use it to shape its output.
 	Budget int
-
-	// Set by the tool:
-	// Layers: the sandbox layers its process ran under.
-	Layers runner.Layers
-	// Source: the file the output came from ("" for command output).
-	Source string
-	// Findings: the tool's own scrub's catches by rule.
-	Findings map[string]int
-	// Warnings for the caller (not failures).
-	Warnings []string
-	// Stages: the sandboxed tool's own timings (ms since it started), for
-	// the debug log.
-	Stages map[string]float64
+	// Scrubber is the daemon's scrubber (default and user rules), for what
+	// the daemon itself shows a call (the scrubbed configuration copies).
+	Scrubber *scrub.Scrubber
+	// Home shows safe_bash what it needs of $HOME; nil: an empty home.
+	Home *homemount.Setup
 }
 
 // limits returns the configured limits of tool's sandbox.
@@ -86,11 +80,24 @@ func homeDir() string {
 	return h
 }
 
-// Outcome is how a run ended. Err is the tool's own failure (a missing file, a
-// timeout), reported to the caller in the result, not as a protocol error.
+// Outcome is how a run ended and what it ran under. Err is the tool's own
+// failure (a missing file, a timeout), reported to the caller in the result,
+// not as a protocol error.
 type Outcome struct {
 	ExitCode int
 	Err      error
+	// Layers are the sandbox layers the tool's process ran under (zero when
+	// no process ran: the state tools).
+	Layers sandboxinfo.Layers
+	// Source is the file the output came from ("" for command output).
+	Source string
+	// Findings are the tool's own scrub's catches by rule.
+	Findings map[string]int
+	// Warnings for the caller (not failures).
+	Warnings []string
+	// Stages are the sandboxed tool's own timings (ms since it started), for
+	// the debug log.
+	Stages map[string]float64
 }
 
 // Call is a decoded, valid call, ready to run.

@@ -10,13 +10,13 @@ import (
 	"testing"
 
 	"github.com/contextd/contextd/daemon"
-	"github.com/contextd/contextd/daemon/runner"
-	"github.com/contextd/contextd/daemon/tools"
+	"github.com/contextd/contextd/daemon/runner/runnertest"
+	"github.com/contextd/contextd/daemon/tools/inside"
 )
 
 // Start serves the daemon, its whole response pipeline included, on a socket
 // of its own until the test ends, and returns the socket's path. Its tools run
-// through runner.Direct, without the namespace sandbox: the callers' contracts
+// through runnertest.Unsandboxed, without the namespace sandbox: the callers' contracts
 // are under test, and the sandbox has tests of its own. A test that must not
 // touch the user's state sets XDG_STATE_HOME and friends before.
 func Start(t testing.TB) string {
@@ -32,7 +32,7 @@ func Start(t testing.TB) string {
 		done <- daemon.Run(ctx, ln, &daemon.Options{
 			Logger: slog.New(slog.DiscardHandler),
 			Notify: func(string) error { return nil },
-			Runner: runner.Direct{ToolMain: tools.ToolMainContext},
+			Runner: runnertest.Unsandboxed{ToolMain: inside.MainUnsandboxed},
 		})
 	}()
 	t.Cleanup(func() {

@@ -16,14 +16,33 @@ type rule struct {
 	from   []string // package patterns relative to the module: "proxy/..." or "cmd/contextd-proxy"
 	deep   bool     // check every package linked in, not only direct imports
 	forbid []string // module-relative prefixes ("daemon/" forbids daemon/x but not daemonx)
+	allow  []string // prefixes under forbid that stay allowed
 	why    string
+}
+
+// forbids reports whether r forbids an edge to the module-relative dep.
+func (r rule) forbids(dep string) bool {
+	under := func(prefix string) bool {
+		return strings.HasPrefix(dep+"/", prefix) || strings.HasPrefix(dep, prefix)
+	}
+	for _, a := range r.allow {
+		if under(a) {
+			return false
+		}
+	}
+	for _, f := range r.forbid {
+		if under(f) {
+			return true
+		}
+	}
+	return false
 }
 
 // rules is the layering, one reviewable table. The daemon is the top: it may
 // use every other layer. Below it sit the MCP firewall (mcp/), the wire
 // protocols (wire/) and the proxy (proxy/); at the bottom the leaves that
 // every side shares (catalog, scrub, budget, workspace, peercred, ids,
-// sqlitefile, envallow, toolspec).
+// sqlitefile, envallow, toolspec, sandboxinfo).
 var rules = []rule{
 	{
 		from:   []string{"cmd/contextd-proxy", "cmd/contextd-proxy-mcp"},
@@ -49,10 +68,35 @@ var rules = []rule{
 		why:    "the protocols are the edge; clients of the public API link them without the daemon or the proxy",
 	},
 	{
-		from:   []string{"catalog/...", "scrub/...", "budget/...", "workspace/...", "peercred/...", "internal/ids/...", "internal/sqlitefile/...", "envallow/...", "toolspec/..."},
+		from:   []string{"catalog/...", "scrub/...", "budget/...", "workspace/...", "peercred/...", "internal/ids/...", "internal/sqlitefile/...", "envallow/...", "toolspec/...", "sandboxinfo/..."},
 		deep:   true,
 		forbid: []string{"daemon/", "proxy/", "mcp/", "wire/", "cmd/", "ns/", "inspect/"},
 		why:    "the shared leaves sit below every layer that uses them",
+	},
+	{
+		from:   []string{"daemon/tools/inside"},
+		deep:   true,
+		forbid: []string{"daemon/", "mcp/", "wire/", "proxy/", "cmd/", "ns/", "inspect/"},
+		allow:  []string{"daemon/tools/toolproto/"},
+		why:    "the code that runs in a tool's sandbox links only the protocol and the leaves: nothing of the daemon's (its store, config, runner) can be reached from under the seccomp profile",
+	},
+	{
+		from:   []string{"daemon/tools/toolproto"},
+		deep:   true,
+		forbid: []string{"daemon/", "mcp/", "wire/", "proxy/", "cmd/", "ns/", "inspect/"},
+		why:    "the protocol between a tool's two halves belongs to neither side",
+	},
+	{
+		from:   []string{"daemon/..."},
+		deep:   true,
+		forbid: []string{"daemon/tools/inside/"},
+		why:    "the daemon talks to the sandbox-side code through the protocol only; the binary's ns hooks (cmd/contextd) are its one entry",
+	},
+	{
+		from:   []string{"cmd/..."},
+		deep:   true,
+		forbid: []string{"daemon/runner/runnertest/", "internal/daemontest/", "internal/testbin/", "daemon/store/storetest/", "daemon/embedding/embedtest/", "seccomp/seccomptest/"},
+		why:    "the binaries link no test support: a runner without a sandbox cannot be chosen in production if it is not there",
 	},
 }
 
@@ -112,13 +156,8 @@ func TestImportRules(t *testing.T) {
 			}
 			for _, imp := range edges {
 				dep, ok := strings.CutPrefix(imp, module)
-				if !ok {
-					continue
-				}
-				for _, f := range r.forbid {
-					if strings.HasPrefix(dep+"/", f) || strings.HasPrefix(dep, f) {
-						t.Errorf("%s imports %s: %s", rel, dep, r.why)
-					}
+				if ok && r.forbids(dep) {
+					t.Errorf("%s imports %s: %s", rel, dep, r.why)
 				}
 			}
 		}
@@ -135,6 +174,12 @@ func TestRulesCatchAPlantedEdge(t *testing.T) {
 		{"proxy/client", "daemon/peer"},
 		{"mcp/intercept", "daemon/budget"},
 		{"budget", "mcp/jsonrpc"},
+		{"daemon/tools/inside", "daemon/tools"},
+		{"daemon/tools/inside", "daemon/runner"},
+		{"daemon/tools/toolproto", "daemon/tools/inside"},
+		{"daemon/tools", "daemon/tools/inside"},
+		{"daemon", "daemon/tools/inside"},
+		{"cmd/contextd", "daemon/runner/runnertest"},
 	} {
 		caught := false
 		for _, r := range rules {
@@ -142,10 +187,8 @@ func TestRulesCatchAPlantedEdge(t *testing.T) {
 			for _, f := range r.from {
 				in = in || matches(f, c.from)
 			}
-			for _, f := range r.forbid {
-				if in && strings.HasPrefix(c.to+"/", f) {
-					caught = true
-				}
+			if in && r.forbids(c.to) {
+				caught = true
 			}
 		}
 		if !caught {

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/sandboxinfo"
 )
 
 // Magic opens every connection of the light protocol.
@@ -74,10 +75,10 @@ type Wrap struct {
 // WrapReady says the server is up and the conversation may start.
 type WrapReady struct {
 	// Record is the id of the session record being written.
-	Record   string   `json:"record"`
-	Session  string   `json:"session"`
-	Sandbox  *Sandbox `json:"sandbox,omitempty"`
-	Warnings []string `json:"warnings,omitempty"`
+	Record   string              `json:"record"`
+	Session  string              `json:"session"`
+	Sandbox  *sandboxinfo.Layers `json:"sandbox,omitempty"`
+	Warnings []string            `json:"warnings,omitempty"`
 }
 
 // Inspect attaches to a live wrap session (Record id; "" for the newest).
@@ -142,23 +143,14 @@ type Result struct {
 	Truncated bool `json:"truncated"`
 	// HasMore repeats Truncated for proxies of before 2026-11-26, which
 	// print the --continue hint from it; the current proxy reads Truncated.
-	HasMore    bool            `json:"has_more"`
-	TokensUsed int64           `json:"tokens_used"`
-	Continue   string          `json:"continue,omitempty"`
-	Error      *catalog.Detail `json:"error,omitempty"`
-	Session    string          `json:"session,omitempty"`
-	Workspace  string          `json:"workspace,omitempty"`
-	Sandbox    *Sandbox        `json:"sandbox,omitempty"`
-	Warnings   []string        `json:"warnings,omitempty"`
-}
-
-// Sandbox mirrors wire.Sandbox.
-type Sandbox struct {
-	Namespaces bool   `json:"namespaces"`
-	Seccomp    string `json:"seccomp,omitempty"`
-	Scope      string `json:"scope,omitempty"`
-	ScopeNote  string `json:"scope_note,omitempty"`
-	Network    bool   `json:"network,omitempty"`
+	HasMore    bool                `json:"has_more"`
+	TokensUsed int64               `json:"tokens_used"`
+	Continue   string              `json:"continue,omitempty"`
+	Error      *catalog.Detail     `json:"error,omitempty"`
+	Session    string              `json:"session,omitempty"`
+	Workspace  string              `json:"workspace,omitempty"`
+	Sandbox    *sandboxinfo.Layers `json:"sandbox,omitempty"`
+	Warnings   []string            `json:"warnings,omitempty"`
 }
 
 // Status mirrors wire.StatusReply.

@@ -350,8 +350,8 @@ func sandboxText(s audit.Sandbox) string {
 	default:
 		parts = append(parts, "no scope")
 	}
-	if s.Network != "" {
-		parts = append(parts, "network "+s.Network)
+	if n := s.NetworkMode(); n != "" {
+		parts = append(parts, "network "+n)
 	}
 	return strings.Join(parts, ", ")
 }

@@ -1,4 +1,4 @@
-package tools
+package inside
 
 import (
 	"bufio"
@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/contextd/contextd/daemon/tools/toolproto"
 	"github.com/contextd/contextd/scrub"
 )
 
@@ -63,7 +64,7 @@ func readFrames(t *testing.T, file string, first, limit, window int, v *scrub.Va
 
 // readGaps is readFrames that also returns the gap frames; out has each gap
 // rendered from the file, as a page would make it.
-func readGaps(t *testing.T, file string, first, limit, window int, v *scrub.Vault) (out string, gaps []gapFrame, secrets int) {
+func readGaps(t *testing.T, file string, first, limit, window int, v *scrub.Vault) (out string, gaps []toolproto.Gap, secrets int) {
 	t.Helper()
 	var sel selection
 	if first == 1 && limit < 0 {
@@ -90,25 +91,24 @@ func readGaps(t *testing.T, file string, first, limit, window int, v *scrub.Vaul
 		}
 	}
 	var wire bytes.Buffer
-	fw := newFrameWriter(&wire)
+	fw := toolproto.NewWriter(&wire)
 	fs, rf, rt := findSelected(scrubberT(t), sel.buf, sel.a, sel.e, window)
 	if err := emitNumbered(fw, sel.buf, sel.base, sel.a, sel.e, first, fs, rf, rt); err != nil {
 		t.Fatal(err)
 	}
-	if err := fw.meta(toolMeta{}); err != nil {
+	if err := fw.Meta(toolproto.Meta{}); err != nil {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	var meta toolMeta
-	r := &frameReader{meta: &meta,
-		text: func(p []byte, scrubbed bool) error {
+	r := &toolproto.Reader{
+		OnText: func(p []byte, scrubbed bool) error {
 			if !scrubbed {
 				t.Error("a raw frame in a first read")
 			}
 			b.Write(p)
 			return nil
 		},
-		gap: func(g gapFrame) error {
+		OnGap: func(g toolproto.Gap) error {
 			z := numberer{line: g.Line, atStart: g.AtStart}
 			r := z.put(nil, []byte(file[g.From:g.To]))
 			if int64(len(r)) != g.Len || int64(bytes.Count(r, []byte{'\n'})) != g.Lines {
@@ -118,7 +118,7 @@ func readGaps(t *testing.T, file string, first, limit, window int, v *scrub.Vaul
 			b.Write(r)
 			return nil
 		},
-		secret: func(s secretFrame) error {
+		OnSecret: func(s toolproto.Secret) error {
 			secrets++
 			b.WriteString(v.Placeholder(s.Rule, string(s.Secret), "/w/app.env"))
 			return nil
@@ -131,7 +131,7 @@ func readGaps(t *testing.T, file string, first, limit, window int, v *scrub.Vaul
 		}
 		p = p[n:]
 	}
-	if !r.complete() || !r.gotMeta {
+	if _, got := r.Meta(); !r.Complete() || !got {
 		t.Fatal("frames incomplete")
 	}
 	return b.String(), gaps, secrets
@@ -243,44 +243,4 @@ func TestReadWindowed(t *testing.T) {
 			t.Errorf("window %d: secret on the edge leaked or missed (%d secrets)", w, n)
 		}
 	}
-}
-
-// The daemon decodes whatever the sandbox sends: any bytes, cut anywhere,
-// never panic, and frames a frameWriter wrote decode to what it wrote
-// however the stream is cut.
-func FuzzFrameReader(f *testing.F) {
-	var good bytes.Buffer
-	fw := newFrameWriter(&good)
-	fw.data(frameText, []byte("hello\n"))
-	fw.secret("github-pat", []byte("ghp_x"))
-	fw.data(frameRaw, []byte("raw middle\n"))
-	fw.data(frameText, nil)
-	fw.meta(toolMeta{})
-	f.Add(good.Bytes(), uint8(3))
-	f.Add([]byte{'T', 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, uint8(1))
-	f.Add([]byte{'S', 3, '{', '}', '}'}, uint8(2))
-	f.Add([]byte{'X', 0}, uint8(1))
-	f.Fuzz(func(t *testing.T, data []byte, cut uint8) {
-		step := int(cut%16) + 1
-		decode := func(b []byte) (string, bool) {
-			var out strings.Builder
-			var meta toolMeta
-			r := &frameReader{meta: &meta,
-				text:   func(p []byte, _ bool) error { out.Write(p); return nil },
-				secret: func(s secretFrame) error { out.WriteString("<" + s.Rule + ">"); return nil }}
-			for len(b) > 0 {
-				n := min(step, len(b))
-				if _, err := r.Write(b[:n]); err != nil {
-					return "", false
-				}
-				b = b[n:]
-			}
-			return out.String(), r.complete() && r.gotMeta
-		}
-		decode(data)
-		got, ok := decode(good.Bytes())
-		if !ok || got != "hello\n<github-pat>raw middle\n" {
-			t.Fatalf("well-formed frames cut every %d bytes decode to %q (complete %v)", step, got, ok)
-		}
-	})
 }

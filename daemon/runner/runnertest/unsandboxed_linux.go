@@ -1,4 +1,5 @@
-package runner
+// Package runnertest is a runner without a sandbox, for the tests of the layers above the runner.
+package runnertest
 
 import (
 	"bytes"
@@ -14,15 +15,20 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/sandboxinfo"
 )
 
-// Direct runs the process as a plain child of the daemon in its own process group:
-// no namespaces, no seccomp, no scope. The daemon never uses it for calls; it lets
-// the tests of the daemon, tools and proxy run without the sandbox.
-type Direct struct {
-	// ToolMain runs Tool-mode specs in-process (tools.ToolMainContext); the
-	// context ends at the spec's timeout or the call's end. Nil: Tool mode is
-	// refused.
+// Unsandboxed runs the process as a plain child of the test in its own
+// process group: no namespaces, no seccomp, no scope. It lets the tests of
+// the daemon, the tools and the proxy run without the sandbox, whose own
+// tests are in daemon/sandbox and ns. It lives apart from package runner so
+// that no production code can pick it: the binaries do not link this package
+// (internal/layering).
+type Unsandboxed struct {
+	// ToolMain runs Tool-mode specs in the test's own process
+	// (inside.MainUnsandboxed); the context ends at the spec's timeout or the
+	// call's end. Nil: Tool mode is refused.
 	ToolMain func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int
 }
 
@@ -30,11 +36,11 @@ type Direct struct {
 // killed (a descendant that left the group can hold the pipe open forever).
 const drainGrace = 2 * time.Second
 
-// Run implements Runner.
-func (d Direct) Run(ctx context.Context, s Spec) (Exit, error) {
-	if s.Mode == Tool {
+// Run implements runner.Runner.
+func (d Unsandboxed) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
+	if s.Mode == runner.Tool {
 		if d.ToolMain == nil {
-			return Exit{}, fmt.Errorf("direct runner: no in-process tool main: %w", catalog.ErrLaunch)
+			return runner.Exit{}, fmt.Errorf("unsandboxed runner: no in-process tool main: %w", catalog.ErrLaunch)
 		}
 		stderr := s.Stderr
 		if stderr == nil {
@@ -46,10 +52,10 @@ func (d Direct) Run(ctx context.Context, s Spec) (Exit, error) {
 		}
 		defer cancel()
 		if s.Started != nil {
-			s.Started(Layers{})
+			s.Started(sandboxinfo.Layers{})
 		}
 		code := d.ToolMain(tctx, s.Args, bytes.NewReader(s.Stdin), s.Output, stderr)
-		ex := Exit{Code: code}
+		ex := runner.Exit{Code: code}
 		switch {
 		case ctx.Err() != nil:
 			ex.Canceled = true
@@ -60,7 +66,7 @@ func (d Direct) Run(ctx context.Context, s Spec) (Exit, error) {
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
-		return Exit{}, fmt.Errorf("pipe: %w", catalog.ErrLaunch)
+		return runner.Exit{}, fmt.Errorf("pipe: %w", catalog.ErrLaunch)
 	}
 	defer r.Close()
 	cmd := &exec.Cmd{
@@ -94,13 +100,13 @@ func (d Direct) Run(ctx context.Context, s Spec) (Exit, error) {
 	if err := cmd.Start(); err != nil {
 		w.Close()
 		if errno := syscall.Errno(0); errors.As(err, &errno) {
-			return Exit{}, &StartError{Path: s.Path, Errno: errno}
+			return runner.Exit{}, &runner.StartError{Path: s.Path, Errno: errno}
 		}
-		return Exit{}, fmt.Errorf("start %s: %v: %w", s.Path, err, catalog.ErrLaunch)
+		return runner.Exit{}, fmt.Errorf("start %s: %v: %w", s.Path, err, catalog.ErrLaunch)
 	}
 	w.Close()
 	if s.Started != nil {
-		s.Started(Layers{}) // no sandbox: no layer
+		s.Started(sandboxinfo.Layers{}) // no sandbox: no layer
 	}
 	pgid := cmd.Process.Pid
 
@@ -118,7 +124,7 @@ func (d Direct) Run(ctx context.Context, s Spec) (Exit, error) {
 		defer t.Stop()
 		timeout = t.C
 	}
-	var ex Exit
+	var ex runner.Exit
 	var werr error
 	select {
 	case werr = <-waited:

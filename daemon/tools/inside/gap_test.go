@@ -1,4 +1,4 @@
-package tools
+package inside
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/tools/toolproto"
 	"github.com/contextd/contextd/scrub"
 	"github.com/contextd/contextd/workspace"
 )
@@ -78,27 +79,26 @@ func gapFile(t *testing.T, size int) (*workspace.Root, string, string, string) {
 }
 
 // renderPage runs safe_read's page mode and returns the raw bytes it sent.
-func renderPage(root *workspace.Root, g gapFrame, skip, n int64) ([]byte, error) {
+func renderPage(root *workspace.Root, g toolproto.Gap, skip, n int64) ([]byte, error) {
 	var wire bytes.Buffer
-	fw := newFrameWriter(&wire)
-	err := renderGap(root, fileOp{Tool: "safe_read", Rel: "log.txt", Display: "log.txt", Gap: &g, Skip: skip, N: n}, fw)
+	fw := toolproto.NewWriter(&wire)
+	err := renderGap(root, toolproto.Op{Tool: "safe_read", Rel: "log.txt", Display: "log.txt", Gap: &g, Skip: skip, N: n}, fw)
 	if err != nil {
 		return nil, err
 	}
-	if err := fw.meta(toolMeta{}); err != nil {
+	if err := fw.Meta(toolproto.Meta{}); err != nil {
 		return nil, err
 	}
 	var got []byte
-	var meta toolMeta
-	r := &frameReader{meta: &meta,
-		text: func(p []byte, scrubbed bool) error {
+	r := &toolproto.Reader{
+		OnText: func(p []byte, scrubbed bool) error {
 			if scrubbed {
 				return errors.New("page mode sent a scrubbed frame")
 			}
 			got = append(got, p...)
 			return nil
 		},
-		secret: func(secretFrame) error { return errors.New("page mode sent a secret frame") }}
+		OnSecret: func(toolproto.Secret) error { return errors.New("page mode sent a secret frame") }}
 	if _, err := r.Write(wire.Bytes()); err != nil {
 		return nil, err
 	}
@@ -209,25 +209,24 @@ func TestGapSelection(t *testing.T) {
 
 // readOp runs readFile on rel of root and returns the output, gaps rendered
 // from file.
-func readOp(t *testing.T, root *workspace.Root, file string, op fileOp) string {
+func readOp(t *testing.T, root *workspace.Root, file string, op toolproto.Op) string {
 	t.Helper()
 	var wire bytes.Buffer
-	fw := newFrameWriter(&wire)
+	fw := toolproto.NewWriter(&wire)
 	if err := readFile(root, op, scrubberT(t), fw); err != nil {
 		t.Fatal(err)
 	}
-	fw.meta(toolMeta{})
+	fw.Meta(toolproto.Meta{})
 	var b strings.Builder
-	var meta toolMeta
-	r := &frameReader{meta: &meta,
-		text:   func(p []byte, _ bool) error { b.Write(p); return nil },
-		secret: func(s secretFrame) error { b.WriteString("<" + s.Rule + ">"); return nil },
-		gap: func(g gapFrame) error {
+	r := &toolproto.Reader{
+		OnText:   func(p []byte, _ bool) error { b.Write(p); return nil },
+		OnSecret: func(s toolproto.Secret) error { b.WriteString("<" + s.Rule + ">"); return nil },
+		OnGap: func(g toolproto.Gap) error {
 			z := numberer{line: g.Line, atStart: g.AtStart}
 			b.Write(z.put(nil, []byte(file[g.From:g.To])))
 			return nil
 		}}
-	if _, err := r.Write(wire.Bytes()); err != nil || !r.complete() {
+	if _, err := r.Write(wire.Bytes()); err != nil || !r.Complete() {
 		t.Fatalf("frames: %v", err)
 	}
 	return b.String()
@@ -236,7 +235,7 @@ func readOp(t *testing.T, root *workspace.Root, file string, op fileOp) string {
 // A file of a MiB or more is mapped instead of read; the output is the same.
 func TestReadMapped(t *testing.T) {
 	root, _, file, _ := gapFile(t, 3<<20)
-	got := readOp(t, root, file, fileOp{Tool: "safe_read", Rel: "log.txt", Display: "log.txt", Window: 32 << 10})
+	got := readOp(t, root, file, toolproto.Op{Tool: "safe_read", Rel: "log.txt", Display: "log.txt", Window: 32 << 10})
 	want, _, _ := readGaps(t, file, 1, -1, 32<<10, scrub.NewVault())
 	// readGaps replaces secrets with the vault's placeholders, readOp with the rule.
 	want = regexp.MustCompile(`\[REDACTED:([a-z0-9-]+):[0-9]+\]`).ReplaceAllString(want, "<$1>")
@@ -285,32 +284,32 @@ func TestGapFrameValid(t *testing.T) {
 	_, _, file, _ := gapFile(t, 3<<20)
 	_, gaps, _ := readGaps(t, file, 1, -1, 32<<10, scrub.NewVault())
 	good := gaps[0]
-	if !good.valid() {
+	if !good.Valid() {
 		t.Fatalf("the tool's own frame is invalid: %+v", good)
 	}
-	for name, spoil := range map[string]func(g *gapFrame){
-		"empty range":     func(g *gapFrame) { g.To = g.From },
-		"negative from":   func(g *gapFrame) { g.From = -1 },
-		"short rendering": func(g *gapFrame) { g.Len = g.To - g.From - 1 },
-		"line 0":          func(g *gapFrame) { g.Line = 0 },
-		"no block size":   func(g *gapFrame) { g.Block = 0 },
-		"a block missing": func(g *gapFrame) { g.Blocks = g.Blocks[1:] },
-		"blocks out of order": func(g *gapFrame) {
-			g.Blocks = append([]gapBlock(nil), g.Blocks...)
+	for name, spoil := range map[string]func(g *toolproto.Gap){
+		"empty range":     func(g *toolproto.Gap) { g.To = g.From },
+		"negative from":   func(g *toolproto.Gap) { g.From = -1 },
+		"short rendering": func(g *toolproto.Gap) { g.Len = g.To - g.From - 1 },
+		"line 0":          func(g *toolproto.Gap) { g.Line = 0 },
+		"no block size":   func(g *toolproto.Gap) { g.Block = 0 },
+		"a block missing": func(g *toolproto.Gap) { g.Blocks = g.Blocks[1:] },
+		"blocks out of order": func(g *toolproto.Gap) {
+			g.Blocks = append([]toolproto.GapBlock(nil), g.Blocks...)
 			g.Blocks[1].At, g.Blocks[2].At = g.Blocks[2].At, g.Blocks[1].At
 		},
-		"block past the end": func(g *gapFrame) {
-			g.Blocks = append([]gapBlock(nil), g.Blocks...)
+		"block past the end": func(g *toolproto.Gap) {
+			g.Blocks = append([]toolproto.GapBlock(nil), g.Blocks...)
 			g.Blocks[len(g.Blocks)-1].At = g.Len
 		},
-		"first block elsewhere": func(g *gapFrame) {
-			g.Blocks = append([]gapBlock(nil), g.Blocks...)
+		"first block elsewhere": func(g *toolproto.Gap) {
+			g.Blocks = append([]toolproto.GapBlock(nil), g.Blocks...)
 			g.Blocks[0].Line++
 		},
 	} {
 		g := good
 		spoil(&g)
-		if g.valid() {
+		if g.Valid() {
 			t.Errorf("%s: accepted", name)
 		}
 	}

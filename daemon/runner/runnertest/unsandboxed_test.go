@@ -1,4 +1,4 @@
-package runner_test
+package runnertest_test
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/daemon/runner/runnertest"
 )
 
 func sh(script string) runner.Spec {
@@ -32,7 +33,7 @@ func run(t *testing.T, ctx context.Context, s runner.Spec) (runner.Exit, string,
 	var out bytes.Buffer
 	s.Output = &out
 	start := time.Now()
-	ex, err := runner.Direct{}.Run(ctx, s)
+	ex, err := runnertest.Unsandboxed{}.Run(ctx, s)
 	if err != nil {
 		t.Fatalf("Run(%q): %v", s.Args, err)
 	}
@@ -94,7 +95,7 @@ func TestLaunchErrors(t *testing.T) {
 		{Path: "/etc/passwd", Args: []string{"passwd"}, Dir: "/"},
 	} {
 		s.Output = &bytes.Buffer{}
-		_, err := runner.Direct{}.Run(context.Background(), s)
+		_, err := runnertest.Unsandboxed{}.Run(context.Background(), s)
 		if !errors.Is(err, catalog.ErrLaunch) {
 			t.Errorf("Run(%s in %s) = %v, want %s", s.Path, s.Dir, err, catalog.ErrLaunch.Code)
 		}

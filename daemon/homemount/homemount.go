@@ -1,0 +1,221 @@
+// Package homemount turns the home view of one call into the sandbox's
+// mounts: it resolves the view (homeview), writes the scrubbed copies,
+// leases the cache layers and the scratch home (cachelayer), and gives back
+// what runner.Spec needs, with a release to call once the sandbox is gone.
+package homemount
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/cachelayer"
+	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/homeview"
+	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/ns"
+	"github.com/contextd/contextd/scrub"
+)
+
+// ScratchLayer is the name of the layer whose upper directory is the
+// workspace's scratch home: what tools write under $HOME besides the
+// caches (linters', test runners' and pre-commit's own caches) stays there
+// for the next call in the workspace, and never reaches the real home.
+const ScratchLayer = "home"
+
+// CacheMode says how toolchain caches are shown.
+type CacheMode string
+
+const (
+	// Overlay: the user's cache is the read-only lower layer of an overlay
+	// whose upper layer contextd owns. Warm runs reuse it; writes never
+	// reach it.
+	Overlay CacheMode = "overlay"
+	// Private: overlayfs is not available to the user; the user's caches are
+	// not shown, and toolchains fill their caches in the workspace's scratch
+	// home instead (cold the first time, warm after).
+	Private CacheMode = "private"
+)
+
+// Setup is what the daemon decides once at start.
+type Setup struct {
+	// Layers owns the upper layers and scratch homes.
+	Layers *cachelayer.Manager
+	// Mode is Overlay when the probe mounted an overlay, else Private.
+	Mode CacheMode
+	// ModeNote says why the mode is Private.
+	ModeNote string
+	// SystemDirs are the paths every sandbox shows read-only anyway.
+	SystemDirs []string
+	// CopiesDir holds each call's scrubbed copies, in a directory of its
+	// own removed at release ($XDG_RUNTIME_DIR/contextd/views).
+	CopiesDir string
+}
+
+// Call is one call's side of it.
+type Call struct {
+	Home      string
+	Workspace string
+	CallerEnv map[string]string
+	Options   homeview.Options
+	Vault     *scrub.Vault
+	Scrubber  *scrub.Scrubber
+}
+
+// Mounts are the mounts and environment of one call.
+type Mounts struct {
+	View     *homeview.View
+	ReadOnly []string
+	HomeDir  string
+	Binds    []runner.Bind
+	Overlays []runner.Overlay
+	Masks    []string
+	// Env are the toolchain variables (GOPATH, CARGO_HOME, ...) the command
+	// keeps from the caller, so that it looks where the view shows.
+	Env []string
+	// Warnings for the call's result (cache writes not kept).
+	Warnings []string
+	// Secrets is how many values the scrubbed copies replaced.
+	Secrets int
+}
+
+// Prepare works out and prepares the mounts of one call. release removes
+// the scrubbed copies and gives the layers back; call it once the sandbox's
+// mount namespace is gone (the call's process has exited). On error nothing
+// is left to release.
+func (s *Setup) Prepare(c Call) (m *Mounts, release func(), err error) {
+	h := &homeview.Host{Home: c.Home, Env: c.CallerEnv, Workspace: c.Workspace}
+	opts := c.Options
+	opts.SystemDirs = s.SystemDirs
+	v, err := homeview.Resolve(h, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	m = &Mounts{View: v, ReadOnly: v.ReadOnly, Masks: v.Masks}
+	for _, name := range homeview.ToolchainVars() {
+		if val := c.CallerEnv[name]; val != "" && filepath.IsAbs(val) {
+			m.Env = append(m.Env, name+"="+val)
+		}
+	}
+	var undo []func()
+	release = func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			release()
+			release = nil
+		}
+	}()
+
+	if len(v.Scrubbed) > 0 {
+		if err := os.MkdirAll(s.CopiesDir, 0o700); err != nil {
+			return nil, nil, fmt.Errorf("home view: %s: %v: %w", s.CopiesDir, err, catalog.ErrSandbox)
+		}
+		dir, err := os.MkdirTemp(s.CopiesDir, "call-")
+		if err != nil {
+			return nil, nil, fmt.Errorf("home view: %v: %w", err, catalog.ErrSandbox)
+		}
+		undo = append(undo, func() { os.RemoveAll(dir) })
+		copies, err := homeview.Render(v, dir, c.Vault, c.Scrubber)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, cp := range copies {
+			m.Binds = append(m.Binds, runner.Bind{Source: cp.Source, Target: cp.Target})
+			m.Secrets += cp.Secrets
+		}
+	}
+
+	names := []string{ScratchLayer}
+	if s.Mode == Overlay {
+		for _, cd := range v.Caches {
+			names = append(names, cd.Name)
+		}
+	}
+	lease, err := s.Layers.Acquire(c.Workspace, names)
+	if err != nil {
+		return nil, nil, fmt.Errorf("home view: %w", err)
+	}
+	undo = append(undo, func() { lease.Release() })
+	if lease.Warning != "" {
+		m.Warnings = append(m.Warnings, lease.Warning)
+	}
+	scratch, ok := lease.Layer(ScratchLayer)
+	if !ok {
+		return nil, nil, fmt.Errorf("home view: no scratch home in the lease: %w", catalog.ErrInternal)
+	}
+	m.HomeDir = scratch.Upper
+	if s.Mode == Overlay {
+		for _, cd := range v.Caches {
+			ly, ok := lease.Layer(cd.Name)
+			if !ok {
+				return nil, nil, fmt.Errorf("home view: no layer for cache %s: %w", cd.Name, catalog.ErrInternal)
+			}
+			m.Overlays = append(m.Overlays, runner.Overlay{Lower: cd.Path, Upper: ly.Upper, Work: ly.Work})
+		}
+	}
+	// The layers' own root, when configured outside the deny-listed
+	// $XDG_CACHE_HOME/contextd, is hidden like it.
+	if root := s.Layers.Root(); exposed(root, m) && !slices.Contains(m.Masks, root) {
+		m.Masks = append(m.Masks, root)
+	}
+	return m, release, nil
+}
+
+// exposed reports whether p lies below something the mounts show.
+func exposed(p string, m *Mounts) bool {
+	in := func(dir string) bool {
+		return p == dir || len(p) > len(dir) && p[:len(dir)] == dir && p[len(dir)] == '/'
+	}
+	for _, r := range m.ReadOnly {
+		if in(r) {
+			return true
+		}
+	}
+	for _, o := range m.Overlays {
+		if in(o.Lower) {
+			return true
+		}
+	}
+	return false
+}
+
+// NewSetup makes the daemon's setup from its configuration: the cache
+// layers' manager, and the cache mode, which it finds out by mounting a
+// real overlay in a sandbox (ns.ProbeOverlay) on the layers' file system.
+// A failed probe is not an error: the mode becomes Private, and ModeNote
+// says why (the daemon logs it; contextd doctor shows it).
+func NewSetup(c *config.Config) (*Setup, error) {
+	root := c.Cache.Path
+	if root == "" {
+		r, err := cachelayer.DefaultRoot()
+		if err != nil {
+			return nil, err
+		}
+		root = r
+	}
+	lm, err := cachelayer.New(&cachelayer.Options{Root: root, MaxBytes: int64(c.Cache.MaxSize),
+		MaxAge: c.Cache.MaxAge.Duration, Ephemeral: !c.Cache.Enabled})
+	if err != nil {
+		return nil, err
+	}
+	s := &Setup{Layers: lm, Mode: Overlay, SystemDirs: ns.DefaultReadOnly}
+	if rt := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(rt) {
+		s.CopiesDir = filepath.Join(rt, "contextd", "views")
+	} else {
+		s.CopiesDir = filepath.Join(filepath.Dir(root), "views")
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		s.Mode, s.ModeNote = Private, fmt.Sprintf("cannot make %s: %v", root, err)
+		return s, nil
+	}
+	if err := ns.ProbeOverlay(root); err != nil {
+		s.Mode, s.ModeNote = Private, "overlayfs in a user namespace does not work here: "+err.Error()
+	}
+	return s, nil
+}

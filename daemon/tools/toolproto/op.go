@@ -1,0 +1,38 @@
+// Package toolproto is what a tool's two halves say across the sandbox: the operation in, the output frames out.
+package toolproto
+
+// Op is a tool's operation as the daemon hands it to the sandbox, on the
+// tool process's stdin: the input is decoded and paths resolved against the
+// workspace in the daemon; the work itself (the shell command, the file I/O)
+// happens in the sandbox, where the workspace is the only writable place,
+// the seccomp profile admits only what that code needs, and file I/O is
+// confined by openat2 too.
+type Op struct {
+	Tool    string  `json:"tool"`
+	Root    string  `json:"root"`
+	Rel     string  `json:"rel"`
+	Display string  `json:"display"` // the path as the caller wrote it, for messages
+	Offset  int     `json:"offset,omitempty"`
+	Limit   int     `json:"limit,omitempty"`
+	Content *string `json:"content,omitempty"`
+
+	// safe_bash: the shell command, run in Dir with Env.
+	Shell   string   `json:"shell,omitempty"`
+	Command string   `json:"command,omitempty"`
+	Dir     string   `json:"dir,omitempty"`
+	Env     []string `json:"env,omitempty"`
+
+	// Rules is the user's extra gitleaks configuration (TOML), for the
+	// tool's own scrub.
+	Rules string `json:"rules,omitempty"`
+	// Window: the tool scrubs the first and last Window bytes of a long
+	// output, the part a first response can show, and sends a gap frame
+	// for the middle instead of its bytes. 0: scrub and send everything.
+	Window int `json:"window,omitempty"`
+
+	// safe_read's page mode: render bytes [Skip, Skip+N) of Gap, a gap of
+	// an earlier read of this file, again.
+	Gap  *Gap  `json:"gap,omitempty"`
+	Skip int64 `json:"skip,omitempty"`
+	N    int64 `json:"n,omitempty"`
+}
