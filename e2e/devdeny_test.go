@@ -208,11 +208,11 @@ func TestDevDenyList(t *testing.T) {
 		// its config works) and the go preset the module cache, so what is
 		// masked is masked inside something shown.
 		extra := linkReads.String() +
-			`echo "CONTROL-ALIAS $(git config --global --get alias.ctxdshort)"
+			`echo "CONTROL-ALIAS $(git config --show-origin --get alias.ctxdshort)"
 test -d "$(go env GOMODCACHE)/github.com/spf13" && echo CONTROL-GOMOD`
 		r := devBox(t, ws, nil, denyProbe(secrets, prefix, extra))
 		noSecretSeen(t, "every preset", r, secrets, prefix)
-		mustContain(t, "the controls' output", r.stdout, "CONTROL-ALIAS log --oneline\n", "CONTROL-GOMOD\n")
+		mustContain(t, "the controls' output", r.stdout, "CONTROL-ALIAS file:"+filepath.Join(env.home, ".config", "git", "config")+"\tlog --oneline\n", "CONTROL-GOMOD\n")
 	})
 
 	t.Run("PATH", func(t *testing.T) {
