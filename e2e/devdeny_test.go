@@ -137,12 +137,16 @@ echo PROBE-DONE
 }
 
 // noSecretSeen fails t for every planted secret the output holds, and for
-// every file the search found.
-func noSecretSeen(t *testing.T, what string, r result, secrets []plantedSecret, prefix string) {
+// every file the search found but control, a file of the workspace that
+// holds the prefix too: the search must find it, or it proves nothing.
+func noSecretSeen(t *testing.T, what string, r result, secrets []plantedSecret, prefix, control string) {
 	t.Helper()
 	out := r.stdout + r.stderr
 	if !strings.Contains(out, "PROBE-DONE") {
 		t.Errorf("%s: the probe did not run to its end: %s", what, r)
+	}
+	if !strings.Contains(out, "GREPHIT "+control+"\n") {
+		t.Errorf("%s: the search inside did not find the control %s, which holds the prefix in plain sight", what, control)
 	}
 	leaked := 0
 	for _, s := range secrets {
@@ -152,6 +156,9 @@ func noSecretSeen(t *testing.T, what string, r result, secrets []plantedSecret, 
 		}
 	}
 	for _, m := range regexp.MustCompile(`(?m)^GREPHIT (.*)$`).FindAllStringSubmatch(out, -1) {
+		if m[1] == control {
+			continue
+		}
 		t.Errorf("%s: a planted secret is readable inside at %s", what, m[1])
 	}
 	if leaked == 0 && strings.Contains(out, prefix) {
@@ -198,6 +205,10 @@ func TestDevDenyList(t *testing.T) {
 	prefix := "ctxdsecret" + devTag(8)
 	secrets := plantDenyList(t, prefix)
 	ws := denyWorkspace(t, s, secrets)
+	control := filepath.Join(ws, "control.txt")
+	if err := devWriteFile(control, "not a secret: "+prefix+"control\n", 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var linkReads strings.Builder
 	for i := range secrets {
 		fmt.Fprintf(&linkReads, "cat link-%02d link-%02d/* 2>&1 | head -c 4096\n", i, i)
@@ -211,7 +222,7 @@ func TestDevDenyList(t *testing.T) {
 			`echo "CONTROL-ALIAS $(git config --show-origin --get alias.ctxdshort)"
 test -d "$(go env GOMODCACHE)/github.com/spf13" && echo CONTROL-GOMOD`
 		r := devBox(t, ws, nil, denyProbe(secrets, prefix, extra))
-		noSecretSeen(t, "every preset", r, secrets, prefix)
+		noSecretSeen(t, "every preset", r, secrets, prefix, control)
 		mustContain(t, "the controls' output", r.stdout, "CONTROL-ALIAS file:"+filepath.Join(env.home, ".config", "git", "config")+"\tlog --oneline\n", "CONTROL-GOMOD\n")
 	})
 
@@ -269,7 +280,7 @@ test -d "$(go env GOMODCACHE)/github.com/spf13" && echo CONTROL-GOMOD`
 		extra := `for tl in ctxd-leak-ssh ctxd-leak-aws ctxd-leak-gpg; do "$tl"; done
 echo "CONTROL-TOOL $(ctxd-ok)"`
 		r := devBox(t, ws, []string{"PATH=" + path}, denyProbe(leaks, prefix, extra))
-		noSecretSeen(t, "PATH into deny-listed directories", r, leaks, prefix)
+		noSecretSeen(t, "PATH into deny-listed directories", r, leaks, prefix, control)
 		mustContain(t, "the control's output", r.stdout, "CONTROL-TOOL tool-ok\n")
 	})
 
@@ -289,7 +300,7 @@ echo "CONTROL-TOOL $(ctxd-ok)"`
 			"GRADLE_USER_HOME=" + h(".azure"),
 		}
 		r := devBox(t, ws, vars, denyProbe(secrets, prefix, ""))
-		noSecretSeen(t, "toolchain variables", r, secrets, prefix)
+		noSecretSeen(t, "toolchain variables", r, secrets, prefix, control)
 	})
 }
 
