@@ -202,6 +202,7 @@ func denyWorkspace(t *testing.T, s *devState, secrets []plantedSecret) string {
 // a preset's configuration or cache at one.
 func TestDevDenyList(t *testing.T) {
 	s := devSetup(t)
+	devGitConfig(t, s)
 	prefix := "ctxdsecret" + devTag(8)
 	secrets := plantDenyList(t, prefix)
 	ws := denyWorkspace(t, s, secrets)

@@ -106,20 +106,6 @@ func prepareDev() (*devState, error) {
 		}
 	}
 
-	// The user's git settings, as a developer has them: identity and an
-	// alias in ~/.gitconfig, another alias and a global ignore rule in
-	// $XDG_CONFIG_HOME/git.
-	files := map[string]string{
-		".gitconfig": "[user]\n\tname = " + devGitName + "\n\temail = " + devGitEmail(s.tag) + "\n" +
-			"[init]\n\tdefaultBranch = main\n[alias]\n\tlast = log -1 --format=%s\n",
-		".config/git/config": "[alias]\n\tctxdshort = log --oneline\n",
-		".config/git/ignore": "*.ctxdtmp\n",
-	}
-	for rel, content := range files {
-		if err := devWriteFile(filepath.Join(env.home, rel), content, 0o644); err != nil {
-			return nil, err
-		}
-	}
 	if _, err := devMkdirAll(s.root); err != nil {
 		return nil, err
 	}
@@ -162,6 +148,30 @@ func prepareDev() (*devState, error) {
 }
 
 const devGitName = "Ada Lovelace"
+
+// devGitConfig gives the test user git settings as a developer has them, for
+// one test: identity and an alias in ~/.gitconfig, another alias and a
+// global ignore rule in $XDG_CONFIG_HOME/git. They are removed after the
+// test: the git preset shows them to every call, and other tests of the
+// suite expect the home the harness made.
+func devGitConfig(t *testing.T, s *devState) {
+	t.Helper()
+	files := map[string]string{
+		".gitconfig": "[user]\n\tname = " + devGitName + "\n\temail = " + devGitEmail(s.tag) + "\n" +
+			"[init]\n\tdefaultBranch = main\n[alias]\n\tlast = log -1 --format=%s\n",
+		".config/git/config": "[alias]\n\tctxdshort = log --oneline\n",
+		".config/git/ignore": "*.ctxdtmp\n",
+	}
+	t.Cleanup(func() {
+		os.Remove(filepath.Join(env.home, ".gitconfig"))
+		os.RemoveAll(filepath.Join(env.home, ".config", "git"))
+	})
+	for rel, content := range files {
+		if err := devWriteFile(filepath.Join(env.home, rel), content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
 
 func devGitEmail(tag string) string { return "ada." + tag + "@example.org" }
 
@@ -398,6 +408,7 @@ func TestDevPythonUnittest(t *testing.T) {
 // inside is in the repository outside.
 func TestDevGitCommit(t *testing.T) {
 	s := devSetup(t)
+	devGitConfig(t, s)
 	tag := devTag(6)
 	dir := filepath.Join(s.root, "git-"+tag)
 	mustCode(t, devBare(t, s.root, nil, "set -e; mkdir "+shq(dir)+"; cd "+shq(dir)+
