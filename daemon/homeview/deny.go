@@ -3,6 +3,7 @@ package homeview
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -80,15 +81,22 @@ var denyList = []Denied{
 }
 
 // DenyList returns the deny-list entries expanded for h, in table order.
-// Entries whose template cannot be expanded for h are left out.
+// An entry under a variable ($XDG_CONFIG_HOME/gh) is expanded twice: with
+// the caller's value and with the default (~/.config/gh), since tools find
+// their files in either, and a caller's environment must not move the
+// list away from where the secrets are. Entries whose template cannot be
+// expanded are left out.
 func DenyList(h *Host) []DeniedPath {
 	var out []DeniedPath
+	defaults := &Host{Home: h.Home, Workspace: h.Workspace}
 	for _, d := range denyList {
-		p, ok := h.expand(d.Path)
-		if !ok {
-			continue
+		for i, host := range []*Host{h, defaults} {
+			p, ok := host.expand(d.Path)
+			if !ok || i == 1 && slices.ContainsFunc(out, func(x DeniedPath) bool { return x.Path == p }) {
+				continue
+			}
+			out = append(out, DeniedPath{Path: p, Rule: d.Path, Why: d.Why})
 		}
-		out = append(out, DeniedPath{Path: p, Rule: d.Path, Why: d.Why})
 	}
 	return out
 }

@@ -211,3 +211,34 @@ func TestDocumented(t *testing.T) {
 		}
 	}
 }
+
+// A caller's XDG_CONFIG_HOME elsewhere does not move the deny-list away
+// from the default places: ~/.config/gh stays denied, and masked when
+// ~/.config is shown.
+func TestDenyListKeepsDefaults(t *testing.T) {
+	home, ws := fakeHome(t)
+	os.MkdirAll(filepath.Join(home, ".config/gh"), 0o700)
+	os.WriteFile(filepath.Join(home, ".config/gh/hosts.yml"), []byte("oauth_token: x"), 0o600)
+	h := hostFor(home, ws)
+	h.Env["XDG_CONFIG_HOME"] = filepath.Join(home, "xdg")
+	h.Env["PATH"] = filepath.Join(home, ".config") + ":/usr/bin"
+	var paths []string
+	for _, d := range DenyList(h) {
+		paths = append(paths, d.Path)
+	}
+	for _, want := range []string{filepath.Join(home, "xdg/gh"), filepath.Join(home, ".config/gh")} {
+		if !slices.Contains(paths, want) {
+			t.Errorf("deny-list lacks %s", want)
+		}
+	}
+	if err := CheckConfigured(h, "home.read_only", "~/.config/gh"); err == nil {
+		t.Error("~/.config/gh allowed with XDG_CONFIG_HOME elsewhere")
+	}
+	v, err := Resolve(h, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(v.ReadOnly, filepath.Join(home, ".config")) || !slices.Contains(v.Masks, filepath.Join(home, ".config/gh")) {
+		t.Errorf("~/.config on PATH: shown %v, masks %v", v.ReadOnly, v.Masks)
+	}
+}
