@@ -147,9 +147,9 @@ func TestCheckConfigured(t *testing.T) {
 		{"~/.ssh/config", "lies below"},
 		{"~", "contains"},
 		{"/", "contains"},
-		{"~/keys", " is "},   // a symlink to ~/.ssh: its canonical path is ~/.ssh
-		{"~/cfg/gh", " is "}, // XDG_CONFIG_HOME from the environment
-		{"~/.config/gh", ""}, // not the configured XDG_CONFIG_HOME
+		{"~/keys", " is "},       // a symlink to ~/.ssh: its canonical path is ~/.ssh
+		{"~/cfg/gh", " is "},     // XDG_CONFIG_HOME from the environment
+		{"~/.config/gh", " is "}, // the default place stays denied with XDG_CONFIG_HOME elsewhere
 		{"~/cfg/contextd/config.toml", "lies below"},
 	}
 	for _, tt := range tests {
