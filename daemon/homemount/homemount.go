@@ -175,16 +175,13 @@ func (s *Setup) Prepare(c Call) (m *Mounts, release func(), err error) {
 
 // exposed reports whether p lies below something the mounts show.
 func exposed(p string, m *Mounts) bool {
-	in := func(dir string) bool {
-		return p == dir || len(p) > len(dir) && p[:len(dir)] == dir && p[len(dir)] == '/'
-	}
 	for _, r := range m.ReadOnly {
-		if in(r) {
+		if homeview.Within(p, r) {
 			return true
 		}
 	}
 	for _, o := range m.Overlays {
-		if in(o.Lower) {
+		if homeview.Within(p, o.Lower) {
 			return true
 		}
 	}

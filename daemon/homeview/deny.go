@@ -108,6 +108,10 @@ type DeniedPath struct {
 	Why  string
 }
 
+// Within reports whether p is dir or lies below it (both clean and
+// absolute).
+func Within(p, dir string) bool { return within(p, dir) }
+
 // within reports whether p is dir or lies below it (both clean and absolute).
 func within(p, dir string) bool {
 	if dir == "/" {
