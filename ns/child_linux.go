@@ -63,9 +63,12 @@ var initCaps = []uintptr{
 // syncMsg is one message from the init to the daemon on the sync socket
 // (SOCK_SEQPACKET, so one Read is one message).
 type syncMsg struct {
-	Ready  bool        `json:"ready,omitempty"`
-	Parked bool        `json:"parked,omitempty"` // a pool's init waits for its claim
-	Err    *SetupError `json:"error,omitempty"`
+	Ready bool `json:"ready,omitempty"`
+	// Listening are the addresses of Spec.Listen the init listens on, in
+	// the order of the descriptors that come with the ready message.
+	Listening []string    `json:"listening,omitempty"`
+	Parked    bool        `json:"parked,omitempty"` // a pool's init waits for its claim
+	Err       *SetupError `json:"error,omitempty"`
 }
 
 // Child is a sandbox init started by Start or Pool.Start: first setting up
@@ -88,11 +91,12 @@ type Child struct {
 	// onExit, if set (by Pool.Start), is called once the process is reaped.
 	onExit func()
 
-	mu       sync.Mutex
-	err      *SetupError // reported by the init
-	ready    bool
-	released bool
-	killed   bool
+	mu        sync.Mutex
+	err       *SetupError // reported by the init
+	ready     bool
+	listeners []Listener // came with the ready message; the caller owns them
+	released  bool
+	killed    bool
 
 	waitOnce sync.Once
 	code     int
@@ -297,8 +301,9 @@ func writeAll(f *os.File, b []byte) {
 // exits.
 func (c *Child) readLoop() {
 	buf := make([]byte, 64<<10)
+	oob := make([]byte, unix.CmsgSpace(MaxListen*4))
 	for {
-		n, err := c.sync.Read(buf)
+		n, fds, err := c.recv(buf, oob)
 		if errors.Is(err, syscall.ECONNRESET) {
 			// The init exited with a message of ours unread (a Release
 			// that came before its setup error). The kernel reports that
@@ -326,12 +331,65 @@ func (c *Child) readLoop() {
 			}
 		case m.Ready:
 			c.ready = true
+			ls, err := fileListeners(m.Listening, fds)
+			fds = nil
+			if err != nil {
+				c.err = &SetupError{Step: StepSync, Msg: "listeners from the sandbox init: " + err.Error()}
+			}
+			c.listeners = ls
+		}
+		for _, fd := range fds {
+			unix.Close(fd) // not asked for: never keep them
 		}
 		c.mu.Unlock()
 		c.readyOnce.Do(func() { close(c.readyc) })
 	}
 	c.readyOnce.Do(func() { close(c.readyc) })
 	close(c.donec)
+}
+
+// recv reads one message from the init and the descriptors that came with
+// it.
+func (c *Child) recv(buf, oob []byte) (n int, fds []int, err error) {
+	rc, err := c.sync.SyscallConn()
+	if err != nil {
+		return 0, nil, err
+	}
+	var oobn int
+	var rerr error
+	err = rc.Read(func(fd uintptr) bool {
+		n, oobn, _, _, rerr = unix.Recvmsg(int(fd), buf, oob, unix.MSG_CMSG_CLOEXEC)
+		return rerr != unix.EAGAIN
+	})
+	if err == nil {
+		err = rerr
+	}
+	if oobn > 0 {
+		if msgs, perr := unix.ParseSocketControlMessage(oob[:oobn]); perr == nil {
+			for i := range msgs {
+				if got, perr := unix.ParseUnixRights(&msgs[i]); perr == nil {
+					fds = append(fds, got...)
+				}
+			}
+		}
+	}
+	if err != nil {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return 0, nil, err
+	}
+	return n, fds, nil
+}
+
+// Listeners returns the listeners of Spec.Listen, in the sandbox's network
+// namespace, once Ready returned nil (nil before, or when the spec had
+// none; an IPv6 address the namespace cannot have is left out). The caller
+// owns them: it serves them, and closes them when the call ends.
+func (c *Child) Listeners() []Listener {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.listeners
 }
 
 // Pid is the process ID of the sandbox (in the daemon's PID namespace). It

@@ -30,11 +30,12 @@
 //  2. make every mount private, open every host source, build the new root
 //     (below), pivot_root into it and detach the old root;
 //  3. chdir to Spec.Dir;
-//  4. bring lo up (new network namespace only);
+//  4. bring lo up and listen on Spec.Listen (new network namespace only);
 //  5. set the hostname; resolve Argv[0] in the command's PATH (exec mode);
 //     check the BPF program the daemon sent (or parse and compile the
 //     profile);
-//  6. report ready and block until the release (EOF: exit without running);
+//  6. report ready, with the listening sockets of step 4 (SCM_RIGHTS),
+//     close them, and block until the release (EOF: exit without running);
 //  7. mark every descriptor but 0-2 close-on-exec, apply the rlimits, empty
 //     the bounding, ambient, effective, permitted and inheritable
 //     capability sets, set no_new_privs;
@@ -170,6 +171,16 @@
 // the host's loopback or its abstract unix sockets. Network true keeps the
 // host's network namespace (and so its abstract unix sockets too): an opt-in
 // the daemon must record.
+//
+// The only way out of a namespace of its own is Spec.Listen: the init
+// listens on those loopback addresses inside, before the command exists,
+// and hands the sockets to the daemon with its ready message. A connection
+// the command makes to one lands in the daemon's accept queue (its egress
+// proxy, daemon/egress); the command never holds the sockets, and cannot
+// take an address the daemon listens on. There is no bridge process: the
+// kernel queues the connection on a socket of the sandbox's namespace and
+// the daemon accepts it from there. (Entering the namespace from the daemon
+// with setns would need CAP_SYS_ADMIN in the daemon's own user namespace.)
 //
 // # Warm pool
 //

@@ -84,13 +84,20 @@ func report(e *SetupError) {
 	sendMsg(syncMsg{Err: e})
 }
 
-func sendMsg(m syncMsg) error {
+func sendMsg(m syncMsg) error { return sendMsgFds(m, nil) }
+
+// sendMsgFds sends m with descriptors (SCM_RIGHTS) in the same message.
+func sendMsgFds(m syncMsg, fds []int) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
 	for {
-		_, err = unix.Write(fdSync, b)
+		err = unix.Sendmsg(fdSync, b, oob, nil, unix.MSG_NOSIGNAL)
 		if err != unix.EINTR {
 			return err
 		}
@@ -128,7 +135,13 @@ func runInit(pooled bool) int {
 		report(e)
 		return initExitCode
 	}
-	if err := sendMsg(syncMsg{Ready: true}); err != nil {
+	err := sendMsgFds(syncMsg{Ready: true, Listening: sb.listening}, sb.listenFds)
+	// The daemon has its copies now (or is gone); the command never holds
+	// them (and in func mode the init itself goes on running).
+	for _, fd := range sb.listenFds {
+		unix.Close(fd)
+	}
+	if err != nil {
 		return initExitCode // the daemon is gone
 	}
 	// Held here until the daemon has done its part (the systemd scope).
@@ -247,6 +260,9 @@ type sandbox struct {
 	dir     string // Spec.Dir as it is seen inside the sandbox
 	path    string // the resolved executable (exec mode)
 	seccomp loadable
+
+	listenFds []int    // Spec.Listen's sockets, for the ready message
+	listening []string // their addresses, in the same order
 }
 
 // setup runs every step that can run before the daemon releases the
@@ -264,6 +280,9 @@ func (sb *sandbox) setup() *SetupError {
 	}
 	if !s.Network {
 		if e := loopbackUp(); e != nil {
+			return e
+		}
+		if e := sb.openListeners(); e != nil {
 			return e
 		}
 	}

@@ -209,6 +209,18 @@ func toolMain(args []string) int {
 			c.Close()
 		}
 		fmt.Println(errName(err))
+	case "talk":
+		// Dial args[1] inside, send args[2], print what comes back.
+		c, err := net.DialTimeout("tcp", args[1], 3*time.Second)
+		if err != nil {
+			fmt.Println("dial", errName(err))
+			return 0
+		}
+		c.Write([]byte(args[2]))
+		c.(*net.TCPConn).CloseWrite()
+		b, _ := io.ReadAll(c)
+		c.Close()
+		fmt.Println("OK", string(b))
 	case "loopback":
 		// A server and a client inside the sandbox, over lo.
 		l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -76,6 +76,8 @@ func TestPooled(t *testing.T) {
 		{"Rlimits", TestRlimits},
 		{"Dev", TestDev},
 		{"ToolMode", TestToolMode},
+		{"ListenReachesDaemon", TestListenReachesDaemon},
+		{"ListenNotInCommand", TestListenNotInCommand},
 		{"SeccompEnforced", TestSeccompEnforced},
 		{"RealProfiles", TestRealProfiles},
 		{"HomeDirPersists", TestHomeDirPersists},

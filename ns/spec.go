@@ -2,6 +2,7 @@ package ns
 
 import (
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"strings"
 )
@@ -90,6 +91,13 @@ type Spec struct {
 	// with only the loopback interface, up. True keeps the host's network
 	// namespace: an opt-in the caller must record (audit).
 	Network bool `json:"network,omitempty"`
+	// Listen are loopback TCP addresses ("127.0.0.1:3128", "[::1]:4873")
+	// the init listens on in the sandbox's own network namespace, once lo
+	// is up, and hands to the daemon with its ready message (Child.
+	// Listeners): the daemon serves them, so a connection made inside
+	// reaches the daemon and nothing else (the egress proxy). The command
+	// never holds them. Only with Network false; at most MaxListen.
+	Listen []string `json:"listen,omitempty"`
 	// Seccomp is the seccomp profile (JSON, see package seccomp). Required:
 	// a sandbox is never started without one.
 	Seccomp []byte `json:"seccomp"`
@@ -237,6 +245,9 @@ func (s *Spec) normalize(precompiled bool) (*Spec, *SetupError) {
 	}
 	if err := c.normalizeViews(); err != nil {
 		return nil, err
+	}
+	if e := checkListen(&c); e != nil {
+		return nil, e
 	}
 	if c.Hostname == "" {
 		c.Hostname = DefaultHostname
@@ -419,4 +430,34 @@ var rlimitResources = map[string]int{
 	"NICE":       13,
 	"RTPRIO":     14,
 	"RTTIME":     15,
+}
+
+// MaxListen bounds Spec.Listen: every address is a descriptor on the sync
+// socket's one message.
+const MaxListen = 16
+
+// checkListen checks Spec.Listen: loopback literals with a port, no
+// duplicates, in a network namespace of the sandbox's own.
+func checkListen(c *Spec) *SetupError {
+	if len(c.Listen) == 0 {
+		return nil
+	}
+	if c.Network {
+		return invalid("listen needs the sandbox's own network namespace (network is set)")
+	}
+	if len(c.Listen) > MaxListen {
+		return invalid(fmt.Sprintf("more than %d listen addresses", MaxListen))
+	}
+	seen := map[string]bool{}
+	for _, a := range c.Listen {
+		ap, err := netip.ParseAddrPort(a)
+		if err != nil || !ap.Addr().IsLoopback() || ap.Port() == 0 {
+			return invalid(fmt.Sprintf("listen address %q is not a loopback address with a port", a))
+		}
+		if seen[ap.String()] {
+			return invalid(fmt.Sprintf("listen address %q given twice", a))
+		}
+		seen[ap.String()] = true
+	}
+	return nil
 }
