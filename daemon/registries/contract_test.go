@@ -143,6 +143,9 @@ token = 'Kq2Zr8WvN5bTx1Yp'  # ci
 func TestContract(t *testing.T) {
 	home := t.TempDir()
 	writeFiles(t, home, contractHome)
+	old := etcDir
+	etcDir = t.TempDir()
+	t.Cleanup(func() { etcDir = old })
 	h := &homeview.Host{Home: home, Workspace: filepath.Join(home, "ws"), Env: map[string]string{"PATH": "/usr/bin"}}
 
 	found := Discover(h)

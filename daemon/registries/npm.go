@@ -115,14 +115,19 @@ func (c *collector) npmrcPath() (string, bool) {
 }
 
 func (c *collector) npm() {
-	var entries []npmEntry
-	var o origin
 	if p, ok := c.npmrcPath(); ok {
 		if b, ok := c.read(p); ok {
-			o = c.fileOrigin(p, true)
-			entries = parseNpmrc(string(b), c.h.Env)
+			c.npmrc(b, c.fileOrigin(p, true))
+			return
 		}
 	}
+	c.npmrc(nil, origin{})
+}
+
+// npmrc takes the user's .npmrc (nil when there is none) with the npm_config_*
+// variables that override it.
+func (c *collector) npmrc(b []byte, o origin) {
+	entries := parseNpmrc(string(b), c.h.Env)
 	// The default registry: the environment's, else the file's, else npm's.
 	var def hostURL
 	haveDef := false

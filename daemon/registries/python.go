@@ -10,6 +10,9 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
+// etcDir is where system-wide configuration lives (a variable for tests).
+var etcDir = "/etc"
+
 const (
 	pypiHost  = "pypi.org"
 	pypiFiles = "files.pythonhosted.org"
@@ -86,14 +89,14 @@ func (c *collector) pipFiles() []pipFile {
 	var cands []cand
 	dirs := c.env("XDG_CONFIG_DIRS")
 	if dirs == "" {
-		dirs = "/etc/xdg"
+		dirs = filepath.Join(etcDir, "xdg")
 	}
 	for _, d := range filepath.SplitList(dirs) {
 		if filepath.IsAbs(d) {
 			cands = append(cands, cand{filepath.Join(d, "pip", "pip.conf"), false})
 		}
 	}
-	cands = append(cands, cand{"/etc/pip.conf", false})
+	cands = append(cands, cand{filepath.Join(etcDir, "pip.conf"), false})
 	envExists := false
 	if env != "" {
 		_, err := os.Stat(env)
@@ -127,19 +130,27 @@ func (c *collector) pipFiles() []pipFile {
 		if !ok {
 			continue
 		}
-		o := c.fileOrigin(cd.p, cd.scrubbed)
-		conf, line, ok := parsePipConf(string(b))
-		if !ok {
-			c.note("%s: does not parse as pip configuration (line %d); skipped, as pip refuses it", o.label, line)
-			continue
+		if f, ok := c.pipFile(b, c.fileOrigin(cd.p, cd.scrubbed)); ok {
+			out = append(out, f)
 		}
-		out = append(out, pipFile{conf, o})
 	}
 	return out
 }
 
-func (c *collector) pip() {
-	files := c.pipFiles()
+func (c *collector) pipFile(b []byte, o origin) (pipFile, bool) {
+	conf, line, ok := parsePipConf(string(b))
+	if !ok {
+		c.note("%s: does not parse as pip configuration (line %d); skipped, as pip refuses it", o.label, line)
+		return pipFile{}, false
+	}
+	return pipFile{conf, o}, true
+}
+
+func (c *collector) pip() { c.pipFrom(c.pipFiles()) }
+
+// pipFrom takes pip's configuration files, in pip's order, with the PIP_*
+// variables that override them.
+func (c *collector) pipFrom(files []pipFile) {
 	// Every index URL written anywhere gives its password to its own host,
 	// whether or not it is the one in force: the copy has a placeholder for
 	// it either way.
@@ -273,9 +284,39 @@ func (c *collector) uvEnv(hasDefault bool) {
 			c.url(e, k, k, envOrigin, true)
 		}
 	}
-	if !hasDefault {
+	// PyPI is uv's default index; it is uv's to ask for only when the user
+	// has uv (pip's configuration may point elsewhere on purpose).
+	if !hasDefault && c.usesUV() {
 		c.pypiDefault("uv default")
 	}
+}
+
+// usesUV reports whether the user has uv: its configuration, a UV_
+// variable, or the command on PATH.
+func (c *collector) usesUV() bool {
+	if _, err := os.Stat(filepath.Join(c.configHome(), "uv", "uv.toml")); err == nil {
+		return true
+	}
+	for k := range c.h.Env {
+		if strings.HasPrefix(k, "UV_") {
+			return true
+		}
+	}
+	return c.onPath("uv")
+}
+
+// onPath reports whether an executable named name is in a directory of
+// the caller's PATH.
+func (c *collector) onPath(name string) bool {
+	for _, d := range filepath.SplitList(c.env("PATH")) {
+		if !filepath.IsAbs(d) {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(d, name)); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // poetry reads Poetry's config.toml ($POETRY_CONFIG_DIR, by default
