@@ -181,13 +181,13 @@ func (c *collector) pipFrom(files []pipFile) {
 		return "", origin{}, false
 	}
 	if v, o, ok := get("index-url"); ok {
-		c.pythonIndex(v, "pip index-url", o)
+		c.pythonIndex(v, "index-url", o)
 	} else {
 		c.pypiDefault("pip default")
 	}
 	if v, o, ok := get("extra-index-url"); ok {
 		for _, u := range strings.Fields(v) {
-			c.pythonIndex(u, "pip extra-index-url", o)
+			c.pythonIndex(u, "extra-index-url", o)
 		}
 	}
 	if v, o, ok := get("cert"); ok {
@@ -197,9 +197,13 @@ func (c *collector) pipFrom(files []pipFile) {
 
 // pythonIndex takes an index URL in force. The real PyPI serves its files
 // from another host.
-func (c *collector) pythonIndex(raw, what string, o origin) {
-	// Secrets were taken from files already; only the environment's notes.
-	if u, ok := c.url(raw, strings.TrimPrefix(what, "pip "), what, o, true); ok && u.host == pypiHost {
+func (c *collector) pythonIndex(raw, name string, o origin) {
+	key, what := name, "pip "+name
+	if o.file == "" {
+		key = "PIP_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		what = key
+	}
+	if u, ok := c.url(raw, key, what, o, true); ok && u.host == pypiHost {
 		c.addDefault(pypiFiles, what+" ("+o.label+")")
 	}
 }

@@ -35,6 +35,15 @@ func discover(t *testing.T, files map[string]string, env map[string]string) (Fou
 	}
 	f := Discover(&homeview.Host{Home: home, Env: e})
 	noSecretsInNotes(t, f)
+	// Nor the passwords of URLs in the environment, which are no Secret.
+	for _, v := range e {
+		for _, field := range strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == ',' || r == '|' }) {
+			u, _ := parseURL(field)
+			if pw, ok := u.password(); ok && hasNote(f, pw) {
+				t.Errorf("a note holds the password of %s: %q", u.hostPort(), f.Notes)
+			}
+		}
+	}
 	return f, home
 }
 
@@ -337,6 +346,12 @@ func TestPip(t *testing.T) {
 			env:     map[string]string{"PIP_INDEX_URL": "https://env.example/simple", "PIP_EXTRA_INDEX_URL": "https://x1.example/ https://x2.example/"},
 			want:    []string{"env.example:443", "x1.example:443", "x2.example:443"},
 			notWant: []string{"file.example:443", "pypi.org:443"},
+		},
+		{
+			name: "credentials in the environment",
+			env:  map[string]string{"PIP_INDEX_URL": "https://ci:Sup3rS3cretPw@env.example/simple"},
+			want: []string{"env.example:443"},
+			note: "PIP_INDEX_URL (environment): the URL holds a credential for env.example:443; it is not in a scrubbed file",
 		},
 		{
 			name: "[install] over [global], the XDG file over the legacy one, over /etc",
