@@ -22,6 +22,10 @@ func (c *collector) golang() {
 	case p == "off":
 	case p != "" && !filepath.IsAbs(p):
 		c.note("GOENV (environment): not an absolute path; go's env file not read")
+	case p == "" && c.env("XDG_CONFIG_HOME") != "" && !filepath.IsAbs(c.env("XDG_CONFIG_HOME")):
+		// os.UserConfigDir refuses a relative XDG_CONFIG_HOME, and the go
+		// command then reads no env file.
+		c.note("XDG_CONFIG_HOME (environment): not an absolute path; go's env file not read")
 	default:
 		if p == "" {
 			p = filepath.Join(c.configHome(), "go", "env")

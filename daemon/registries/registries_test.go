@@ -306,6 +306,20 @@ func TestGo(t *testing.T) {
 			notWant: []string{"sum.golang.org:443"},
 		},
 		{
+			name:    "credentials in the go env file, which is shown as it is",
+			files:   map[string]string{goenv: "GOPROXY=https://ci:Sup3rS3cretPw@goproxy.corp.example:8443/x\n"},
+			want:    []string{"goproxy.corp.example:8443"},
+			notWant: []string{"proxy.golang.org:443"},
+			note:    "GOPROXY (~/.config/go/env): the URL holds a credential for goproxy.corp.example:8443, and the file is shown as it is",
+		},
+		{
+			name:  "a relative XDG_CONFIG_HOME: no go env file",
+			files: map[string]string{goenv: "GOPROXY=https://file-proxy.example\n"},
+			env:   map[string]string{"XDG_CONFIG_HOME": "relative"},
+			want:  []string{"proxy.golang.org:443"},
+			note:  "XDG_CONFIG_HOME (environment): not an absolute path",
+		},
+		{
 			name: "credentials in GOPROXY",
 			env:  map[string]string{"GOPROXY": "https://ci:Sup3rS3cretPw@goproxy.corp.example"},
 			want: []string{"goproxy.corp.example:443"},
