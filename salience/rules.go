@@ -39,10 +39,10 @@ type Rule struct {
 	// Before and After are how many lines around a match a block keeps.
 	Before, After int
 
-	// Prefix must begin the line after its indentation (spaces and tabs),
-	// or at column 0 with Col0.
+	// Prefix must begin the line after its indentation (spaces and tabs).
 	Prefix string
-	Col0   bool
+	// Col0 rules match only lines that are not indented.
+	Col0 bool
 	// Contains must occur somewhere in the line.
 	Contains string
 	// Unless, when it occurs in the line, vetoes the match (jest's
@@ -75,7 +75,7 @@ var Rules = []Rule{
 	{Name: "goroutine", Family: "go", Kind: Failure, After: 10, Prefix: "goroutine ", Col0: true, Re: `^goroutine \d+ \[[^\]]+\]:\s*$`},
 	{Name: "data-race", Family: "go", Kind: Failure, After: 20, Prefix: "WARNING: DATA RACE", Col0: true},
 	// Build errors: "# pkg" heads them; "./x.go:3:5: undefined: y".
-	{Name: "build", Family: "go", Kind: Failure, Before: 1, After: 1, Contains: ".go:", Re: `^[^\s:]+\.go:\d+:\d+: `},
+	{Name: "build", Family: "go", Kind: Failure, Before: 1, After: 1, Col0: true, Contains: ".go:", Re: `^[^\s:]+\.go:\d+:\d+: `},
 	// "    x_test.go:12: got 1, want 2" under a failing test.
 	{Name: "assert", Family: "go", Kind: Failure, After: 1, Contains: "_test.go:", Re: `^\s+\S+_test\.go:\d+: `, Follow: true},
 
@@ -336,7 +336,7 @@ func (m *matcher) match(s *Set, line []byte, inBlock bool) (int, lineClass) {
 				continue
 			}
 			for _, i := range s.grams[k-1] {
-				if int(i) < best && bytes.HasPrefix(line[j:], []byte(s.rules[i].Contains)) {
+				if int(i) < best && hasKey(line[j+2:], s.rules[i].Contains[2:]) {
 					try(i)
 				}
 			}
@@ -351,15 +351,30 @@ func (m *matcher) match(s *Set, line []byte, inBlock bool) (int, lineClass) {
 	return best, 0
 }
 
+// hasKey reports whether b starts with key; for the few bytes of a key
+// left after its gram, a loop is cheaper than a call.
+func hasKey(b []byte, key string) bool {
+	if len(b) < len(key) {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		if b[i] != key[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // matches checks every matcher of r; t is line without its indentation.
 func (r *compiled) matches(line, t []byte, inBlock bool) bool {
 	if r.Follow && !inBlock {
 		return false
 	}
-	if r.Prefix != "" {
-		if r.Col0 && len(t) != len(line) || !bytes.HasPrefix(t, []byte(r.Prefix)) {
-			return false
-		}
+	if r.Col0 && len(t) != len(line) {
+		return false
+	}
+	if r.Prefix != "" && !bytes.HasPrefix(t, []byte(r.Prefix)) {
+		return false
 	}
 	if r.Contains != "" && !bytes.Contains(line, []byte(r.Contains)) {
 		return false
@@ -374,7 +389,7 @@ func (r *compiled) matches(line, t []byte, inBlock bool) bool {
 // returns (a progress bar redrawn in place), without a CRLF's '\r'.
 func matchText(line []byte) []byte {
 	line = bytes.TrimSuffix(line, []byte{'\r'})
-	if i := bytes.LastIndexByte(line, '\r'); i >= 0 {
+	if bytes.IndexByte(line, '\r') >= 0 { // IndexByte is vectorized, LastIndexByte not
 		return lastSegment(line)
 	}
 	return line
@@ -474,7 +489,8 @@ func quiet(t []byte) (q, pass bool) {
 		}
 	}
 	// pytest -v: "tests/test_a.py::test_x PASSED    [ 10%]"
-	if bytes.Contains(t, []byte(" PASSED")) && bytes.Contains(t, []byte("::")) {
+	// (Looking for " PASSED" would stop at every space.)
+	if i := bytes.Index(t, []byte("PASSED")); i > 0 && t[i-1] == ' ' && bytes.Contains(t[:i], []byte("::")) {
 		return true, true
 	}
 	return false, false
