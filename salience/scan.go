@@ -26,6 +26,8 @@ type Block struct {
 	FirstLine, LastLine int   // 1-based, inclusive
 	Start, End          int64 // the block is output[Start:End]
 	Rule                int   // index in the Set of the block's first match
+	MatchLine           int   // the first matched line...
+	MatchStart          int64 // ...and its offset
 	Name, Family        string
 	Kind                Kind
 	// Text is the block's lines as in the output, unless Clipped: then a
@@ -213,7 +215,7 @@ func (sc *Scanner) failure(ri int, text []byte, start, whole int64, clipped bool
 		first, firstLine = ctx[0].start, ctx[0].n
 	}
 	sc.open = &Block{FirstLine: firstLine, LastLine: firstLine - 1, Start: first, End: first,
-		Rule: ri, Name: r.Name, Family: r.Family, Kind: Failure}
+		Rule: ri, MatchLine: sc.n, MatchStart: start, Name: r.Name, Family: r.Family, Kind: Failure}
 	sc.openFull = false
 	for _, l := range ctx {
 		sc.add(l.text, l.n, l.start, l.end-l.start, l.clipped)
@@ -301,7 +303,7 @@ func (sc *Scanner) finish() {
 
 func (sc *Scanner) summary(ri int, text []byte, start, whole int64, clipped bool) {
 	r := &sc.set.rules[ri]
-	b := Block{FirstLine: sc.n, LastLine: sc.n, Start: start, End: start + whole, Rule: ri,
+	b := Block{FirstLine: sc.n, LastLine: sc.n, Start: start, End: start + whole, Rule: ri, MatchLine: sc.n, MatchStart: start,
 		Name: r.Name, Family: r.Family, Kind: Summary, Text: append([]byte(nil), text...), Clipped: clipped}
 	if len(sc.res.Summary) == KeepSummary {
 		copy(sc.res.Summary, sc.res.Summary[1:])
