@@ -289,9 +289,9 @@ func setupCreds(t *testing.T, tlsUpstreams bool, roots func(*x509.CertPool) *x50
 			{Placeholder: placeholder, Secret: secret, Host: "registry.test", Source: "~/.npmrc"},
 			{Placeholder: otherPlaceholder, Secret: "other-secret", Host: "other.test", Port: 1, Source: "env OTHER_TOKEN"},
 		},
-		CA: cs.ca,
-		RootCAs:     rootCAs,
-		Resolver:    resolver(map[string]string{"registry.test": "127.0.0.1", "other.test": "127.0.0.1"}),
+		CA:       cs.ca,
+		RootCAs:  rootCAs,
+		Resolver: resolver(map[string]string{"registry.test": "127.0.0.1", "other.test": "127.0.0.1"}),
 	})
 	return cs
 }
@@ -357,8 +357,14 @@ func TestLeakRefused(t *testing.T) {
 					r.Header.Set("Authorization", "Bearer "+placeholder)
 					return r
 				},
-				func() *http.Request { return newReq(t, "GET", cs.otherURL+"/?t=%5BREDACTED%3Acontextd-config-credential%3A3%5D", "") },
-				func() *http.Request { r := newReq(t, "GET", cs.otherURL+"/", ""); r.SetBasicAuth("u", placeholder); return r },
+				func() *http.Request {
+					return newReq(t, "GET", cs.otherURL+"/?t=%5BREDACTED%3Acontextd-config-credential%3A3%5D", "")
+				},
+				func() *http.Request {
+					r := newReq(t, "GET", cs.otherURL+"/", "")
+					r.SetBasicAuth("u", placeholder)
+					return r
+				},
 				func() *http.Request { return newReq(t, "POST", cs.otherURL+"/", "a="+placeholder) },
 			} {
 				req := mk()
