@@ -29,6 +29,11 @@ func echoHandler(hits *atomic.Int32) http.Handler {
 		if hits != nil {
 			hits.Add(1)
 		}
+		if r.URL.Path == "/big" {
+			w.Header().Set("Content-Length", fmt.Sprint(len(bigBody())))
+			w.Write(bigBody())
+			return
+		}
 		body, _ := io.ReadAll(r.Body)
 		_, pass, _ := r.BasicAuth()
 		fmt.Fprintf(w, "auth=%s\npass=%s\ntoken=%s\nlen=%d\nbody=%s\nua=%q\nproxyconn=%q",
@@ -68,7 +73,7 @@ func TestPlainHTTP(t *testing.T) {
 	up := httptest.NewServer(echoHandler(nil))
 	defer up.Close()
 	port := portOf(t, up.URL)
-	p := startProxy(t, Options{Policy: Policy{Rules: []Rule{mustRule(t, fmt.Sprintf("127.0.0.1:%d GET,POST", port))}}})
+	p := startProxy(t, Options{Policy: Policy{Rules: []Rule{mustRule(t, fmt.Sprintf("127.0.0.1:%d GET,POST,HEAD", port))}}})
 	c, tr := p.client(nil)
 	defer tr.CloseIdleConnections()
 
@@ -79,11 +84,29 @@ func TestPlainHTTP(t *testing.T) {
 		}
 		ev := p.event(t)
 		if !ev.Allowed || ev.Via != "http" || ev.Method != "POST" || ev.Host != "127.0.0.1" || ev.Port != port ||
-			ev.Rule != fmt.Sprintf("127.0.0.1:%d GET,POST", port) || ev.BytesOut == 0 || ev.BytesIn == 0 || ev.Intercepted {
+			ev.Rule != fmt.Sprintf("127.0.0.1:%d GET,POST,HEAD", port) || ev.BytesOut == 0 || ev.BytesIn == 0 || ev.Intercepted {
 			t.Errorf("event %+v", ev)
 		}
 	}
-	resp, body := get(t, c, newReq(t, "DELETE", up.URL+"/x", ""))
+	// Large bodies are spliced socket to socket; the kept-alive upstream
+	// must stay usable after one (the second request reuses it).
+	big := bigBody()
+	for i := range 2 {
+		resp, body := get(t, c, newReq(t, "GET", up.URL+"/big", ""))
+		if resp.StatusCode != 200 || body != string(big) {
+			t.Fatalf("big body %d: %d, %d bytes", i, resp.StatusCode, len(body))
+		}
+		if ev := p.event(t); ev.BytesIn < int64(len(big)) {
+			t.Errorf("big body event %+v", ev)
+		}
+	}
+	resp, body := get(t, c, newReq(t, "HEAD", up.URL+"/big", ""))
+	if resp.StatusCode != 200 || body != "" || resp.ContentLength != int64(len(big)) {
+		t.Errorf("HEAD: %d %d %q", resp.StatusCode, resp.ContentLength, body)
+	}
+	p.event(t)
+
+	resp, body = get(t, c, newReq(t, "DELETE", up.URL+"/x", ""))
 	if resp.StatusCode != 403 || !strings.Contains(body, `method DELETE not allowed by rule`) ||
 		!strings.Contains(body, fmt.Sprintf(`allow it with rule "127.0.0.1:%d DELETE"`, port)) {
 		t.Errorf("DELETE: %d %q", resp.StatusCode, body)
@@ -508,4 +531,14 @@ func TestNoCANoInterception(t *testing.T) {
 	if ev := p.event(t); ev.Intercepted || !ev.Allowed {
 		t.Errorf("event %+v", ev)
 	}
+}
+
+// bigBody is larger than spliceMin and not uniform, so a misplaced byte
+// shows.
+func bigBody() []byte {
+	b := make([]byte, 3*spliceMin+12345)
+	for i := range b {
+		b[i] = byte(i*7 + i/251)
+	}
+	return b
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/textproto"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -203,8 +204,14 @@ func (ss *session) handle(req *http.Request) bool {
 		// the connection, and Response.Write announces that.
 		closeAfter := clientClose || upClose || (!informational && resp.ContentLength < 0 && !isChunked(resp.TransferEncoding))
 		resp.Close = closeAfter && !informational
-		err = resp.Write(in)
-		resp.Body.Close()
+		if ss.spliceable(req, resp) {
+			// The body is consumed behind net/http's back, so resp.Body
+			// must not be closed: Close would try to drain it.
+			err = ss.writeSpliced(resp, in)
+		} else {
+			err = resp.Write(in)
+			resp.Body.Close()
+		}
 		if err == nil {
 			err = ss.cbw.Flush()
 		}
@@ -332,4 +339,56 @@ func prepareRequest(req *http.Request) {
 
 func isChunked(te []string) bool {
 	return len(te) > 0 && te[0] == "chunked"
+}
+
+// spliceMin is the body size from which a plain response is relayed by
+// splicing the upstream socket into the client's instead of through
+// net/http's body reader: a large download then costs the proxy no copies.
+const spliceMin = 64 << 10
+
+// spliceable reports whether resp's body can be relayed socket to socket:
+// plain TCP on both sides and a body of known length.
+func (ss *session) spliceable(req *http.Request, resp *http.Response) bool {
+	if ss.upTLS || req.Method == http.MethodHead || resp.ContentLength < spliceMin || len(resp.TransferEncoding) > 0 {
+		return false
+	}
+	_, upTCP := ss.up.(*net.TCPConn)
+	_, clientTCP := ss.client.(*net.TCPConn)
+	return upTCP && clientTCP
+}
+
+// writeSpliced writes resp's head as Response.Write would and then copies
+// exactly ContentLength body bytes: what the upstream reader already holds,
+// then the rest straight from the socket. The upstream reader is left
+// positioned after the body, so the connection can be reused.
+func (ss *session) writeSpliced(resp *http.Response, in *countWriter) error {
+	text := strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode)+" ")
+	fmt.Fprintf(in, "HTTP/%d.%d %03d %s\r\n", resp.ProtoMajor, resp.ProtoMinor, resp.StatusCode, text)
+	h := resp.Header.Clone()
+	h.Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
+	if resp.Close {
+		h.Set("Connection", "close")
+	}
+	if err := h.Write(in); err != nil {
+		return err
+	}
+	io.WriteString(in, "\r\n") //nolint:errcheck // seen at the flush
+	if err := ss.cbw.Flush(); err != nil {
+		return err
+	}
+	remaining := resp.ContentLength
+	if n := int64(ss.upBr.Buffered()); n > 0 {
+		n = min(n, remaining)
+		b, _ := ss.upBr.Peek(int(n))
+		w, err := ss.client.Write(b)
+		in.n += int64(w)
+		if err != nil {
+			return err
+		}
+		ss.upBr.Discard(int(n)) //nolint:errcheck // n bytes are buffered
+		remaining -= n
+	}
+	n, err := io.CopyN(ss.client, ss.up, remaining)
+	in.n += n
+	return err
 }
