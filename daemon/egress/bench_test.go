@@ -1,0 +1,137 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"testing"
+	"time"
+)
+
+const downloadSize = 100 << 20
+
+// benchProxy is a proxy allowing the loopback upstream at port, with
+// events discarded.
+func benchProxy(b *testing.B, port int) *testProxy {
+	return startProxy(b, Options{
+		Policy:  Policy{Rules: []Rule{mustRule(b, fmt.Sprintf("127.0.0.1:%d", port))}},
+		OnEvent: func(Event) {},
+	})
+}
+
+// connectTransport reaches every address through a CONNECT tunnel of the
+// proxy, as a client of HTTPS_PROXY would, but speaks plain HTTP inside so
+// that only the tunnel is measured.
+func connectTransport(proxyAddr string) *http.Transport {
+	return &http.Transport{
+		DisableCompression: true,
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+			var d net.Dialer
+			c, err := d.DialContext(ctx, "tcp", proxyAddr)
+			if err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", addr, addr)
+			br := bufio.NewReader(c)
+			resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+			if err != nil || resp.StatusCode != 200 || br.Buffered() != 0 {
+				c.Close()
+				return nil, fmt.Errorf("CONNECT %s: %v %v", addr, resp, err)
+			}
+			return c, nil
+		},
+	}
+}
+
+func proxyTransport(proxyAddr string) *http.Transport {
+	return &http.Transport{DisableCompression: true, Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: proxyAddr})}
+}
+
+func BenchmarkDownload(b *testing.B) {
+	chunk := make([]byte, 1<<20)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(downloadSize))
+		for range downloadSize / len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	defer up.Close()
+	p := benchProxy(b, portOf(b, up.URL))
+	for _, bc := range []struct {
+		name string
+		tr   *http.Transport
+	}{
+		{"direct", &http.Transport{DisableCompression: true}},
+		{"proxy-connect", connectTransport(p.addr)},
+		{"proxy-http", proxyTransport(p.addr)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			c := &http.Client{Transport: bc.tr}
+			defer bc.tr.CloseIdleConnections()
+			start := time.Now()
+			for b.Loop() {
+				resp, err := c.Get(up.URL)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, err := io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if err != nil || n != downloadSize {
+					b.Fatalf("read %d bytes: %v", n, err)
+				}
+			}
+			mb := float64(downloadSize) * float64(b.N) / (1 << 20)
+			b.ReportMetric(mb/time.Since(start).Seconds(), "MB/s")
+		})
+	}
+}
+
+// BenchmarkSmallRequest measures a small GET on a kept-alive connection;
+// each iteration makes 1000 requests so that a short -benchtime still
+// averages over many.
+func BenchmarkSmallRequest(b *testing.B) {
+	const perOp = 1000
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	defer up.Close()
+	p := benchProxy(b, portOf(b, up.URL))
+	for _, bc := range []struct {
+		name string
+		tr   *http.Transport
+	}{
+		{"direct", &http.Transport{DisableCompression: true}},
+		{"proxy", proxyTransport(p.addr)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			c := &http.Client{Transport: bc.tr}
+			defer bc.tr.CloseIdleConnections()
+			get := func() {
+				resp, err := c.Get(up.URL)
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			get() // open the connection outside the measurement
+			b.ResetTimer()
+			start := time.Now()
+			for b.Loop() {
+				for range perOp {
+					get()
+				}
+			}
+			us := float64(time.Since(start).Microseconds()) / float64(b.N*perOp)
+			b.ReportMetric(us, "µs/req")
+		})
+	}
+}

@@ -1,0 +1,58 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+)
+
+// intercept serves a confirmed tunnel to a host with credentials as visible
+// requests. The first byte tells the client's protocol: a TLS handshake
+// (0x16) is terminated with a leaf certificate from the CA, anything else is
+// taken as plain HTTP (a forwarded plain-http registry port). It returns the
+// byte counts of the requests relayed and why the tunnel ended early, if it
+// did.
+func (s *Server) intercept(ctx context.Context, c net.Conn, br *bufio.Reader, up net.Conn, via, host string, port int) (out, in int64, reason string) {
+	first, err := br.Peek(1)
+	if err != nil {
+		return 0, 0, ""
+	}
+	ss := newSession(ctx, s, via, c, br)
+	ss.fixed, ss.host, ss.port, ss.intercepted = true, host, port, true
+	if first[0] == 0x16 {
+		leaf, err := s.o.CA.leaf(host)
+		if err != nil {
+			return 0, 0, "leaf certificate: " + err.Error()
+		}
+		tc := tls.Server(&bufConn{Conn: c, r: br}, &tls.Config{
+			Certificates: []tls.Certificate{*leaf},
+			NextProtos:   []string{"http/1.1"},
+			MinVersion:   tls.VersionTLS12,
+		})
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return 0, 0, "tls handshake with sandbox: " + err.Error()
+		}
+		ss.client, ss.br = tc, bufio.NewReaderSize(tc, 16<<10)
+		ss.cbw.Reset(tc)
+		ss.upTLS = true
+	}
+	ss.startFixed(up)
+	defer ss.close()
+	for {
+		req, err := http.ReadRequest(ss.br)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				writeStatus(ss.cbw, http.StatusBadRequest, "failed", "contextd egress: malformed request")
+			}
+			break
+		}
+		if !ss.handle(req) {
+			break
+		}
+	}
+	return ss.out, ss.in, ""
+}

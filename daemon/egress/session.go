@@ -1,0 +1,394 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/textproto"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// session relays the requests of one client connection that the proxy can
+// see: plain HTTP proxy requests (each naming its own host), or the requests
+// inside an intercepted tunnel (all to the tunnel's host).
+type session struct {
+	ctx         context.Context
+	s           *Server
+	via         string
+	intercepted bool
+
+	client net.Conn      // where responses go (a *tls.Conn when intercepted)
+	br     *bufio.Reader // where requests come from
+	cbw    *bufio.Writer
+
+	// A tunnel's session has a fixed target and an upstream dialled before
+	// the tunnel was confirmed; upTLS says whether to speak TLS on it.
+	fixed      bool
+	host       string
+	port       int
+	rule       Rule
+	upTLS      bool
+	upFailed   string // why the fixed upstream cannot be used
+	out, in    int64  // totals, for the tunnel's event
+	upKey      string // host:port and rule of up, for reuse
+	up         net.Conn
+	upBr       *bufio.Reader
+	upBw       *bufio.Writer
+	upAfterOff func() bool
+}
+
+func newSession(ctx context.Context, s *Server, via string, client net.Conn, br *bufio.Reader) *session {
+	return &session{ctx: ctx, s: s, via: via, client: client, br: br, cbw: bufio.NewWriterSize(client, 32<<10)}
+}
+
+// close closes the upstream connection, if any.
+func (ss *session) close() {
+	if ss.up != nil {
+		ss.upAfterOff()
+		ss.up.Close()
+		ss.up = nil
+	}
+}
+
+func (ss *session) setUp(c net.Conn, key string) {
+	ss.up, ss.upKey = c, key
+	ss.upBr = bufio.NewReaderSize(c, 32<<10)
+	ss.upBw = bufio.NewWriterSize(c, 32<<10)
+	ss.upAfterOff = context.AfterFunc(ss.ctx, func() { c.Close() })
+}
+
+// target decides where req goes.
+func (ss *session) target(req *http.Request) (string, int, error) {
+	if ss.fixed {
+		if req.URL.IsAbs() {
+			if h, err := checkHost(req.URL.Hostname()); err != nil || h != ss.host {
+				return "", 0, fmt.Errorf("request for %q inside a tunnel to %s", req.URL.Host, ss.host)
+			}
+		}
+		return ss.host, ss.port, nil
+	}
+	return requestTarget(req)
+}
+
+// requestTarget gives the host and port of an absolute-form request; the
+// proxy only speaks plain HTTP this way (https goes through CONNECT).
+func requestTarget(req *http.Request) (string, int, error) {
+	if !req.URL.IsAbs() || req.URL.Host == "" {
+		return "", 0, errors.New("not a proxy request (origin-form target)")
+	}
+	if req.URL.Scheme != "http" {
+		return "", 0, fmt.Errorf("scheme %q not proxied (use CONNECT)", req.URL.Scheme)
+	}
+	host, err := checkHost(req.URL.Hostname())
+	if err != nil {
+		return "", 0, err
+	}
+	port := 80
+	if p := req.URL.Port(); p != "" {
+		if port, err = parsePort(p); err != nil {
+			return "", 0, err
+		}
+	}
+	return host, port, nil
+}
+
+// admit is the decision about one visible request, without any network:
+// where it goes, which rule allows it, and the credential substitution or
+// leak refusal. ref is set when the request must not be sent.
+func (ss *session) admit(req *http.Request, ev *Event) (host string, port int, rule Rule, ref *refusal, code int) {
+	host, port, err := ss.target(req)
+	if err != nil {
+		return "", 0, Rule{}, &refusal{kind: refusedPolicy, reason: err.Error()}, http.StatusBadRequest
+	}
+	ev.Host, ev.Port = host, port
+	rule, reason, ok := ss.s.o.Policy.check(host, port, req.Method)
+	if !ok {
+		hint := Hint(host, port)
+		if reason != "no rule allows it" {
+			hint += " " + strings.ToUpper(req.Method)
+		}
+		return host, port, Rule{}, &refusal{kind: refusedPolicy, reason: reason, hint: hint}, http.StatusForbidden
+	}
+	return host, port, rule, nil, 0
+}
+
+// handle relays one request and its response; it reports whether the
+// client connection may carry another request.
+func (ss *session) handle(req *http.Request) bool {
+	ev := Event{Time: time.Now(), Via: ss.via, Method: req.Method, Intercepted: ss.intercepted}
+	defer func() { ss.out += ev.BytesOut; ss.in += ev.BytesIn }()
+	refuse := func(code int, host string, port int, ref *refusal) bool {
+		ev.Reason = ref.reason
+		switch code {
+		case http.StatusBadRequest:
+			writeStatus(ss.cbw, code, "failed", "contextd egress: bad request: "+ref.reason)
+		default:
+			writeRefusal(ss.cbw, host, port, ref)
+		}
+		ss.s.emit(ev)
+		return false
+	}
+	host, port, rule, ref, code := ss.admit(req, &ev)
+	if ref != nil {
+		return refuse(code, host, port, ref)
+	}
+	if req.Header.Get("Expect") != "" {
+		// The proxy answers 100-continue itself, now that the request is
+		// allowed, so the client sends the body the rewrite may need to read.
+		if !strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+			return refuse(http.StatusBadRequest, host, port, &refusal{reason: "unsupported Expect"})
+		}
+		req.Header.Del("Expect")
+		io.WriteString(ss.cbw, "HTTP/1.1 100 Continue\r\n\r\n") //nolint:errcheck // seen at the flush
+		if err := ss.cbw.Flush(); err != nil {
+			return false
+		}
+	}
+	injected, leak, err := ss.s.rewrite(req, host, port)
+	if err != nil {
+		return refuse(http.StatusBadRequest, host, port, &refusal{reason: err.Error()})
+	}
+	if leak != "" {
+		ev.Leak = true
+		return refuse(http.StatusForbidden, host, port, &refusal{kind: refusedPolicy, reason: leak})
+	}
+	ev.Injected = injected
+	if ref := ss.upstream(host, port, rule); ref != nil {
+		code := http.StatusBadGateway
+		if ref.kind == refusedPolicy {
+			code = http.StatusForbidden
+		}
+		return refuse(code, host, port, ref)
+	}
+	ev.Allowed, ev.Rule = true, rule.String()
+
+	clientClose := req.Close
+	prepareRequest(req)
+	out := &countWriter{w: ss.upBw}
+	err = req.Write(out)
+	if err == nil {
+		err = ss.upBw.Flush()
+	}
+	ev.BytesOut = out.n
+	if err != nil {
+		ss.close()
+		ev.Allowed, ev.Reason = false, "upstream: write: "+shortErr(err)
+		return refuse(http.StatusBadGateway, host, port, &refusal{kind: refusedDial, reason: ev.Reason})
+	}
+	in := &countWriter{w: ss.cbw}
+	defer func() { ev.BytesIn = in.n; ss.s.emit(ev) }()
+	for {
+		resp, err := http.ReadResponse(ss.upBr, req)
+		if err != nil {
+			ss.close()
+			ev.Allowed, ev.Reason = false, "upstream: read response: "+shortErr(err)
+			if in.n == 0 {
+				writeRefusal(ss.cbw, host, port, &refusal{kind: refusedDial, reason: ev.Reason})
+			}
+			return false
+		}
+		if resp.StatusCode == http.StatusSwitchingProtocols {
+			return ss.upgrade(resp, in, &ev)
+		}
+		informational := resp.StatusCode >= 100 && resp.StatusCode < 200
+		upClose := resp.Close
+		stripHopHeaders(resp.Header)
+		// A body without length or chunking is delimited by the close of
+		// the connection, and Response.Write announces that.
+		closeAfter := clientClose || upClose || (!informational && resp.ContentLength < 0 && !isChunked(resp.TransferEncoding))
+		resp.Close = closeAfter && !informational
+		if ss.spliceable(req, resp) {
+			// The body is consumed behind net/http's back, so resp.Body
+			// must not be closed: Close would try to drain it.
+			err = ss.writeSpliced(resp, in)
+		} else {
+			err = resp.Write(in)
+			resp.Body.Close()
+		}
+		if err == nil {
+			err = ss.cbw.Flush()
+		}
+		if err != nil {
+			ss.close()
+			ev.Reason = "relay: " + shortErr(err)
+			return false
+		}
+		if informational {
+			continue
+		}
+		if upClose {
+			ss.close()
+		}
+		return !closeAfter && !(ss.fixed && upClose)
+	}
+}
+
+// upstream makes ss.up a connection to host:port opened under rule,
+// reusing the current one when it fits.
+func (ss *session) upstream(host string, port int, rule Rule) *refusal {
+	if ss.fixed {
+		if ss.upFailed != "" {
+			return &refusal{kind: refusedDial, reason: ss.upFailed}
+		}
+		return nil
+	}
+	key := Hint(host, port) + " " + rule.String()
+	if ss.up != nil && ss.upKey == key {
+		return nil
+	}
+	ss.close()
+	c, _, ref := ss.s.open(ss.ctx, host, port, "")
+	if ref != nil {
+		return ref
+	}
+	ss.setUp(c, key)
+	return nil
+}
+
+// startFixed sets up the upstream of an intercepted tunnel; a TLS upstream
+// is verified here, and a failure is kept to answer every request with.
+func (ss *session) startFixed(up net.Conn) {
+	if !ss.upTLS {
+		ss.setUp(up, "")
+		return
+	}
+	tc := tls.Client(up, &tls.Config{
+		ServerName: ss.host,
+		RootCAs:    ss.s.o.RootCAs,
+		NextProtos: []string{"http/1.1"},
+		MinVersion: tls.VersionTLS12,
+	})
+	if err := tc.HandshakeContext(ss.ctx); err != nil {
+		ss.upFailed = "upstream tls: " + err.Error()
+		return
+	}
+	ss.setUp(tc, "")
+}
+
+// upgrade relays a 101 response and then the bytes of the switched
+// protocol (WebSocket) both ways until one side ends.
+func (ss *session) upgrade(resp *http.Response, in *countWriter, ev *Event) bool {
+	if err := resp.Write(in); err != nil || ss.cbw.Flush() != nil {
+		return false
+	}
+	up := ss.up
+	done := make(chan int64, 1)
+	go func() {
+		n, _ := io.Copy(up, ss.br)
+		up.Close()
+		ss.client.Close()
+		done <- n
+	}()
+	n, _ := io.Copy(ss.client, ss.upBr)
+	in.n += n
+	up.Close()
+	ss.client.Close()
+	ev.BytesOut += <-done
+	return false
+}
+
+// hopHeaders are meaningful for one connection only and never passed on.
+var hopHeaders = []string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+// stripHopHeaders removes hop-by-hop headers and those the Connection
+// header names, keeping an Upgrade request (WebSocket) intact.
+func stripHopHeaders(h http.Header) {
+	upgrade := ""
+	for _, v := range h.Values("Connection") {
+		for tok := range strings.SplitSeq(v, ",") {
+			tok = textproto.TrimString(tok)
+			if strings.EqualFold(tok, "upgrade") {
+				upgrade = h.Get("Upgrade")
+				continue
+			}
+			if tok != "" {
+				h.Del(tok)
+			}
+		}
+	}
+	for _, k := range hopHeaders {
+		h.Del(k)
+	}
+	if upgrade != "" {
+		h.Set("Connection", "Upgrade")
+		h.Set("Upgrade", upgrade)
+	}
+}
+
+// prepareRequest makes a request read from the client fit to be written
+// upstream by Request.Write: origin-form, no hop-by-hop headers, and no
+// User-Agent added that the client did not send.
+func prepareRequest(req *http.Request) {
+	stripHopHeaders(req.Header)
+	if _, ok := req.Header["User-Agent"]; !ok {
+		req.Header["User-Agent"] = []string{""}
+	}
+	req.Close = false
+	req.RequestURI = ""
+}
+
+func isChunked(te []string) bool {
+	return len(te) > 0 && te[0] == "chunked"
+}
+
+// spliceMin is the body size from which a plain response is relayed by
+// splicing the upstream socket into the client's instead of through
+// net/http's body reader: a large download then costs the proxy no copies.
+const spliceMin = 64 << 10
+
+// spliceable reports whether resp's body can be relayed socket to socket:
+// plain TCP on both sides and a body of known length.
+func (ss *session) spliceable(req *http.Request, resp *http.Response) bool {
+	if ss.upTLS || req.Method == http.MethodHead || resp.ContentLength < spliceMin || len(resp.TransferEncoding) > 0 {
+		return false
+	}
+	_, upTCP := ss.up.(*net.TCPConn)
+	_, clientTCP := ss.client.(*net.TCPConn)
+	return upTCP && clientTCP
+}
+
+// writeSpliced writes resp's head as Response.Write would and then copies
+// exactly ContentLength body bytes: what the upstream reader already holds,
+// then the rest straight from the socket. The upstream reader is left
+// positioned after the body, so the connection can be reused.
+func (ss *session) writeSpliced(resp *http.Response, in *countWriter) error {
+	text := strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode)+" ")
+	fmt.Fprintf(in, "HTTP/%d.%d %03d %s\r\n", resp.ProtoMajor, resp.ProtoMinor, resp.StatusCode, text)
+	h := resp.Header.Clone()
+	h.Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
+	if resp.Close {
+		h.Set("Connection", "close")
+	}
+	if err := h.Write(in); err != nil {
+		return err
+	}
+	io.WriteString(in, "\r\n") //nolint:errcheck // seen at the flush
+	if err := ss.cbw.Flush(); err != nil {
+		return err
+	}
+	remaining := resp.ContentLength
+	if n := int64(ss.upBr.Buffered()); n > 0 {
+		n = min(n, remaining)
+		b, _ := ss.upBr.Peek(int(n))
+		w, err := ss.client.Write(b)
+		in.n += int64(w)
+		if err != nil {
+			return err
+		}
+		ss.upBr.Discard(int(n)) //nolint:errcheck // n bytes are buffered
+		remaining -= n
+	}
+	n, err := io.CopyN(ss.client, ss.up, remaining)
+	in.n += n
+	return err
+}
