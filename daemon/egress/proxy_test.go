@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/x509"
@@ -541,4 +542,48 @@ func bigBody() []byte {
 		b[i] = byte(i*7 + i/251)
 	}
 	return b
+}
+
+// An upstream that closes a kept-alive connection after each answer (as a
+// server does when its idle timeout passes): the next request without a
+// body goes out again on a new connection, and the client never sees the
+// stale one.
+func TestStaleUpstreamRetried(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func(c net.Conn) {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				req, err := http.ReadRequest(br)
+				if err != nil {
+					return
+				}
+				// Keep-alive announced, then the connection goes away.
+				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(req.URL.Path), req.URL.Path)
+			}(c)
+		}
+	}()
+	port := portOf(t, "http://"+ln.Addr().String())
+	p := startProxy(t, Options{Policy: Policy{Rules: []Rule{mustRule(t, fmt.Sprintf("127.0.0.1:%d", port))}}})
+	c, tr := p.client(nil)
+	defer tr.CloseIdleConnections()
+	for i := range 3 {
+		url := fmt.Sprintf("http://127.0.0.1:%d/r%d", port, i)
+		resp, body := get(t, c, newReq(t, "GET", url, ""))
+		if resp.StatusCode != 200 || body != fmt.Sprintf("/r%d", i) {
+			t.Fatalf("request %d: %d %q", i, resp.StatusCode, body)
+		}
+		if ev := p.event(t); !ev.Allowed {
+			t.Fatalf("request %d: event %+v", i, ev)
+		}
+	}
 }

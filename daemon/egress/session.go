@@ -160,6 +160,12 @@ func (ss *session) handle(req *http.Request) bool {
 		return refuse(http.StatusForbidden, host, port, &refusal{kind: refusedPolicy, reason: leak})
 	}
 	ev.Injected = injected
+	// A kept-alive upstream connection may have been closed by the server
+	// while idle; that is found only by using it. A request without a body
+	// can be sent again on a new connection, once, as net/http's own
+	// transport does, before anything of a response was read.
+	bodyless := req.Body == nil || req.Body == http.NoBody || req.ContentLength == 0 && len(req.TransferEncoding) == 0
+	retry := !ss.fixed && bodyless && ss.up != nil && ss.upKey == Hint(host, port)+" "+rule.String()
 	if ref := ss.upstream(host, port, rule); ref != nil {
 		code := http.StatusBadGateway
 		if ref.kind == refusedPolicy {
@@ -171,21 +177,36 @@ func (ss *session) handle(req *http.Request) bool {
 
 	clientClose := req.Close
 	prepareRequest(req)
-	out := &countWriter{w: ss.upBw}
-	err = req.Write(out)
-	if err == nil {
-		err = ss.upBw.Flush()
-	}
-	ev.BytesOut = out.n
-	if err != nil {
+	var resp *http.Response
+	for {
+		out := &countWriter{w: ss.upBw}
+		err = req.Write(out)
+		if err == nil {
+			err = ss.upBw.Flush()
+		}
+		ev.BytesOut = out.n
+		if err == nil {
+			resp, err = http.ReadResponse(ss.upBr, req)
+			if err == nil {
+				break
+			}
+		}
 		ss.close()
-		ev.Allowed, ev.Reason = false, "upstream: write: "+shortErr(err)
+		if retry {
+			retry = false
+			if ref := ss.upstream(host, port, rule); ref == nil {
+				continue
+			}
+		}
+		ev.Allowed, ev.Reason = false, "upstream: "+shortErr(err)
 		return refuse(http.StatusBadGateway, host, port, &refusal{kind: refusedDial, reason: ev.Reason})
 	}
 	in := &countWriter{w: ss.cbw}
 	defer func() { ev.BytesIn = in.n; ss.s.emit(ev) }()
 	for {
-		resp, err := http.ReadResponse(ss.upBr, req)
+		if resp == nil {
+			resp, err = http.ReadResponse(ss.upBr, req)
+		}
 		if err != nil {
 			ss.close()
 			ev.Allowed, ev.Reason = false, "upstream: read response: "+shortErr(err)
@@ -221,6 +242,7 @@ func (ss *session) handle(req *http.Request) bool {
 			return false
 		}
 		if informational {
+			resp = nil
 			continue
 		}
 		if upClose {
