@@ -8,6 +8,7 @@ package runner
 import (
 	"context"
 	"io"
+	"net"
 	"os"
 	"syscall"
 	"time"
@@ -70,6 +71,17 @@ type Spec struct {
 	Masks []string
 	// Network keeps the host's network instead of a loopback-only namespace.
 	Network bool
+	// Listen are loopback addresses inside the sandbox's own network
+	// namespace ("127.0.0.1:3128") whose connections reach the caller
+	// instead of anything in the sandbox: its only way out (the egress
+	// proxy). Not with Network.
+	Listen []string
+	// Serve, required with Listen, is called once the sandbox is set up and
+	// before its program runs, with a listener for each address of Listen
+	// the sandbox could have (an IPv6 one may be missing). It must not
+	// block: it serves them in the background. The runner closes them when
+	// Run returns, which ends the serving.
+	Serve func([]net.Listener)
 
 	// Output receives stdout (and stderr, when Stderr is nil) as it arrives.
 	// Runner calls it from one goroutine at a time.

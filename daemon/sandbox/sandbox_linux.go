@@ -5,6 +5,8 @@
 package sandbox
 
 import (
+	"net"
+
 	"golang.org/x/sys/unix"
 
 	"context"
@@ -71,7 +73,11 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 		Home:      s.Home,
 		ReadWrite: s.ReadWrite,
 		Network:   s.Network,
+		Listen:    s.Listen,
 		Seccomp:   profJSON,
+	}
+	if len(s.Listen) > 0 && s.Serve == nil {
+		return ex, fmt.Errorf("sandbox: listen addresses without anyone to serve them: %w", catalog.ErrSandbox)
 	}
 	if len(s.ReadOnly) > 0 {
 		spec.ReadOnly = append(append([]string{}, ns.DefaultReadOnly...), s.ReadOnly...)
@@ -186,6 +192,21 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 		child.Wait()
 		stopScope()
 		return ex, setupError(s, err)
+	}
+	if len(s.Listen) > 0 {
+		ls := child.Listeners()
+		nls := make([]net.Listener, len(ls))
+		for i, l := range ls {
+			nls[i] = l.Listener
+		}
+		// Closed when the call ends, whatever way it ends; connections
+		// made through them are the server's to end.
+		defer func() {
+			for _, l := range nls {
+				l.Close()
+			}
+		}()
+		s.Serve(nls)
 	}
 	if err := child.Release(); err != nil {
 		child.Kill()
