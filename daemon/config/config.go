@@ -115,6 +115,9 @@ type Config struct {
 	MCP MCP `toml:"mcp"`
 	// Cache configures the layers over the user's toolchain caches.
 	Cache Cache `toml:"cache"`
+	// Egress configures the egress proxy (what a sandboxed program may
+	// reach beyond its own loopback).
+	Egress Egress `toml:"egress"`
 
 	// Source is the file the configuration was read from ("" for defaults only).
 	Source string `toml:"-"`
@@ -306,6 +309,9 @@ type SafeBash struct {
 	// --network), for package installs and the like. Off: every command sees
 	// only its own loopback.
 	AllowNetwork bool `toml:"allow_network"`
+	// EgressAllow are egress rules for safe_bash's commands only, on top of
+	// [egress] allow and the registries.
+	EgressAllow []string `toml:"egress_allow"`
 	// Env names more of the caller's variables a command may see, besides
 	// PATH, LANG, LC_*, TERM, TZ, COLORTERM, NO_COLOR. A variable whose name or
 	// value looks like a credential is never passed, listed or not.
@@ -332,6 +338,7 @@ func Default() *Config {
 			SafeBash: SafeBash{
 				Sandbox:        defaultSandbox(),
 				Env:            []string{},
+				EgressAllow:    []string{},
 				Shell:          "/bin/bash",
 				DefaultTimeout: Duration{120 * time.Second},
 				MaxTimeout:     Duration{10 * time.Minute},
@@ -348,6 +355,7 @@ func Default() *Config {
 		Hook:    Hook{Blocked: []string{"Bash", "Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "Grep", "Glob"}},
 		MCP:     defaultMCP(),
 		Cache:   defaultCache(),
+		Egress:  defaultEgress(),
 	}
 }
 
@@ -445,6 +453,12 @@ func (c *Config) validate() error {
 		return err
 	}
 	if err := c.Cache.validate(); err != nil {
+		return err
+	}
+	if err := c.Egress.validate(); err != nil {
+		return err
+	}
+	if err := checkRules("tools.safe_bash.egress_allow", c.Tools.SafeBash.EgressAllow); err != nil {
 		return err
 	}
 	if c.Branch.DefaultBudget < 100 || c.Branch.SummaryMaxTokens < 50 {

@@ -24,8 +24,12 @@ type MCP struct {
 
 // MCPServer is one wrapped server's sandbox.
 type MCPServer struct {
-	// Network shares the host network with the server (off: loopback only).
+	// Network shares the host network with the server (off: its own
+	// loopback, and the egress proxy with the rules below).
 	Network bool `toml:"network"`
+	// EgressAllow are egress rules for this server only, on top of
+	// [egress] allow and the registries.
+	EgressAllow []string `toml:"egress_allow"`
 	// Env names more of the caller's variables the server may see, besides
 	// safe_bash's allowlist. A variable that looks like a credential is never
 	// passed, listed or not.
@@ -59,6 +63,11 @@ func (m *MCP) validate() error {
 	}
 	if m.MaxMessageBytes < 1<<16 {
 		return fmt.Errorf("mcp.max_message_bytes = %d: must be at least 65536", m.MaxMessageBytes)
+	}
+	for name, s := range m.Servers {
+		if err := checkRules("mcp.servers."+name+".egress_allow", s.EgressAllow); err != nil {
+			return err
+		}
 	}
 	return m.Intercept.Validate()
 }

@@ -1,0 +1,82 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+
+	"github.com/contextd/contextd/daemon/egress"
+)
+
+// Egress configures the egress proxy, a sandboxed program's only way out of
+// its network namespace (daemon/egress, docs/sandbox.md "Network").
+type Egress struct {
+	// Registries allows, read-only (GET and HEAD where the proxy sees the
+	// method), the package registries the user's own toolchains are
+	// configured with (npm, Go, pip/uv/poetry, cargo, Maven), read at
+	// daemon start. Off: only the rules below.
+	Registries bool `toml:"registries"`
+	// Allow are rules for every sandboxed program (safe_bash and wrapped MCP
+	// servers): "HOST[:PORT] [METHOD,...]", HOST exact, "*.suffix" or an IP.
+	Allow []string `toml:"allow"`
+	// CredentialEnv names variables of the daemon's own environment (the
+	// user manager's) whose value a sandboxed program sees only as a
+	// placeholder, and the hosts the proxy may send the real value to:
+	// GITHUB_TOKEN = ["api.github.com"].
+	CredentialEnv map[string][]string `toml:"credential_env"`
+	// CAFiles are more certificate bundles (PEM) to trust: the proxy
+	// verifies upstream servers with them, and the sandbox's trust store
+	// holds them too.
+	CAFiles []string `toml:"ca_files"`
+}
+
+func defaultEgress() Egress {
+	return Egress{Registries: true, Allow: []string{}, CredentialEnv: map[string][]string{}, CAFiles: []string{}}
+}
+
+func (e *Egress) validate() error {
+	if err := checkRules("egress.allow", e.Allow); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(e.CredentialEnv))
+	for n := range e.CredentialEnv {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		key := "egress.credential_env." + n
+		if !envName.MatchString(n) {
+			return fmt.Errorf("%s: not a variable name", key)
+		}
+		hosts := e.CredentialEnv[n]
+		if len(hosts) == 0 {
+			return fmt.Errorf("%s: name at least one host the value may be sent to", key)
+		}
+		for _, h := range hosts {
+			r, err := egress.ParseRule(h, key)
+			if err != nil {
+				return fmt.Errorf("%s: %v", key, err)
+			}
+			if r.Host[0] == '*' || len(r.Methods) > 0 {
+				return fmt.Errorf("%s: %q: a credential goes to one exact host (optionally :PORT), not a wildcard or methods", key, h)
+			}
+		}
+	}
+	for _, p := range e.CAFiles {
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("egress.ca_files: %q is not an absolute path", p)
+		}
+	}
+	return nil
+}
+
+// checkRules parses every rule of a list, naming the key of the first that
+// does not parse.
+func checkRules(key string, rules []string) error {
+	for _, s := range rules {
+		if _, err := egress.ParseRule(s, key); err != nil {
+			return fmt.Errorf("%s: %v", key, err)
+		}
+	}
+	return nil
+}
