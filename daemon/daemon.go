@@ -19,6 +19,7 @@ import (
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/embedding"
 	"github.com/contextd/contextd/daemon/homemount"
+	"github.com/contextd/contextd/daemon/netview"
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/sandbox"
@@ -46,6 +47,12 @@ type Options struct {
 	// when Runner is the default sandbox; none (an empty home) with a
 	// Runner of the caller's.
 	Home *homemount.Setup
+	// Net is the egress proxy's setup (netview.NewSetup): what sandboxed
+	// programs may reach beyond their own loopback. Default: made at start
+	// when Runner is the default sandbox; with a Runner of the caller's,
+	// none, and NetErr says why.
+	Net    *netview.Setup
+	NetErr error
 	// Notify sends a state string to the service manager. Default: sd_notify
 	// through go-systemd, a no-op when NOTIFY_SOCKET is unset.
 	Notify func(state string) error
@@ -113,6 +120,31 @@ func homeSetup(ctx context.Context, cfg *config.Config, log *slog.Logger) *homem
 	return hs
 }
 
+// netSetup makes the egress proxy's setup. Without one, sandboxed programs
+// have no network beyond their own loopback (as before the proxy existed),
+// and every call says so.
+func netSetup(cfg *config.Config, log *slog.Logger) (*netview.Setup, error) {
+	dirs, err := netview.DefaultDirs()
+	if err != nil {
+		log.Warn("no egress proxy: sandboxed commands have no network", "err", err)
+		return nil, err
+	}
+	h, err := netview.HostOf()
+	if err != nil {
+		log.Warn("no egress proxy: sandboxed commands have no network", "err", err)
+		return nil, err
+	}
+	setup, err := netview.NewSetup(cfg, h, dirs, log.With("part", "egress"))
+	if err != nil {
+		log.Warn("no egress proxy: sandboxed commands have no network", "err", err)
+		return nil, err
+	}
+	for _, n := range setup.Notes() {
+		log.Info("egress: default rules", "note", n)
+	}
+	return setup, nil
+}
+
 // finalGrace is how long canceled calls get to send their last result after the
 // drain timeout, before connections are cut.
 const finalGrace = 5 * time.Second
@@ -139,6 +171,12 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 		if o.Home == nil {
 			o.Home = homeSetup(ctx, cfg, log)
 		}
+		if o.Net == nil {
+			o.Net, o.NetErr = netSetup(cfg, log)
+		}
+	}
+	if o.Net == nil && o.NetErr == nil {
+		o.NetErr = errors.New("the daemon runs without its egress proxy")
 	}
 
 	// stopCalls cancels every call in flight; calls see ErrShuttingDown as the cause.

@@ -177,6 +177,7 @@ func (s *service) pipe(adm *admission, out func([]byte) error) *respond.Pipe {
 	env.Layer = &respond.Layer{Scrubber: s.scrubber, Vault: env.Vault}
 	env.Rules = s.rules
 	env.Scrubber, env.Home = s.scrubber, s.opts.Home
+	env.Net, env.NetErr = s.opts.Net, s.opts.NetErr
 	env.Window = budget.Window(adm.tokens)
 	return respond.New(respond.Options{Layer: env.Layer, Counter: s.counter, Budget: adm.tokens,
 		Store: s.store, Session: env.Session, Tool: adm.c.Tool, Send: deliver(out)})
@@ -251,7 +252,7 @@ func (s *service) account(ctx context.Context, adm *admission, o tools.Outcome, 
 	rec := &audit.Record{Tool: adm.c.Tool, Session: env.Session, Workspace: env.Place.Root,
 		ExitCode: o.ExitCode, BytesProduced: sum.Bytes, TokensReturned: sum.TokensUsed, Truncated: sum.Truncated,
 		Findings: merge(o.Findings, env.Layer.Catches), SecondLayer: second, SecondLayerRules: env.Layer.Catches,
-		Warnings: warnings, Sandbox: audit.Sandbox(o.Layers)}
+		Warnings: warnings, Sandbox: audit.Sandbox(o.Layers), Egress: o.Egress}
 	if o.Err != nil {
 		rec.Error = catalog.ClassOf(o.Err).Code
 	}

@@ -22,6 +22,7 @@ const (
 	KindCall      = ""
 	KindReset     = "chain-reset" // Open found the log damaged and restarted the chain
 	KindRetention = "retention"   // old files were deleted by Options.MaxFiles
+	KindEgress    = "egress"      // a wrapped MCP server ended: its connections through the egress proxy
 )
 
 // Record is one line of the audit log. The caller fills in what it knows about
@@ -57,6 +58,10 @@ type Record struct {
 	SecondLayer      int            `json:"second_layer,omitempty"`       // secrets the daemon's scrub caught after the sandbox's
 	SecondLayerRules map[string]int `json:"second_layer_rules,omitempty"` // the same, by rule id
 	Warnings         []string       `json:"warnings,omitempty"`
+	// Egress lists the connections the call's program made through the
+	// egress proxy: host, port, method where the proxy saw it, bytes each
+	// way, allowed or refused and the rule or reason that decided.
+	Egress []sandboxinfo.Connection `json:"egress,omitempty"`
 
 	Reason string `json:"reason,omitempty"` // why a chain-reset or retention record was written
 

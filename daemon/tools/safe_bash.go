@@ -10,6 +10,7 @@ import (
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/homemount"
 	"github.com/contextd/contextd/daemon/homeview"
+	"github.com/contextd/contextd/daemon/netview"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/tools/toolproto"
 	"github.com/contextd/contextd/envallow"
@@ -100,8 +101,32 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 		op.Env = append(op.Env, m.Env...)
 		warnings = m.Warnings
 	}
+	var finish func() netview.Summary
+	switch {
+	case c.in.Network:
+		// The explicit escape hatch: the host network, no proxy (audited
+		// through the layers).
+	case env.Net != nil:
+		n, err := env.Net.Prepare(netview.Call{Tool: "safe_bash", Vault: env.Vault})
+		if err != nil {
+			return Outcome{Err: fmt.Errorf("safe_bash: %w", err)}
+		}
+		spec.Listen, spec.Serve = n.Listen, n.Serve
+		spec.Binds = append(spec.Binds, n.Binds...)
+		op.Env = netview.MergeEnv(op.Env, n.Env)
+		finish = n.Finish
+	default:
+		// Not a weaker sandbox, a narrower one: without the proxy the
+		// command has its loopback and nothing else. Said, not hidden.
+		warnings = append(warnings, fmt.Sprintf("no egress proxy (%v): the command has no network beyond its own loopback", env.NetErr))
+	}
 	o := runSandboxed(ctx, env, op, "", spec)
 	o.Warnings = append(o.Warnings, warnings...)
+	if finish != nil {
+		sum := finish()
+		o.Egress = sum.Connections
+		o.Warnings = append(o.Warnings, sum.Lines...)
+	}
 	return o
 }
 

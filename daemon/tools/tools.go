@@ -17,6 +17,7 @@ import (
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/homemount"
+	"github.com/contextd/contextd/daemon/netview"
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/daemon/respond"
 	"github.com/contextd/contextd/daemon/runner"
@@ -66,6 +67,10 @@ type Env struct {
 	Scrubber *scrub.Scrubber
 	// Home shows safe_bash what it needs of $HOME; nil: an empty home.
 	Home *homemount.Setup
+	// Net is the egress proxy's setup: what safe_bash's commands may reach
+	// beyond their own loopback. Nil: nothing (NetErr says why).
+	Net    *netview.Setup
+	NetErr error
 }
 
 // limits returns the configured limits of tool's sandbox.
@@ -95,6 +100,9 @@ type Outcome struct {
 	Findings map[string]int
 	// Warnings for the caller (not failures).
 	Warnings []string
+	// Egress lists the connections the tool's process made through the
+	// egress proxy, allowed and refused, for the audit record.
+	Egress []sandboxinfo.Connection
 	// Stages are the sandboxed tool's own timings (ms since it started), for
 	// the debug log.
 	Stages map[string]float64

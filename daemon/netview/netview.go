@@ -1,0 +1,625 @@
+// Package netview decides what a sandboxed call may reach beyond its own loopback: the egress proxy's rules and credentials for the call, where it listens inside, and the environment and trust store that point the toolchains at it.
+package netview
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/egress"
+	"github.com/contextd/contextd/daemon/homeview"
+	"github.com/contextd/contextd/daemon/registries"
+	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/sandboxinfo"
+	"github.com/contextd/contextd/scrub"
+)
+
+// ProxyAddr is where the egress proxy listens inside every sandbox. The
+// sandbox's network namespace is its own, so a fixed port collides with
+// nothing on the host; a command that wants this port for itself cannot
+// have it.
+const ProxyAddr = "127.0.0.1:3128"
+
+// proxyURL is ProxyAddr as the proxy variables name it.
+const proxyURL = "http://" + ProxyAddr
+
+// noProxy is the sandbox's own loopback: a test server a command starts
+// inside is reached directly. Registries on the host's loopback are
+// forwarded to the same address inside (Setup.forwards).
+const noProxy = "localhost,127.0.0.1,::1"
+
+// Dirs are where the setup keeps its files.
+type Dirs struct {
+	// CA holds the per-user CA (ca.pem, ca-key.pem). It must be a place
+	// no sandbox sees: under contextd's data directory, which is on the
+	// credential deny-list.
+	CA string
+	// Runtime holds the sandbox's trust bundle, shown read-only inside.
+	Runtime string
+}
+
+// Setup is the daemon's egress state, built once at start.
+type Setup struct {
+	base      []egress.Rule // registries (when on) and [egress] allow
+	found     registries.Found
+	ca        *egress.CA
+	roots     *x509.CertPool
+	bundle    string // the sandbox's trust bundle (host path)
+	bundleAt  string // the system bundle's path, as the variables name it
+	bundleMnt string // where the bundle is mounted: bundleAt with its links resolved
+	forwards  []forward
+	credEnv   map[string][]string
+	notes     []string
+	log       *slog.Logger
+	refusals  *Refusals
+	cfgSafe   []string
+	cfgServer map[string][]string
+}
+
+// forward is a registry on the host's loopback, reached inside at the same
+// address.
+type forward struct {
+	listen []string // addresses inside: 127.0.0.1:PORT, and [::1]:PORT for "localhost"
+	target string   // host:port on the host, as the rule names it
+}
+
+// systemBundles are where distributions keep the system trust store as one
+// file (Go's crypto/x509 looks in the same places); the first that exists
+// is the one the sandbox sees replaced by its bundle.
+var systemBundles = []string{
+	"/etc/ssl/certs/ca-certificates.crt", // Debian, Ubuntu, Arch, Alpine
+	"/etc/pki/tls/certs/ca-bundle.crt",   // Fedora, RHEL
+	"/etc/ssl/ca-bundle.pem",             // openSUSE
+	"/etc/pki/tls/cacert.pem",            // OpenELEC
+	"/etc/ssl/cert.pem",                  // Alpine, macOS-like layouts
+}
+
+// NewSetup reads the user's toolchain configuration (the default rules and
+// the credentials), loads or makes the per-user CA and writes the
+// sandbox's trust bundle. h is the daemon user's home and environment.
+func NewSetup(cfg *config.Config, h *homeview.Host, dirs Dirs, log *slog.Logger) (*Setup, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Setup{log: log, refusals: &Refusals{}, credEnv: cfg.Egress.CredentialEnv,
+		cfgSafe: cfg.Tools.SafeBash.EgressAllow, cfgServer: map[string][]string{}}
+	for name, srv := range cfg.MCP.Servers {
+		s.cfgServer[name] = srv.EgressAllow
+	}
+	s.found = registries.Discover(h)
+	s.notes = append(s.notes, s.found.Notes...)
+	if cfg.Egress.Registries {
+		for _, r := range s.found.Registries {
+			s.base = append(s.base, egress.Rule{Host: r.Host, Port: r.Port, Methods: []string{"GET", "HEAD"}, Source: r.Source})
+		}
+	}
+	for _, a := range cfg.Egress.Allow {
+		r, err := egress.ParseRule(a, "egress.allow")
+		if err != nil {
+			return nil, fmt.Errorf("egress.allow: %v: %w", err, catalog.ErrConfig)
+		}
+		s.base = append(s.base, r)
+	}
+	var err error
+	if s.roots, err = x509.SystemCertPool(); err != nil || s.roots == nil {
+		s.roots = x509.NewCertPool()
+	}
+	extra := append(append([]string{}, cfg.Egress.CAFiles...), s.found.CAFiles...)
+	var extraPEM []byte
+	for _, f := range extra {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) && !contains(cfg.Egress.CAFiles, f) {
+				continue // a toolchain's setting pointing nowhere: that tool fails the same way
+			}
+			return nil, fmt.Errorf("egress: CA file %s: %v: %w", f, err, catalog.ErrConfig)
+		}
+		if !s.roots.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("egress: CA file %s holds no PEM certificate: %w", f, catalog.ErrConfig)
+		}
+		extraPEM = append(append(extraPEM, '\n'), b...)
+	}
+	if s.ca, err = egress.LoadOrCreateCA(dirs.CA); err != nil {
+		return nil, fmt.Errorf("egress: the CA in %s: %v: %w", dirs.CA, err, catalog.ErrSandbox)
+	}
+	if err := s.writeBundle(dirs.Runtime, extraPEM); err != nil {
+		return nil, err
+	}
+	s.forwards = forwardsOf(append(append([]egress.Rule{}, s.base...), s.allRules()...))
+	return s, nil
+}
+
+// allRules are the tool and server rules from the configuration, for the
+// forwards (a registry on the host's loopback named only there).
+func (s *Setup) allRules() []egress.Rule {
+	var out []egress.Rule
+	add := func(key string, list []string) {
+		for _, a := range list {
+			if r, err := egress.ParseRule(a, key); err == nil {
+				out = append(out, r)
+			}
+		}
+	}
+	add("tools.safe_bash.egress_allow", s.cfgSafe)
+	for name, l := range s.cfgServer {
+		add("mcp.servers."+name+".egress_allow", l)
+	}
+	return out
+}
+
+// writeBundle writes the trust bundle the sandbox sees in place of the
+// system's: the system's own certificates, the extra CA files, and the
+// per-user CA (whose certificate alone, never its key, is shown).
+func (s *Setup) writeBundle(dir string, extra []byte) error {
+	var sys []byte
+	for _, p := range systemBundles {
+		if b, err := os.ReadFile(p); err == nil {
+			sys, s.bundleAt = b, p
+			break
+		}
+	}
+	if s.bundleAt == "" {
+		// Nothing to show the bundle in place of: the variables still
+		// name it, at a path of its own inside.
+		s.bundleAt = "/etc/ssl/certs/ca-certificates.crt"
+		s.notes = append(s.notes, "no system trust bundle found; the sandbox's holds only contextd's CA and the configured CA files")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("egress: %v: %w", err, catalog.ErrSandbox)
+	}
+	b := append(append(append(append([]byte{}, sys...), '\n'), extra...), '\n')
+	b = append(b, s.ca.CertPEM()...)
+	tmp, err := os.CreateTemp(dir, "bundle-*.pem")
+	if err != nil {
+		return fmt.Errorf("egress: trust bundle: %v: %w", err, catalog.ErrSandbox)
+	}
+	_, werr := tmp.Write(b)
+	cerr := tmp.Close()
+	if werr != nil || cerr != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("egress: trust bundle: %v: %w", errors.Join(werr, cerr), catalog.ErrSandbox)
+	}
+	os.Chmod(tmp.Name(), 0o444)
+	final := filepath.Join(dir, "bundle.pem")
+	if err := os.Rename(tmp.Name(), final); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("egress: trust bundle: %v: %w", err, catalog.ErrSandbox)
+	}
+	s.bundle = final
+	// A bind never goes over a symbolic link: mount at the file the path
+	// leads to, which the sandbox's tree has at the same canonical path.
+	s.bundleMnt = s.bundleAt
+	if p, err := filepath.EvalSymlinks(s.bundleAt); err == nil {
+		s.bundleMnt = p
+	}
+	return nil
+}
+
+// forwardsOf lists the rules naming a host on the host's own loopback with
+// a port: a registry there (Verdaccio on localhost:4873) is named by the
+// user's configuration as a loopback URL, which inside would mean the
+// sandbox's own loopback.
+func forwardsOf(rules []egress.Rule) []forward {
+	seen := map[string]bool{}
+	var out []forward
+	for _, r := range rules {
+		if r.Port == 0 || strings.HasPrefix(r.Host, "*") {
+			continue
+		}
+		var listen []string
+		switch {
+		case strings.EqualFold(r.Host, "localhost"):
+			listen = []string{"127.0.0.1:" + strconv.Itoa(r.Port), "[::1]:" + strconv.Itoa(r.Port)}
+		default:
+			a, err := netip.ParseAddr(r.Host)
+			if err != nil || !a.IsLoopback() {
+				continue
+			}
+			listen = []string{netip.AddrPortFrom(a, uint16(r.Port)).String()}
+		}
+		target := net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
+		if seen[target] || listen[0] == ProxyAddr {
+			continue
+		}
+		seen[target] = true
+		out = append(out, forward{listen: listen, target: target})
+	}
+	return out
+}
+
+// Notes are what the setup saw but did not turn into rules, for the log
+// and `contextd sandbox show`.
+func (s *Setup) Notes() []string { return s.notes }
+
+// Refusals are the refusals recorded since the daemon started.
+func (s *Setup) Refusals() *Refusals { return s.refusals }
+
+// Call is one sandboxed call's part in the policy.
+type Call struct {
+	// Tool names the caller for the refusal lines: "safe_bash", or
+	// "mcp:NAME" for a wrapped server.
+	Tool string
+	// Server is the wrapped server's name (its [mcp.servers.NAME] rules);
+	// "" for safe_bash.
+	Server string
+	// Vault is the session's: the credentials' placeholders are the ones
+	// the scrubbed configuration copies show.
+	Vault *scrub.Vault
+	// Extra are rules of the call's own, after the configured ones
+	// (`contextd doctor` allows its own test server so).
+	Extra []egress.Rule
+}
+
+// Net is what a call's sandbox gets.
+type Net struct {
+	Listen []string
+	Env    []string // replaces variables of the same name
+	Binds  []runner.Bind
+	// Serve is runner.Spec.Serve.
+	Serve func([]net.Listener)
+	// Finish stops the proxy (after the run) and sums up what went
+	// through it.
+	Finish func() Summary
+	// Sofar sums up what went through so far, the proxy still serving (a
+	// wrapped server that failed to start: what was refused).
+	Sofar func() Summary
+	// Rules are the call's rules, in the order they are tried.
+	Rules []egress.Rule
+}
+
+// Summary is what a call's connections come to.
+type Summary struct {
+	Connections []sandboxinfo.Connection
+	// Lines are for the call's result: one per refused host, saying how to
+	// allow it, and one per blocked leak.
+	Lines []string
+}
+
+// ruleKey is where a rule for the call goes in the configuration.
+func (c Call) ruleKey() (section, key string) {
+	if c.Server != "" {
+		return "[mcp.servers." + c.Server + "]", "egress_allow"
+	}
+	return "[tools.safe_bash]", "egress_allow"
+}
+
+// Prepare builds the call's proxy: its rules, its credentials with this
+// session's placeholders, the listeners inside and the environment.
+func (s *Setup) Prepare(c Call) (*Net, error) {
+	rules := append([]egress.Rule{}, s.base...)
+	extra := s.cfgSafe
+	key := "tools.safe_bash.egress_allow"
+	if c.Server != "" {
+		extra, key = s.cfgServer[c.Server], "mcp.servers."+c.Server+".egress_allow"
+	}
+	for _, a := range extra {
+		r, err := egress.ParseRule(a, key)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v: %w", key, err, catalog.ErrConfig)
+		}
+		rules = append(rules, r)
+	}
+	rules = append(rules, c.Extra...)
+	var creds []egress.Credential
+	for _, sec := range s.found.Secrets {
+		if sec.Host == "" || c.Vault == nil {
+			continue
+		}
+		ph := c.Vault.Placeholder(homeview.RuleConfigCredential, sec.Value, sec.File)
+		creds = append(creds, egress.Credential{Placeholder: ph, Secret: sec.Value, Host: sec.Host, Port: sec.Port, Source: sec.File})
+	}
+	var env []string
+	names := make([]string, 0, len(s.credEnv))
+	for n := range s.credEnv {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		v := os.Getenv(n)
+		if v == "" || c.Vault == nil {
+			continue
+		}
+		ph := c.Vault.Placeholder(homeview.RuleConfigCredential, v, "env "+n)
+		for _, h := range s.credEnv[n] {
+			r, err := egress.ParseRule(h, "egress.credential_env."+n)
+			if err != nil {
+				continue
+			}
+			creds = append(creds, egress.Credential{Placeholder: ph, Secret: v, Host: r.Host, Port: r.Port, Source: "env " + n})
+		}
+		env = append(env, n+"="+ph)
+	}
+	listen := []string{ProxyAddr}
+	for _, f := range s.forwards {
+		listen = append(listen, f.listen...)
+	}
+	env = append(env, proxyEnv(s.bundleAt)...)
+
+	col := &collector{setup: s, call: c, rules: rules}
+	srv := egress.NewServer(egress.Options{Policy: egress.Policy{Rules: rules}, Credentials: creds, CA: s.ca,
+		RootCAs: s.roots, OnEvent: col.add, Log: s.log})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	serve := func(ls []net.Listener) {
+		for _, l := range ls {
+			addr := l.Addr().String()
+			target := ""
+			for _, f := range s.forwards {
+				if contains(f.listen, addr) {
+					target = f.target
+				}
+			}
+			wg.Add(1)
+			go func(l net.Listener, target string) {
+				defer wg.Done()
+				if target == "" {
+					srv.Serve(ctx, l)
+				} else {
+					srv.ServeForward(ctx, l, target)
+				}
+			}(l, target)
+		}
+	}
+	finish := func() Summary {
+		cancel()
+		wg.Wait()
+		return col.summary()
+	}
+	n := &Net{Listen: listen, Env: env, Serve: serve, Finish: finish, Sofar: col.summary, Rules: rules,
+		Binds: []runner.Bind{{Source: s.bundle, Target: s.bundleMnt}}}
+	return n, nil
+}
+
+// proxyEnv points the toolchains at the proxy and at the sandbox's trust
+// bundle. Each tool reads its own names: curl, git, Go, pip and cargo the
+// proxy variables (either case); npm its npm_config_* ones, which also
+// override a proxy or cafile of the user's .npmrc (which would bypass the
+// proxy or leave out contextd's CA). SSL_CERT_FILE is OpenSSL's and Go's,
+// NODE_EXTRA_CA_CERTS Node's (added to its own roots), REQUESTS_CA_BUNDLE
+// and PIP_CERT pip's, GIT_SSL_CAINFO git's, CARGO_HTTP_CAINFO cargo's,
+// CURL_CA_BUNDLE curl's.
+func proxyEnv(bundle string) []string {
+	out := []string{}
+	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy",
+		"npm_config_proxy", "npm_config_https_proxy"} {
+		out = append(out, k+"="+proxyURL)
+	}
+	for _, k := range []string{"ALL_PROXY", "all_proxy"} {
+		out = append(out, k+"=socks5h://"+ProxyAddr)
+	}
+	for _, k := range []string{"NO_PROXY", "no_proxy", "npm_config_noproxy"} {
+		out = append(out, k+"="+noProxy)
+	}
+	for _, k := range []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "PIP_CERT",
+		"GIT_SSL_CAINFO", "CARGO_HTTP_CAINFO", "CURL_CA_BUNDLE", "npm_config_cafile"} {
+		out = append(out, k+"="+bundle)
+	}
+	return out
+}
+
+// MergeEnv returns env with the variables of over in place of those of the
+// same name (a program reads the first of two; there must be one).
+func MergeEnv(env, over []string) []string {
+	names := map[string]bool{}
+	for _, kv := range over {
+		k, _, _ := strings.Cut(kv, "=")
+		names[k] = true
+	}
+	out := make([]string, 0, len(env)+len(over))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !names[k] {
+			out = append(out, kv)
+		}
+	}
+	return append(out, over...)
+}
+
+// collector gathers one call's events.
+type collector struct {
+	setup *Setup
+	call  Call
+	rules []egress.Rule
+	mu    sync.Mutex
+	conns []sandboxinfo.Connection
+}
+
+func (c *collector) add(e egress.Event) {
+	conn := sandboxinfo.Connection{Host: e.Host, Port: e.Port, Method: e.Method, Via: e.Via, Allowed: e.Allowed,
+		Rule: e.Rule, Reason: e.Reason, Leak: e.Leak, Intercepted: e.Intercepted, Injected: e.Injected,
+		BytesOut: e.BytesOut, BytesIn: e.BytesIn}
+	for _, r := range c.rules {
+		if e.Rule != "" && r.String() == e.Rule {
+			conn.Source = r.Source
+			break
+		}
+	}
+	c.mu.Lock()
+	if len(c.conns) < maxConnections {
+		c.conns = append(c.conns, conn)
+	}
+	c.mu.Unlock()
+	if !e.Allowed {
+		c.setup.refusals.add(Refusal{Time: e.Time, Tool: c.call.Tool, Host: e.Host, Port: e.Port, Reason: e.Reason, Leak: e.Leak})
+	}
+}
+
+// maxConnections bounds what one call's audit record lists (a crawler
+// could make thousands); the rest are counted in the summary line.
+const maxConnections = 1000
+
+func (c *collector) summary() Summary {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sum := Summary{Connections: append([]sandboxinfo.Connection(nil), c.conns...)}
+	section, key := c.call.ruleKey()
+	seen := map[string]bool{}
+	for _, conn := range c.conns {
+		if conn.Allowed {
+			continue
+		}
+		hp := net.JoinHostPort(conn.Host, strconv.Itoa(conn.Port))
+		if seen[hp] {
+			continue
+		}
+		seen[hp] = true
+		if conn.Leak {
+			sum.Lines = append(sum.Lines, fmt.Sprintf("egress blocked %s: %s (a credential goes only to its own host)", hp, conn.Reason))
+			continue
+		}
+		sum.Lines = append(sum.Lines, fmt.Sprintf("egress refused %s: %s; to allow it, add to ~/.config/contextd/config.toml: %s %s = [%q]",
+			hp, conn.Reason, section, key, egress.Hint(conn.Host, conn.Port)))
+	}
+	return sum
+}
+
+// Refusal is one refused connection, kept for `contextd status`.
+type Refusal struct {
+	Time   time.Time
+	Tool   string
+	Host   string
+	Port   int
+	Reason string
+	Leak   bool
+}
+
+// Refusals are the refusals since the daemon started, the most recent
+// maxRefusals of them.
+type Refusals struct {
+	mu   sync.Mutex
+	list []Refusal
+}
+
+const maxRefusals = 500
+
+func (r *Refusals) add(x Refusal) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if x.Time.IsZero() {
+		x.Time = time.Now()
+	}
+	r.list = append(r.list, x)
+	if len(r.list) > maxRefusals {
+		r.list = append([]Refusal(nil), r.list[len(r.list)-maxRefusals:]...)
+	}
+}
+
+// Since returns the refusals at or after t, oldest first.
+func (r *Refusals) Since(t time.Time) []Refusal {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Refusal
+	for _, x := range r.list {
+		if !x.Time.Before(t) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// DefaultDirs are the daemon user's: the CA under contextd's data
+// directory ($XDG_DATA_HOME/contextd/egress-ca, on the deny-list, so never
+// in a sandbox), the bundle under $XDG_RUNTIME_DIR/contextd/egress (or the
+// cache directory when there is no runtime directory).
+func DefaultDirs() (Dirs, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return Dirs{}, err
+	}
+	xdg := func(name, def string) string {
+		if v := os.Getenv(name); filepath.IsAbs(v) {
+			return v
+		}
+		return filepath.Join(home, def)
+	}
+	d := Dirs{CA: filepath.Join(xdg("XDG_DATA_HOME", ".local/share"), "contextd", "egress-ca")}
+	if rt := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(rt) {
+		d.Runtime = filepath.Join(rt, "contextd", "egress")
+	} else {
+		d.Runtime = filepath.Join(xdg("XDG_CACHE_HOME", ".cache"), "contextd", "egress")
+	}
+	return d, nil
+}
+
+// HostOf is the daemon user's home and environment, as the user's own
+// toolchains see them (the variables that move their configuration).
+func HostOf() (*homeview.Host, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil, err
+	}
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	return &homeview.Host{Home: home, Env: env}, nil
+}
+
+// Description is what a safe_bash call may reach, for `contextd sandbox
+// show`: no secret, only where each credential may go.
+type Description struct {
+	Proxy       string   `json:"proxy"`
+	Rules       []string `json:"rules"`       // "RULE  (source)"
+	Credentials []string `json:"credentials"` // "HOST[:PORT]  (source)"
+	Forwards    []string `json:"forwards"`    // addresses inside forwarded to the host's loopback
+	Notes       []string `json:"notes,omitempty"`
+}
+
+// Describe says what a safe_bash call's proxy allows.
+func (s *Setup) Describe() Description {
+	d := Description{Proxy: ProxyAddr, Rules: []string{}, Credentials: []string{}, Forwards: []string{}, Notes: s.notes}
+	for _, r := range s.base {
+		d.Rules = append(d.Rules, r.String()+"  ("+r.Source+")")
+	}
+	for _, a := range s.cfgSafe {
+		d.Rules = append(d.Rules, a+"  (tools.safe_bash.egress_allow)")
+	}
+	for _, sec := range s.found.Secrets {
+		if sec.Host == "" {
+			continue
+		}
+		hp := sec.Host
+		if sec.Port != 0 {
+			hp = net.JoinHostPort(sec.Host, strconv.Itoa(sec.Port))
+		}
+		d.Credentials = append(d.Credentials, hp+"  ("+sec.File+")")
+	}
+	names := make([]string, 0, len(s.credEnv))
+	for n := range s.credEnv {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		for _, h := range s.credEnv[n] {
+			d.Credentials = append(d.Credentials, h+"  (env "+n+")")
+		}
+	}
+	for _, f := range s.forwards {
+		d.Forwards = append(d.Forwards, strings.Join(f.listen, ", ")+" -> "+f.target)
+	}
+	return d
+}

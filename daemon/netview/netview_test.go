@@ -1,0 +1,104 @@
+package netview
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/daemon/egress"
+)
+
+func TestForwardsOf(t *testing.T) {
+	rules := []egress.Rule{
+		{Host: "localhost", Port: 4873},
+		{Host: "127.0.0.1", Port: 8080},
+		{Host: "::1", Port: 9000},
+		{Host: "127.0.0.1", Port: 8080}, // twice: one forward
+		{Host: "127.0.0.1", Port: 3128}, // the proxy's own address inside: never
+		{Host: "127.0.0.1"},             // no port: nothing to listen on
+		{Host: "registry.npmjs.org", Port: 443},
+		{Host: "*.example.com", Port: 443},
+		{Host: "10.0.0.5", Port: 5432}, // private, not loopback: through the proxy
+	}
+	got := forwardsOf(rules)
+	want := []forward{
+		{listen: []string{"127.0.0.1:4873", "[::1]:4873"}, target: "localhost:4873"},
+		{listen: []string{"127.0.0.1:8080"}, target: "127.0.0.1:8080"},
+		{listen: []string{"[::1]:9000"}, target: "[::1]:9000"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("forwards:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestMergeEnv(t *testing.T) {
+	got := MergeEnv([]string{"PATH=/bin", "HTTP_PROXY=http://corp:8080", "A=1"}, []string{"HTTP_PROXY=" + proxyURL, "B=2"})
+	want := []string{"PATH=/bin", "A=1", "HTTP_PROXY=" + proxyURL, "B=2"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+// Every toolchain's variable points at the proxy or the bundle, and
+// NO_PROXY covers only the sandbox's own loopback.
+func TestProxyEnv(t *testing.T) {
+	env := map[string]string{}
+	for _, kv := range proxyEnv("/etc/ssl/certs/ca-certificates.crt") {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "npm_config_proxy", "npm_config_https_proxy"} {
+		if env[k] != "http://127.0.0.1:3128" {
+			t.Errorf("%s = %q", k, env[k])
+		}
+	}
+	for _, k := range []string{"ALL_PROXY", "all_proxy"} {
+		if env[k] != "socks5h://127.0.0.1:3128" {
+			t.Errorf("%s = %q", k, env[k])
+		}
+	}
+	for _, k := range []string{"NO_PROXY", "no_proxy", "npm_config_noproxy"} {
+		if env[k] != "localhost,127.0.0.1,::1" {
+			t.Errorf("%s = %q", k, env[k])
+		}
+	}
+	for _, k := range []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "PIP_CERT", "GIT_SSL_CAINFO", "CARGO_HTTP_CAINFO", "CURL_CA_BUNDLE", "npm_config_cafile"} {
+		if env[k] != "/etc/ssl/certs/ca-certificates.crt" {
+			t.Errorf("%s = %q", k, env[k])
+		}
+	}
+}
+
+// The result's lines: one per refused host, with the exact configuration
+// line for the call's own section; a leak says it was blocked.
+func TestSummaryLines(t *testing.T) {
+	for _, tc := range []struct {
+		call Call
+		want []string
+	}{
+		{Call{Tool: "safe_bash"}, []string{
+			`egress refused example.com:443: no rule allows it; to allow it, add to ~/.config/contextd/config.toml: [tools.safe_bash] egress_allow = ["example.com:443"]`,
+			`egress blocked 127.0.0.1:9999: credential placeholder sent to the wrong host (a credential goes only to its own host)`,
+		}},
+		{Call{Tool: "mcp:gh", Server: "gh"}, []string{
+			`egress refused example.com:443: no rule allows it; to allow it, add to ~/.config/contextd/config.toml: [mcp.servers.gh] egress_allow = ["example.com:443"]`,
+			`egress blocked 127.0.0.1:9999: credential placeholder sent to the wrong host (a credential goes only to its own host)`,
+		}},
+	} {
+		c := &collector{setup: &Setup{refusals: &Refusals{}}, call: tc.call}
+		c.add(egress.Event{Host: "example.com", Port: 443, Reason: "no rule allows it"})
+		c.add(egress.Event{Host: "example.com", Port: 443, Reason: "no rule allows it"})
+		c.add(egress.Event{Host: "registry.npmjs.org", Port: 443, Allowed: true, Rule: "registry.npmjs.org:443 GET,HEAD"})
+		c.add(egress.Event{Host: "127.0.0.1", Port: 9999, Leak: true, Reason: "credential placeholder sent to the wrong host"})
+		sum := c.summary()
+		if !reflect.DeepEqual(sum.Lines, tc.want) {
+			t.Errorf("%s:\n got %q\nwant %q", tc.call.Tool, sum.Lines, tc.want)
+		}
+		if len(sum.Connections) != 4 {
+			t.Errorf("connections: %+v", sum.Connections)
+		}
+		if n := len(c.setup.refusals.Since(c.setup.refusals.list[0].Time)); n != 3 {
+			t.Errorf("refusals kept for status: %d, want 3", n)
+		}
+	}
+}
