@@ -7,10 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/audit"
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/mcpwrap"
+	"github.com/contextd/contextd/daemon/netview"
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/daemon/store/sqlite"
 	"github.com/contextd/contextd/daemon/tools"
@@ -33,6 +36,20 @@ func (s *service) setupMCP(cfg *config.Config) {
 		Stores:   s.mcpStores,
 		Environ:  mcpEnviron(cfg),
 		Home:     home,
+		// The same views of $HOME and of the network as safe_bash's.
+		HomeMount: s.opts.Home,
+		Net:       s.opts.Net,
+		NetErr:    s.opts.NetErr,
+		RecordEgress: func(server, session string, start time.Time, sum netview.Summary) {
+			if s.audit == nil {
+				return
+			}
+			r := &audit.Record{Kind: audit.KindEgress, Time: start.UTC(), Tool: "mcp:" + server, Session: session,
+				DurationMS: time.Since(start).Milliseconds(), Egress: sum.Connections, Warnings: sum.Lines}
+			if err := s.audit.Append(r); err != nil {
+				s.opts.Logger.Error("audit record not written", "tool", r.Tool, "err", err)
+			}
+		},
 	})
 }
 

@@ -93,7 +93,13 @@ func (h *Host) lookup(name string, depth int) (string, bool) {
 		if v.name != name {
 			continue
 		}
-		if val := h.Env[name]; val != "" {
+		val := h.Env[name]
+		if val == "" && strings.HasPrefix(name, "npm_config_") {
+			// npm reads its variables in either case (NPM_CONFIG_USERCONFIG):
+			// the view must show the file npm will really read.
+			val = h.Env[strings.ToUpper(name)]
+		}
+		if val != "" {
 			if name == "GOPATH" {
 				val, _, _ = strings.Cut(val, string(os.PathListSeparator))
 			}

@@ -108,3 +108,15 @@ var impliedRoots = []struct{ pathDir, root string }{
 // broadDirs are never shown whole as the install prefix of a PATH directory:
 // ~/.local/bin's parent is ~/.local, which holds every application's data.
 var broadDirs = []string{"~", "~/.local", "$XDG_DATA_HOME", "$XDG_CONFIG_HOME", "$XDG_CACHE_HOME", "$XDG_STATE_HOME"}
+
+// LauncherPresets name the preset a program needs by the program's name,
+// for a command that runs outside any project of its language: a wrapped
+// MCP server launched as `npx -y PACKAGE` fetches and caches the package
+// with npm, `uvx PACKAGE` with uv.
+var LauncherPresets = map[string]string{
+	"npx": "node", "npm": "node", "node": "node", "pnpm": "node", "pnpx": "node", "yarn": "node", "bunx": "node", "bun": "node",
+	"uvx": "python", "uv": "python", "pipx": "python", "python": "python", "python3": "python", "pip": "python", "pip3": "python",
+	"go":    "go",
+	"cargo": "rust",
+	"java":  "java", "mvn": "java", "gradle": "java", "jbang": "java",
+}

@@ -23,6 +23,10 @@ type Options struct {
 	// SystemDirs are the paths every sandbox shows anyway (ns's default
 	// read-only set): PATH directories below them need nothing more.
 	SystemDirs []string
+	// Presets are applied whatever the workspace holds (unless turned off):
+	// a wrapped MCP server launched with npx needs node's configuration and
+	// cache wherever it runs (LauncherPresets).
+	Presets []string
 }
 
 // View is what one call sees of the user's home (and of PATH directories
@@ -71,7 +75,7 @@ func Resolve(h *Host, o Options) (*View, error) {
 	}
 	var active []Preset
 	for _, p := range Presets {
-		if slices.Contains(o.PresetsOff, p.Name) || !selected(p, markers) {
+		if slices.Contains(o.PresetsOff, p.Name) || !selected(p, markers) && !slices.Contains(o.Presets, p.Name) {
 			continue
 		}
 		active = append(active, p)

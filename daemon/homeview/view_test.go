@@ -242,3 +242,21 @@ func TestDenyListKeepsDefaults(t *testing.T) {
 		t.Errorf("~/.config on PATH: shown %v, masks %v", v.ReadOnly, v.Masks)
 	}
 }
+
+// npm reads NPM_CONFIG_USERCONFIG in upper case too: the view shows the
+// scrubbed copy of the file it names, not of ~/.npmrc, and a wrapped npx
+// gets the node preset without a package.json (Options.Presets).
+func TestNpmUserconfigUpperCase(t *testing.T) {
+	home, ws := fakeHome(t)
+	custom := filepath.Join(home, "custom.npmrc")
+	os.WriteFile(custom, []byte("//r.example/:_authToken=abc\n"), 0o600)
+	h := hostFor(home, ws)
+	h.Env["NPM_CONFIG_USERCONFIG"] = custom
+	v, err := Resolve(h, Options{SystemDirs: []string{"/usr"}, Presets: []string{"node"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(v.Scrubbed, custom) || !slices.Contains(v.Presets, "node") {
+		t.Fatalf("scrubbed %v, presets %v: want %s and node", v.Scrubbed, v.Presets, custom)
+	}
+}

@@ -319,6 +319,8 @@ type serverInfo struct {
 	config    string   // the configuration file to edit
 	readOnly  []string // the server's read_only paths
 	readWrite []string // and its read_write ones
+	// egress gives the egress proxy's refusals so far (nil: no proxy).
+	egress func() []string
 }
 
 // explain says why the server ended: nil for a clean end, that is an exit
@@ -334,7 +336,16 @@ func (in *serverInfo) explain(p *process, unanswered bool) error {
 	if p.exit.Canceled || p.exit.Code == 0 && !unanswered {
 		return nil
 	}
-	return exitFailure(p.exit, p.stderr.lastLines(stderrLines, stderrLineMax))
+	err := exitFailure(p.exit, p.stderr.lastLines(stderrLines, stderrLineMax))
+	if in.egress != nil {
+		// A server that could not fetch what it needs says so in its own
+		// words; the refusal says what to change.
+		if lines := in.egress(); len(lines) > 0 {
+			c := err.(*classed)
+			c.msg += "; " + strings.Join(lines, "; ")
+		}
+	}
+	return err
 }
 
 // exitFailure is the error of a server that exited early, with the last

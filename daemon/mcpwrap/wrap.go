@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +15,9 @@ import (
 	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/homemount"
+	"github.com/contextd/contextd/daemon/homeview"
+	"github.com/contextd/contextd/daemon/netview"
 	"github.com/contextd/contextd/daemon/pages"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/mcp/intercept"
@@ -52,6 +56,16 @@ type Deps struct {
 	Environ func(caller map[string]string, extra []string, session, workspace string) []string
 	// Home is the user's home directory, hidden from the server.
 	Home string
+	// HomeMount shows a server what it needs of $HOME (the home view and
+	// the cache layers, as for safe_bash); nil: an empty home.
+	HomeMount *homemount.Setup
+	// Net is the egress proxy's setup; nil: the server has its loopback
+	// only, and NetErr says why.
+	Net    *netview.Setup
+	NetErr error
+	// RecordEgress writes a wrapped server's connections through the egress
+	// proxy to the audit log when it ends (nil: not recorded).
+	RecordEgress func(server, session string, start time.Time, sum netview.Summary)
 }
 
 // Wrapper runs wrap sessions and keeps the live ones for inspectors.
@@ -178,12 +192,23 @@ func (w *Wrapper) start(ctx context.Context, req *lite.Wrap, sessionID string) (
 			Network:   sc.Network,
 			Limits:    runner.Limits{MemoryMax: uint64(sc.MemoryMax), TasksMax: sc.TasksMax},
 		}
-		if s.proc, err = launch(context.WithoutCancel(ctx), w.d.Runner, spec, s.log, eng.Redact); err != nil {
+		after, err := w.views(req, sc, sessionID, place.Root, &spec, s)
+		if err != nil {
 			rec.Close()
 			return nil, err
 		}
+		if s.proc, err = launch(context.WithoutCancel(ctx), w.d.Runner, spec, s.log, eng.Redact); err != nil {
+			after()
+			rec.Close()
+			return nil, err
+		}
+		go func(p *process) {
+			<-p.done
+			after()
+		}(s.proc)
 		info := &serverInfo{name: req.Name, command: req.Command, cwd: req.Cwd, path: req.Env["PATH"],
-			workspace: place.Root, home: w.d.Home, config: configFile(cfg), readOnly: sc.ReadOnly, readWrite: sc.ReadWrite}
+			workspace: place.Root, home: w.d.Home, config: configFile(cfg), readOnly: sc.ReadOnly, readWrite: sc.ReadWrite,
+			egress: s.egressLines}
 		proc := s.proc
 		s.server = newServerConn(
 			transport.NewStdio(s.proc.stdout, s.proc.stdin, &transport.StdioOptions{MaxMessage: cfg.MCP.MaxMessageBytes}),
@@ -257,6 +282,9 @@ type session struct {
 	proc         *process // nil for a URL
 	sandbox      *sandboxinfo.Layers
 	warnings     []string
+	// egressSofar sums up the server's connections through the egress
+	// proxy so far (nil: no proxy).
+	egressSofar func() netview.Summary
 
 	mu         sync.Mutex
 	failed     error      // why the server ended early
@@ -490,3 +518,69 @@ func jsonOrString(b []byte) json.RawMessage {
 }
 
 func jsonValid(b []byte) bool { return len(b) > 0 && json.Valid(b) }
+
+// views prepares what a server's sandbox shows of $HOME and of the network
+// (the same home view and egress proxy as safe_bash's, with the presets its
+// launcher needs and its own [mcp.servers.NAME] rules) into spec. after,
+// called once the server has ended, gives the cache layers back and stops
+// the proxy, logging what it refused.
+func (w *Wrapper) views(req *lite.Wrap, sc config.MCPServer, sessionID, root string, spec *runner.Spec, s *session) (after func(), err error) {
+	var afters []func()
+	after = func() {
+		for i := len(afters) - 1; i >= 0; i-- {
+			afters[i]()
+		}
+	}
+	vault := w.d.Vault(sessionID)
+	if w.d.HomeMount != nil {
+		opts := homeview.Options{PresetsOff: w.d.Config.Home.PresetsOff, ReadOnly: w.d.Config.Home.ReadOnly}
+		if p, ok := homeview.LauncherPresets[filepath.Base(req.Command[0])]; ok {
+			opts.Presets = []string{p}
+		}
+		m, release, err := w.d.HomeMount.Prepare(homemount.Call{Home: w.d.Home, Workspace: root, CallerEnv: req.Env,
+			Vault: vault, Scrubber: w.d.Scrubber, Options: opts})
+		if err != nil {
+			// Fail closed, as safe_bash does: no guessed view.
+			return nil, fmt.Errorf("mcp wrap: %w", err)
+		}
+		afters = append(afters, release)
+		spec.ReadOnly = append(append([]string{}, m.ReadOnly...), spec.ReadOnly...)
+		spec.HomeDir, spec.Binds, spec.Overlays, spec.Masks = m.HomeDir, m.Binds, m.Overlays, m.Masks
+		spec.Env = netview.MergeEnv(spec.Env, m.Env)
+		s.warnings = append(s.warnings, m.Warnings...)
+	}
+	switch {
+	case sc.Network:
+	case w.d.Net != nil:
+		n, err := w.d.Net.Prepare(netview.Call{Tool: "mcp:" + req.Name, Server: req.Name, Vault: vault})
+		if err != nil {
+			after()
+			return nil, fmt.Errorf("mcp wrap: %w", err)
+		}
+		spec.Listen, spec.Serve = n.Listen, n.Serve
+		spec.Binds = append(spec.Binds, n.Binds...)
+		spec.Env = netview.MergeEnv(spec.Env, n.Env)
+		s.egressSofar = n.Sofar
+		start := time.Now()
+		afters = append(afters, func() {
+			sum := n.Finish()
+			if len(sum.Lines) > 0 {
+				s.log.Warn("mcp wrap: egress refused", "lines", sum.Lines)
+			}
+			if w.d.RecordEgress != nil && len(sum.Connections) > 0 {
+				w.d.RecordEgress(req.Name, sessionID, start, sum)
+			}
+		})
+	default:
+		s.warnings = append(s.warnings, fmt.Sprintf("server %s has no egress proxy (%v): no network beyond its own loopback", req.Name, w.d.NetErr))
+	}
+	return after, nil
+}
+
+// egressLines are the refusals of the server's connections so far.
+func (s *session) egressLines() []string {
+	if s.egressSofar == nil {
+		return nil
+	}
+	return s.egressSofar().Lines
+}
