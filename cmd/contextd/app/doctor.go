@@ -26,7 +26,7 @@ configured embedding endpoint, which it then probes with one short text.`,
 		RunE: func(c *cobra.Command, _ []string) error {
 			failed := 0
 			cfg, cfgErr := config.Load(cfgPath)
-			checks := append(sandbox.Diagnose(c.Context()), cacheModeCheck(cfg, cfgErr), memorySearchCheck(c.Context(), cfg, cfgErr))
+			checks := append(sandbox.Diagnose(c.Context()), cacheModeCheck(cfg, cfgErr), egressCheck(c.Context(), cfg, cfgErr), memorySearchCheck(c.Context(), cfg, cfgErr))
 			for _, ch := range checks {
 				if !ch.OK && ch.Required {
 					failed++

@@ -3,6 +3,7 @@ package app
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/homemount"
 	"github.com/contextd/contextd/daemon/homeview"
+	"github.com/contextd/contextd/daemon/netview"
 	"github.com/contextd/contextd/daemon/tools"
 	"github.com/contextd/contextd/workspace"
 )
@@ -38,6 +40,10 @@ type sandboxReport struct {
 	// Denied are the deny-listed paths that exist on this machine: never
 	// shown, whatever is configured.
 	Denied []string `json:"denied"`
+	// Network is what the egress proxy allows (nil: no proxy, NetworkErr
+	// says why).
+	Network    *netview.Description `json:"network,omitempty"`
+	NetworkErr string               `json:"network_error,omitempty"`
 }
 
 func sandboxShowCommand() *cobra.Command {
@@ -118,6 +124,7 @@ deny-list that exist on this machine. It changes nothing.`,
 			for _, d := range rep.Denied {
 				fmt.Fprintf(out, "  %s\n", d)
 			}
+			printNetwork(out, rep.Network, rep.NetworkErr)
 			return nil
 		},
 	}
@@ -156,10 +163,48 @@ func sandboxShow(cfg *config.Config, setup *homemount.Setup, root, home string, 
 		homemount.Entry{Mode: "tmpfs", Path: "/tmp", From: "fresh, per call"},
 		homemount.Entry{Mode: "proc", Path: "/proc", From: "the call's own pid namespace"},
 		homemount.Entry{Mode: "dev", Path: "/dev", From: "null zero full random urandom tty pts shm"})
+	if dirs, err := netview.DefaultDirs(); err != nil {
+		rep.NetworkErr = err.Error()
+	} else if h, err := netview.HostOf(); err != nil {
+		rep.NetworkErr = err.Error()
+	} else if ns, err := netview.NewSetup(cfg, h, dirs, nil); err != nil {
+		rep.NetworkErr = err.Error()
+	} else {
+		d := ns.Describe()
+		rep.Network = &d
+	}
 	for _, d := range homeview.DenyList(&homeview.Host{Home: home, Env: callerEnv}) {
 		if _, err := os.Lstat(d.Path); err == nil {
 			rep.Denied = append(rep.Denied, d.Path)
 		}
 	}
 	return rep, nil
+}
+
+// printNetwork prints what a call may reach through the egress proxy.
+func printNetwork(out io.Writer, d *netview.Description, why string) {
+	if d == nil {
+		fmt.Fprintf(out, "\nnetwork: none beyond the sandbox's loopback (no egress proxy: %s)\n", why)
+		return
+	}
+	fmt.Fprintf(out, "\nnetwork: only through the egress proxy at %s; no resolver, no route\n", d.Proxy)
+	fmt.Fprintln(out, "  allowed:")
+	if len(d.Rules) == 0 {
+		fmt.Fprintln(out, "    nothing")
+	}
+	for _, r := range d.Rules {
+		fmt.Fprintf(out, "    %s\n", r)
+	}
+	if len(d.Credentials) > 0 {
+		fmt.Fprintln(out, "  credentials put back on the wire, only for:")
+		for _, c := range d.Credentials {
+			fmt.Fprintf(out, "    %s\n", c)
+		}
+	}
+	for _, f := range d.Forwards {
+		fmt.Fprintf(out, "  forwarded to the host: %s\n", f)
+	}
+	for _, n := range d.Notes {
+		fmt.Fprintf(out, "  note: %s\n", n)
+	}
 }

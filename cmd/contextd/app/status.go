@@ -6,7 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	sd "github.com/coreos/go-systemd/v22/dbus"
@@ -19,6 +24,7 @@ import (
 	"github.com/contextd/contextd/daemon/store/sqlite"
 	"github.com/contextd/contextd/proxy/client"
 	"github.com/contextd/contextd/proxy/install"
+	"github.com/contextd/contextd/sandboxinfo"
 )
 
 // bytesPerToken turns raw output sizes into token estimates for "tokens
@@ -70,7 +76,38 @@ type Today struct {
 	RawBytes        int64     `json:"raw_bytes"`
 	RawTokensEst    int64     `json:"raw_tokens_estimate"`
 	TokensReturned  int64     `json:"tokens_returned"`
-	Note            string    `json:"note,omitempty"`
+	// EgressRefused are today's refused connections through the egress
+	// proxy, by host and port, most frequent first.
+	EgressRefused []EgressRefusal `json:"egress_refused,omitempty"`
+	Note          string          `json:"note,omitempty"`
+}
+
+// EgressRefusal is one host:port the egress proxy refused today.
+type EgressRefusal struct {
+	Host   string   `json:"host"`
+	Port   int      `json:"port"`
+	Count  int      `json:"count"`
+	Tools  []string `json:"tools"`
+	Reason string   `json:"reason"` // the last one
+	Leak   bool     `json:"leak,omitempty"`
+}
+
+// maxRefusalsShown bounds the hosts status lists; --json has them all.
+const maxRefusalsShown = 10
+
+func (t *Today) addRefusal(tool string, c sandboxinfo.Connection) {
+	for i := range t.EgressRefused {
+		r := &t.EgressRefused[i]
+		if r.Host == c.Host && r.Port == c.Port {
+			r.Count++
+			r.Reason, r.Leak = c.Reason, r.Leak || c.Leak
+			if !slices.Contains(r.Tools, tool) {
+				r.Tools = append(r.Tools, tool)
+			}
+			return
+		}
+	}
+	t.EgressRefused = append(t.EgressRefused, EgressRefusal{Host: c.Host, Port: c.Port, Count: 1, Tools: []string{tool}, Reason: c.Reason, Leak: c.Leak})
 }
 
 // StoreState is where memories and checkpoints live.
@@ -245,6 +282,11 @@ func today(now time.Time) Today {
 			}
 			continue
 		}
+		for _, c := range e.Egress {
+			if !c.Allowed {
+				t.addRefusal(e.Tool, c)
+			}
+		}
 		if e.Kind != audit.KindCall {
 			continue
 		}
@@ -263,6 +305,7 @@ func today(now time.Time) Today {
 	}
 	t.Sessions = len(sessions)
 	t.RawTokensEst = t.RawBytes / bytesPerToken
+	sort.SliceStable(t.EgressRefused, func(i, j int) bool { return t.EgressRefused[i].Count > t.EgressRefused[j].Count })
 	return t
 }
 
@@ -330,6 +373,20 @@ func (r *Report) print(w io.Writer) {
 		saved = fmt.Sprintf(": ~%.1f%% saved", 100*float64(max(0, t.RawTokensEst-t.TokensReturned))/float64(t.RawTokensEst))
 	}
 	fmt.Fprintf(w, "tokens:   %d returned for %s of raw output (~%d tokens)%s\n", t.TokensReturned, human(t.RawBytes), t.RawTokensEst, saved)
+	if n := len(t.EgressRefused); n > 0 {
+		fmt.Fprintf(w, "egress:   %d host(s) refused today\n", n)
+		for i, r := range t.EgressRefused {
+			if i == maxRefusalsShown {
+				fmt.Fprintf(w, "          ... and %d more (--json, or contextd audit tail)\n", n-i)
+				break
+			}
+			what := "refused"
+			if r.Leak {
+				what = "leak blocked"
+			}
+			fmt.Fprintf(w, "          %s %s x%d (%s): %s\n", net.JoinHostPort(r.Host, strconv.Itoa(r.Port)), what, r.Count, strings.Join(r.Tools, ", "), r.Reason)
+		}
+	}
 	if t.Note != "" {
 		fmt.Fprintf(w, "          %s\n", t.Note)
 	}
