@@ -87,6 +87,19 @@ var rules = []rule{
 		why:    "the protocol between a tool's two halves belongs to neither side",
 	},
 	{
+		from:   []string{"daemon/egress"},
+		deep:   true,
+		forbid: []string{"daemon/", "mcp/", "wire/", "proxy/", "cmd/", "ns/", "inspect/", "scrub/"},
+		why:    "the egress proxy faces the sandbox's traffic: it works on the plain rules and credentials it is handed, and can reach nothing of the daemon's state (its vaults, config, store)",
+	},
+	{
+		from:   []string{"daemon/registries"},
+		deep:   true,
+		forbid: []string{"daemon/", "mcp/", "wire/", "proxy/", "cmd/", "ns/", "inspect/"},
+		allow:  []string{"daemon/homeview/"},
+		why:    "reading the user's toolchain configuration needs the home view's host and its redaction, nothing else of the daemon",
+	},
+	{
 		from:   []string{"daemon/..."},
 		deep:   true,
 		forbid: []string{"daemon/tools/inside/"},
@@ -175,6 +188,8 @@ func TestRulesCatchAPlantedEdge(t *testing.T) {
 		{"mcp/intercept", "daemon/budget"},
 		{"budget", "mcp/jsonrpc"},
 		{"daemon/tools/inside", "daemon/tools"},
+		{"daemon/egress", "daemon/config"},
+		{"daemon/registries", "daemon/tools"},
 		{"daemon/tools/inside", "daemon/runner"},
 		{"daemon/tools/toolproto", "daemon/tools/inside"},
 		{"daemon/tools", "daemon/tools/inside"},
