@@ -83,8 +83,10 @@ func connectPiped(t *testing.T, s *Server) (*mcp.ClientSession, *recorder) {
 	rec := &recorder{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	// rec first: it has a line before the client can have read it, so a
+	// test that looks at rec once a call returned finds it there.
 	go func() {
-		done <- s.Run(ctx, &mcp.IOTransport{Reader: c2sR, Writer: nopWriteCloser{io.MultiWriter(s2cW, rec)}})
+		done <- s.Run(ctx, &mcp.IOTransport{Reader: c2sR, Writer: nopWriteCloser{io.MultiWriter(rec, s2cW)}})
 	}()
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 	cs, err := client.Connect(context.Background(), &mcp.IOTransport{Reader: s2cR, Writer: c2sW}, nil)
