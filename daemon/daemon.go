@@ -175,9 +175,6 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 			o.Net, o.NetErr = netSetup(cfg, log)
 		}
 	}
-	if o.Net == nil && o.NetErr == nil {
-		o.NetErr = errors.New("the daemon runs without its egress proxy")
-	}
 
 	// stopCalls cancels every call in flight; calls see ErrShuttingDown as the cause.
 	callsCtx, stopCalls := context.WithCancelCause(context.Background())

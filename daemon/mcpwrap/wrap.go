@@ -571,7 +571,7 @@ func (w *Wrapper) views(req *lite.Wrap, sc config.MCPServer, sessionID, root str
 				w.d.RecordEgress(req.Name, sessionID, start, sum)
 			}
 		})
-	default:
+	case w.d.NetErr != nil:
 		s.warnings = append(s.warnings, fmt.Sprintf("server %s has no egress proxy (%v): no network beyond its own loopback", req.Name, w.d.NetErr))
 	}
 	return after, nil

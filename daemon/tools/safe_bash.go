@@ -115,7 +115,7 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 		spec.Binds = append(spec.Binds, n.Binds...)
 		op.Env = netview.MergeEnv(op.Env, n.Env)
 		finish = n.Finish
-	default:
+	case env.NetErr != nil:
 		// Not a weaker sandbox, a narrower one: without the proxy the
 		// command has its loopback and nothing else. Said, not hidden.
 		warnings = append(warnings, fmt.Sprintf("no egress proxy (%v): the command has no network beyond its own loopback", env.NetErr))
