@@ -101,13 +101,21 @@ func TestDrainCancelsCallsInFlight(t *testing.T) {
 	cwd := t.TempDir()
 	marker := filepath.Join(cwd, "finished")
 	s, err := c.Call(context.Background(), &wire.CallRequest{Tool: "safe_bash", Cwd: cwd,
-		InputJson: []byte(`{"command":"echo started; sleep 60; touch finished"}`)})
+		InputJson: []byte(`{"command":"touch started; sleep 60; touch finished"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev, err := s.Recv()
-	if err != nil || !strings.Contains(string(ev.GetOutput().GetData()), "started") {
-		t.Fatalf("first event: %v %v", ev, err)
+	// The command has started when its first file is there (the first page
+	// is decided when the output ends, so no output comes before).
+	for {
+		if _, err := os.Stat(filepath.Join(cwd, "started")); err == nil {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("daemon exited before the command started: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 	time.Sleep(4 * time.Second) // past the idle timeout: the call keeps it up
 	select {

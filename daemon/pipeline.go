@@ -35,6 +35,11 @@ func (s *service) setupPipeline(cfg *config.Config) error {
 		return fmt.Errorf("scrub.gitleaks_config: %v: %w", err, catalog.ErrConfig)
 	}
 	s.scrubber, s.rules, s.counter = sc, rules, budget.Default()
+	if cfg.Salience.Enabled {
+		if s.salience, err = cfg.Salience.Set(); err != nil {
+			return fmt.Errorf("%v: %w", err, catalog.ErrConfig)
+		}
+	}
 	st, err := pages.Open(&pages.Options{TTL: cfg.Pages.TTL.Duration, MaxTotal: int64(cfg.Pages.MaxTotal)})
 	if err != nil {
 		return fmt.Errorf("page store: %v: %w", err, catalog.ErrIO)

@@ -17,6 +17,7 @@ import (
 	"github.com/contextd/contextd/daemon/session"
 	"github.com/contextd/contextd/daemon/store"
 	"github.com/contextd/contextd/daemon/tools"
+	"github.com/contextd/contextd/salience"
 	"github.com/contextd/contextd/scrub"
 	"github.com/contextd/contextd/toolspec"
 	"github.com/contextd/contextd/wire"
@@ -36,6 +37,7 @@ type service struct {
 	scrubber *scrub.Scrubber
 	rules    string // the user's extra gitleaks rules, for the tools' own scrub
 	counter  *budget.Counter
+	salience *salience.Set // nil: salience.enabled is off
 	store    *pages.Store
 	audit    *audit.Log // nil: auditing failed to start, and each call says so in the log
 	vaults   vaults
@@ -179,7 +181,13 @@ func (s *service) pipe(adm *admission, out func([]byte) error) *respond.Pipe {
 	env.Scrubber, env.Home = s.scrubber, s.opts.Home
 	env.Net, env.NetErr = s.opts.Net, s.opts.NetErr
 	env.Window = budget.Window(adm.tokens)
-	return respond.New(respond.Options{Layer: env.Layer, Counter: s.counter, Budget: adm.tokens,
+	var sal *salience.Set
+	if adm.c.Tool == "safe_bash" || adm.c.Tool == "safe_read" {
+		// The outputs that are logs and files; the state tools' answers
+		// are shaped by the tools themselves.
+		sal = s.salience
+	}
+	return respond.New(respond.Options{Layer: env.Layer, Counter: s.counter, Budget: adm.tokens, Salience: sal,
 		Store: s.store, Session: env.Session, Tool: adm.c.Tool, Send: deliver(out)})
 }
 

@@ -331,3 +331,36 @@ func (sc *Scanner) remember(text []byte, start, whole int64, clipped bool, class
 	l.stop = class&progress != 0
 	l.include = class&testStart != 0
 }
+
+// Skip stands for n bytes holding lines newlines that the caller does not
+// have (the middle of a long file, never sent): numbering goes on after
+// them, and no block or context reaches across. A line cut by the skip
+// ends there.
+func (sc *Scanner) Skip(n, lines int64) {
+	if sc.partLen > 0 {
+		sc.line(sc.part, sc.partLen)
+		sc.part, sc.partLen = sc.part[:0], 0
+	}
+	sc.finish()
+	sc.ring = sc.ring[:0]
+	sc.rHead = 0
+	sc.n += int(lines)
+	sc.off += n
+}
+
+// Insert files blocks found by someone else in a part of the output this
+// Scanner skipped (the sandboxed tool's scan of a file's middle), with the
+// number of failure blocks that part had in all. Call it between Skip and
+// the next Write; the blocks must lie in the skipped part, in order.
+func (sc *Scanner) Insert(blocks []Block, total int) {
+	sc.finish()
+	for i := range blocks {
+		b := blocks[i]
+		sc.open = &b
+		sc.finish()
+	}
+	// Blocks the other side dropped still count.
+	if extra := total - len(blocks); extra > 0 {
+		sc.res.Total += extra
+	}
+}

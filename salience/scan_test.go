@@ -192,3 +192,20 @@ func BenchmarkScanPlain(b *testing.B) {
 		sc.Close()
 	}
 }
+
+// A skipped part keeps the numbering of what follows, and blocks inserted
+// for it take their place in order.
+func TestScannerSkipInsert(t *testing.T) {
+	sc := Default().NewScanner()
+	sc.Write([]byte("one\ntwo\n"))
+	sc.Skip(100, 10)
+	sc.Insert([]Block{{FirstLine: 5, LastLine: 5, Kind: Failure, Text: []byte("panic: boom\n")}}, 3)
+	sc.Write([]byte("--- FAIL: TestX (0.00s)\nok\n"))
+	r := sc.Close()
+	if r.Lines != 14 || r.Total != 4 || len(r.Blocks) != 2 {
+		t.Fatalf("lines %d total %d blocks %+v", r.Lines, r.Total, r.Blocks)
+	}
+	if r.Blocks[0].FirstLine != 5 || r.Blocks[1].FirstLine != 13 {
+		t.Fatalf("blocks at %d and %d, want 5 and 13", r.Blocks[0].FirstLine, r.Blocks[1].FirstLine)
+	}
+}

@@ -118,6 +118,8 @@ type Config struct {
 	// Egress configures the egress proxy (what a sandboxed program may
 	// reach beyond its own loopback).
 	Egress Egress `toml:"egress"`
+	// Salience decides what the first page of a long output shows.
+	Salience Salience `toml:"salience"`
 
 	// Source is the file the configuration was read from ("" for defaults only).
 	Source string `toml:"-"`
@@ -347,15 +349,16 @@ func Default() *Config {
 			SafeWrite:   Sandbox{MemoryMax: 512 << 20, TasksMax: 64, ReadOnly: []string{}, ReadWrite: []string{}, MaxTokens: DefaultMaxTokens},
 			FileTimeout: Duration{60 * time.Second},
 		},
-		Pages:   Pages{TTL: Duration{time.Hour}, MaxTotal: 512 << 20},
-		Audit:   Audit{MaxFileSize: 16 << 20},
-		Store:   Store{Backend: "sqlite", QdrantHost: "localhost", QdrantPort: 6334, CollectionPrefix: "contextd_", EmbedTimeout: Duration{5 * time.Second}},
-		Budgets: maps.Clone(DefaultBudgets),
-		Branch:  Branch{DefaultBudget: 8192, SummaryMaxTokens: 500},
-		Hook:    Hook{Blocked: []string{"Bash", "Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "Grep", "Glob"}},
-		MCP:     defaultMCP(),
-		Cache:   defaultCache(),
-		Egress:  defaultEgress(),
+		Pages:    Pages{TTL: Duration{time.Hour}, MaxTotal: 512 << 20},
+		Audit:    Audit{MaxFileSize: 16 << 20},
+		Store:    Store{Backend: "sqlite", QdrantHost: "localhost", QdrantPort: 6334, CollectionPrefix: "contextd_", EmbedTimeout: Duration{5 * time.Second}},
+		Budgets:  maps.Clone(DefaultBudgets),
+		Branch:   Branch{DefaultBudget: 8192, SummaryMaxTokens: 500},
+		Hook:     Hook{Blocked: []string{"Bash", "Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "Grep", "Glob"}},
+		MCP:      defaultMCP(),
+		Cache:    defaultCache(),
+		Egress:   defaultEgress(),
+		Salience: defaultSalience(),
 	}
 }
 
@@ -456,6 +459,9 @@ func (c *Config) validate() error {
 		return err
 	}
 	if err := c.Egress.validate(); err != nil {
+		return err
+	}
+	if err := c.Salience.validate(); err != nil {
 		return err
 	}
 	if err := checkRules("tools.safe_bash.egress_allow", c.Tools.SafeBash.EgressAllow); err != nil {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/daemon/pages"
+	"github.com/contextd/contextd/salience"
 	"github.com/contextd/contextd/scrub"
 )
 
@@ -127,6 +128,12 @@ type Options struct {
 	Session, Tool string
 	// Send delivers text to the caller, in order.
 	Send func([]byte) error
+	// Salience, when set, chooses what the first page of an output over
+	// budget shows: head, the salient blocks (failures, wherever they are),
+	// tail, with passing tests' progress folded (package salience). The
+	// page is decided when the output ends, so nothing is streamed live.
+	// Nil: head and tail, the head streamed as it comes.
+	Salience *salience.Set
 }
 
 // Pipe takes a tool's output (io.Writer) and answers within the budget.
@@ -152,6 +159,14 @@ type Pipe struct {
 	holes      int          // holes in the output
 	tailKeep   int
 	err        error
+
+	// With Options.Salience: the scanner sees the output as it comes, and
+	// head keeps its first bytes (up to the first hole) for the page.
+	scan     *salience.Scanner
+	head     []byte
+	headKeep int
+	headDone bool     // a hole came: head stops there
+	outline  []string // definitions in the holes of a source file
 }
 
 // New returns a Pipe.
@@ -164,6 +179,11 @@ func New(o Options) *Pipe {
 	live := max(min(b*budget.HeadShare/100, b-markerReserve(o.Counter, o.Tool)), 0)
 	p := &Pipe{o: o, live: true, liveBudget: live, tailKeep: budget.Window(b) + margin}
 	p.stream = scrub.NewStream(o.Layer.Scrubber, p.emitLive)
+	if o.Salience != nil {
+		p.live = false
+		p.scan = o.Salience.NewScanner()
+		p.headKeep = budget.Window(b) + margin
+	}
 	return p
 }
 
@@ -265,6 +285,12 @@ func (p *Pipe) Write(b []byte) (int, error) {
 	}
 	p.size += int64(len(b))
 	p.lines += int64(bytes.Count(b, []byte{'\n'}))
+	if p.scan != nil {
+		p.scan.Write(b)
+		if !p.headDone && len(p.head) < p.headKeep {
+			p.head = append(p.head, b[:min(len(b), p.headKeep-len(p.head))]...)
+		}
+	}
 	if err := p.keep(b); err != nil {
 		p.err = err
 		return 0, err
@@ -348,8 +374,31 @@ func (p *Pipe) Hole(n, lines int64, source []byte) error {
 	p.live = false
 	p.holes++
 	p.tail = p.tail[:0]
+	if p.scan != nil {
+		p.scan.Skip(n, lines)
+		p.headDone = true
+	}
 	return nil
 }
+
+// HoleExtra is what the tool found in the hole just announced: salient
+// blocks (lines numbered as the output's), total the failures there in
+// all, and for a source file the outline of its definitions there. Ignored
+// without Options.Salience.
+func (p *Pipe) HoleExtra(blocks []salience.Block, total int, outline []string) {
+	if p.scan == nil {
+		return
+	}
+	for i := range blocks {
+		blocks[i].Rule = insertedRule
+	}
+	p.scan.Insert(blocks, total)
+	p.outline = append(p.outline, outline...)
+}
+
+// insertedRule marks the blocks of a hole: their bytes are not in the
+// stored output (they came in the tool's gap frame, scrubbed by it).
+const insertedRule = -1
 
 // keepTail keeps the last tailKeep bytes (at least) of the output, b being
 // its latest piece.
@@ -406,6 +455,9 @@ func (p *Pipe) Close() (Summary, error) {
 	if err != nil {
 		return sum, err
 	}
+	if p.scan != nil {
+		return p.closeSalient(sum, ref)
+	}
 	win := p.tailWindow()
 	start := p.size - int64(len(win))
 	// The tail comes from what was not sent live. Cut it on the raw text
@@ -439,6 +491,115 @@ func (p *Pipe) Close() (Summary, error) {
 	sum.Truncated, sum.Continue = true, first
 	sum.TokensUsed = p.o.Counter.Count(p.sent.Bytes())
 	return sum, nil
+}
+
+// closeSalient sends the first page of an output over budget as the
+// salience pass composes it: nothing was sent before.
+func (p *Pipe) closeSalient(sum Summary, ref string) (Summary, error) {
+	r := p.scan.Close()
+	w := budget.Window(p.o.Budget)
+	head, _, _ := p.o.Layer.region(p.head, 0, min(len(p.head), w))
+	win := p.tailWindow()
+	tail, _, _ := p.o.Layer.region(win, max(0, len(win)-w), len(win))
+	if err := p.scrubBlocks(r, ref); err != nil {
+		return sum, err
+	}
+	tool := p.o.Tool
+	var lastMark string
+	mark := func(g budget.Gap) string {
+		lastMark = budget.Marker(g.Lines, g.Bytes(), ref, tool)
+		return lastMark
+	}
+	// A source file's outline, when there is no failure to show, takes
+	// the place of the middle after the marker: at most a quarter of the
+	// budget, whole lines.
+	var outline []byte
+	if len(p.outline) > 0 && len(r.Blocks) == 0 {
+		outline = []byte("--- definitions in the lines left out (read them with --offset N --limit M) ---\n")
+		room := p.o.Budget / 4
+		for _, l := range p.outline {
+			next := append(append(append([]byte{}, outline...), l...), '\n')
+			if p.o.Counter.Count(next) > room {
+				break
+			}
+			outline = next
+		}
+		outline = p.o.Layer.Scrub(outline)
+	}
+	budgetLeft := p.o.Budget
+	if outline != nil {
+		budgetLeft -= p.o.Counter.Count(outline) + 1
+	}
+	page := salience.Compose(p.o.Counter, budgetLeft, head, tail, p.size, p.lines, r, mark)
+	data := page.Data
+	if outline != nil && lastMark != "" {
+		if i := bytes.LastIndex(data, []byte(lastMark)); i >= 0 {
+			at := i + len(lastMark)
+			if at < len(data) && data[at] == '\n' {
+				at++
+			}
+			data = append(append(append([]byte{}, data[:at]...), outline...), data[at:]...)
+		}
+	}
+	if p.o.Counter.Count(data) > p.o.Budget {
+		data = page.Data // the outline did not fit after all: the page without it
+	}
+	if err := p.send(data); err != nil {
+		return sum, err
+	}
+	sum.Truncated, sum.Continue = page.Truncated || p.holes > 0, ref
+	sum.TokensUsed = p.o.Counter.Count(p.sent.Bytes())
+	return sum, nil
+}
+
+// scrubBlocks puts the daemon's scrub (the second layer) on the blocks a
+// first page may show: each read again from the stored output with margin
+// on both sides, so that a secret cut by the block's edge is seen whole. A
+// hole's blocks, which the tool scrubbed, are scrubbed again as they are.
+func (p *Pipe) scrubBlocks(r *salience.Result, ref string) error {
+	var rd *pages.Reader
+	defer func() {
+		if rd != nil {
+			rd.Close()
+		}
+	}()
+	for i := range r.Blocks {
+		b := &r.Blocks[i]
+		if b.Rule == insertedRule {
+			b.Text = p.o.Layer.Scrub(b.Text)
+			continue
+		}
+		lo, hi := max(0, b.Start-margin), min(p.size, b.End+margin)
+		var buf []byte
+		if p.inMem() && p.holes == 0 {
+			buf = p.mem[lo:hi]
+		} else {
+			if rd == nil {
+				var err error
+				if rd, err = p.o.Store.Open(p.o.Session, ref); err != nil {
+					return err
+				}
+			}
+			buf = make([]byte, hi-lo)
+			if n, err := rd.ReadAt(buf, lo); n < len(buf) {
+				// Not readable as stored: show nothing of it rather than
+				// something unscrubbed.
+				b.Text = nil
+				_ = err
+				continue
+			}
+		}
+		out, _, _ := p.o.Layer.region(buf, int(b.Start-lo), int(b.End-lo))
+		b.Text = out
+	}
+	kept := r.Blocks[:0]
+	for _, b := range r.Blocks {
+		if b.Text != nil {
+			kept = append(kept, b)
+		}
+	}
+	r.Blocks = kept
+	return nil
 }
 
 func (p *Pipe) send(b []byte) error {

@@ -12,8 +12,15 @@ import (
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/tools/toolproto"
+	"github.com/contextd/contextd/salience"
 	"github.com/contextd/contextd/workspace"
 )
+
+// holeExtraWriter is an Out that takes what the tool found in a gap: its
+// salient blocks and its outline (respond.Pipe with salience).
+type holeExtraWriter interface {
+	HoleExtra(blocks []salience.Block, total int, outline []string)
+}
 
 // holeWriter is an Out that takes a gap in place of the bytes it stands
 // for (respond.Pipe): n bytes with lines newlines, which source (opaque to
@@ -107,7 +114,18 @@ func runSandboxed(ctx context.Context, env *Env, op toolproto.Op, source string,
 			if err != nil {
 				return err
 			}
-			return hw.Hole(g.Len, g.Lines, src)
+			if err := hw.Hole(g.Len, g.Lines, src); err != nil {
+				return err
+			}
+			if xw, ok := env.Out.(holeExtraWriter); ok && (len(g.Salient) > 0 || len(g.Outline) > 0) {
+				bs := make([]salience.Block, 0, len(g.Salient))
+				for _, b := range g.Salient {
+					bs = append(bs, salience.Block{FirstLine: b.FirstLine, LastLine: b.LastLine, MatchLine: b.FirstLine,
+						Name: b.Rule, Family: b.Family, Kind: salience.Failure, Text: []byte(b.Text)})
+				}
+				xw.HoleExtra(bs, g.Failures, g.Outline)
+			}
+			return nil
 		}
 	}
 	spec.Tool, spec.Mode, spec.Args, spec.Stdin = op.Tool, runner.Tool, []string{op.Tool}, in

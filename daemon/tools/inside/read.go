@@ -15,6 +15,8 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/tools/toolproto"
+	"github.com/contextd/contextd/outline"
+	"github.com/contextd/contextd/salience"
 	"github.com/contextd/contextd/scrub"
 	"github.com/contextd/contextd/workspace"
 )
@@ -91,7 +93,12 @@ func readMapped(root *workspace.Root, op toolproto.Op, sc *scrub.Scrubber, fw *t
 	fw.Mark("read")
 	fs, gapFrom, gapTo := findSelected(sc, sel.buf, sel.a, sel.e, op.Window)
 	fw.Mark("scrub")
-	err = emitNumbered(fw, sel.buf, sel.base, sel.a, sel.e, first, fs, gapFrom, gapTo)
+	var extra *gapExtra
+	if gapFrom < gapTo {
+		extra = scanGap(sc, sel.buf, sel.a, gapFrom, gapTo, first, op.Display)
+		fw.Mark("salience")
+	}
+	err = emitNumbered(fw, sel.buf, sel.base, sel.a, sel.e, first, fs, gapFrom, gapTo, extra)
 	fw.Mark("emit")
 	return err
 }
@@ -304,7 +311,7 @@ func findSelected(sc *scrub.Scrubber, buf []byte, a, e, window int) (fs []scrub.
 // lines ("%6d\t<line>\n", the first one numbered line), each finding as a
 // secret frame, and buf[gapFrom:gapTo], when not empty, as one gap frame.
 // No finding may lie in the gap. A last line without a newline gets one.
-func emitNumbered(fw *toolproto.Writer, buf []byte, base int64, a, e, line int, fs []scrub.Finding, gapFrom, gapTo int) error {
+func emitNumbered(fw *toolproto.Writer, buf []byte, base int64, a, e, line int, fs []scrub.Finding, gapFrom, gapTo int, extra *gapExtra) error {
 	// One buffer of up to about a MiB, sent and reused: a large file's
 	// numbered copy never exists whole. The gap is not rendered at all.
 	out, release := prefaulted(min(2*(e-a-(gapTo-gapFrom)), 1<<20) + 1<<16)
@@ -336,6 +343,9 @@ func emitNumbered(fw *toolproto.Writer, buf []byte, base int64, a, e, line int, 
 						g.Len, g.Lines = g.Len+n, g.Lines+lines
 					}
 					g.Blocks = append(g.Blocks, b)
+				}
+				if extra != nil {
+					g.Salient, g.Failures, g.Outline = extra.salient, extra.failures, extra.outline
 				}
 				fw.Mark("gap")
 				if err := fw.Gap(g); err != nil {
@@ -474,4 +484,57 @@ func appendNum(b []byte, n int) []byte {
 	}
 	b = append(b, num...)
 	return append(b, '\t')
+}
+
+// gapExtra is what the first page may show of a gap in its place.
+type gapExtra struct {
+	salient  []toolproto.SalientBlock
+	failures int
+	outline  []string
+}
+
+// maxOutline bounds the definitions a gap frame lists.
+const maxOutline = 60
+
+// scanGap runs the salience scan over buf[gapFrom:gapTo] (the middle of a
+// long read, which is not sent) and, for a source file read from its first
+// line, lists the definitions that lie there. A block's secrets are replaced
+// by "[REDACTED:<rule>]" here (the daemon, which numbers placeholders in the
+// session, scrubs them again); its lines are numbered as the output's.
+func scanGap(sc *scrub.Scrubber, buf []byte, a, gapFrom, gapTo, first int, name string) *gapExtra {
+	x := &gapExtra{}
+	// The line gapFrom is in, as the file numbers it, and as the output does.
+	fileLine := first + bytes.Count(buf[a:gapFrom], []byte{'\n'})
+	scn := salience.Default().NewScanner()
+	scn.Write(buf[gapFrom:gapTo])
+	r := scn.Close()
+	x.failures = r.Total
+	for _, b := range r.Blocks {
+		lo, hi := gapFrom+int(b.Start), gapFrom+int(b.End)
+		fs, _, _ := sc.FindRange(buf, lo, hi, scrubMargin)
+		text := buf[lo:hi]
+		if len(fs) > 0 {
+			for i := range fs {
+				fs[i].Start, fs[i].End = max(fs[i].Start, lo)-lo, min(fs[i].End, hi)-lo
+			}
+			text = scrub.Replace(text, fs, func(f scrub.Finding) string { return "[REDACTED:" + f.Rule + "]" })
+		}
+		if b.Clipped && len(text) > salience.MaxBlockBytes {
+			text = text[:salience.MaxBlockBytes]
+		}
+		z := numberer{line: fileLine + b.FirstLine - 1, atStart: true}
+		out := z.put(nil, text)
+		if len(out) > 0 && out[len(out)-1] != '\n' {
+			out = append(out, '\n')
+		}
+		x.salient = append(x.salient, toolproto.SalientBlock{
+			FirstLine: fileLine - first + b.FirstLine, LastLine: fileLine - first + b.LastLine,
+			Rule: b.Name, Family: b.Family, Text: string(out)})
+	}
+	if first == 1 && a == 0 && outline.Lang(name) != "" {
+		defs, _ := outline.Of(name, buf)
+		lastLine := fileLine + bytes.Count(buf[gapFrom:gapTo], []byte{'\n'})
+		x.outline = outline.Render(defs, fileLine, lastLine, maxOutline)
+	}
+	return x
 }

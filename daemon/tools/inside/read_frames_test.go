@@ -93,7 +93,7 @@ func readGaps(t *testing.T, file string, first, limit, window int, v *scrub.Vaul
 	var wire bytes.Buffer
 	fw := toolproto.NewWriter(&wire)
 	fs, rf, rt := findSelected(scrubberT(t), sel.buf, sel.a, sel.e, window)
-	if err := emitNumbered(fw, sel.buf, sel.base, sel.a, sel.e, first, fs, rf, rt); err != nil {
+	if err := emitNumbered(fw, sel.buf, sel.base, sel.a, sel.e, first, fs, rf, rt, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := fw.Meta(toolproto.Meta{}); err != nil {

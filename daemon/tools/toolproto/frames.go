@@ -55,6 +55,26 @@ type Gap struct {
 	// whole gap.
 	Block  int64      `json:"block"`
 	Blocks []GapBlock `json:"blocks"`
+	// Salient are the failure blocks the tool's salience scan found in the
+	// gap, rendered as the output shows them, secrets replaced; Failures
+	// is how many it found in all. A first page shows them between head
+	// and tail.
+	Salient  []SalientBlock `json:"salient,omitempty"`
+	Failures int            `json:"failures,omitempty"`
+	// Outline lists the definitions of a source file that lie in the gap,
+	// one rendered line each, for the first page to show in its place.
+	Outline []string `json:"outline,omitempty"`
+}
+
+// SalientBlock is a block of a gap's lines worth showing.
+type SalientBlock struct {
+	// FirstLine and LastLine are line numbers of the output (the read's
+	// first line is 1).
+	FirstLine int    `json:"first_line"`
+	LastLine  int    `json:"last_line"`
+	Rule      string `json:"rule"`
+	Family    string `json:"family"`
+	Text      string `json:"text"`
 }
 
 // GapBlock is where a block of a gap starts, and what its bytes were.
