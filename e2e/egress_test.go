@@ -162,11 +162,11 @@ func testCA(t *testing.T) (caFile string, cert *tls.Certificate) {
 	return caFile, &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
-// egressConfig appends toml to the suite's configuration and stops the
+// withConfig appends toml to the suite's configuration and stops the
 // daemon, so that the next call starts one that reads it (and the user's
 // toolchain files) afresh; the cleanup puts the suite's configuration back
 // and stops that daemon too.
-func egressConfig(t *testing.T, toml string) {
+func withConfig(t *testing.T, toml string) {
 	t.Helper()
 	cfgPath := filepath.Join(env.home, ".config", "contextd", "config.toml")
 	orig, err := os.ReadFile(cfgPath)
@@ -257,7 +257,7 @@ func auditEgress(t *testing.T, marker string) []egressConn {
 // package from the npm registry works through safe_bash, and the audit
 // record shows the registry allowed by the default rule.
 func TestEgressNpmInstall(t *testing.T) {
-	egressConfig(t, "")
+	withConfig(t, "")
 	ws := egressWorkspace(t)
 	marker := "egress-npm-" + devTag(6)
 	r := bashIn(t, ws, fmt.Sprintf("npm install is-number@7.0.0 --prefer-online --no-audit --no-fund && node -e 'console.log(require(\"is-number\")(5))' # %s", marker))
@@ -294,7 +294,7 @@ func TestEgressRegistryToken(t *testing.T) {
 			reg := startRegistry(t, token, tc.cert)
 			npmrc := fmt.Sprintf("registry=%s\n//127.0.0.1:%d/:_authToken=%s\n", reg.url, reg.port, token)
 			devPlant(t, filepath.Join(env.home, ".npmrc"), npmrc, 0o600)
-			egressConfig(t, fmt.Sprintf("[egress]\nca_files = [%q]\n", caFile))
+			withConfig(t, fmt.Sprintf("[egress]\nca_files = [%q]\n", caFile))
 			ws := egressWorkspace(t)
 			marker := "egress-token-" + devTag(6)
 			r := bashIn(t, ws, fmt.Sprintf("cat ~/.npmrc; env | grep -c %s; npm install %s --no-audit --no-fund && node -e 'console.log(require(%q))' # %s",
@@ -340,7 +340,7 @@ func TestEgressRefusals(t *testing.T) {
 	other := startRegistry(t, "unused", nil)
 	devPlant(t, filepath.Join(env.home, ".npmrc"), fmt.Sprintf("registry=%s\n//127.0.0.1:%d/:_authToken=%s\n", reg.url, reg.port, token), 0o600)
 	// (The suite's configuration has a [tools.safe_bash] table already.)
-	egressConfig(t, fmt.Sprintf("[egress]\nallow = [\"127.0.0.1:%d\"]\n", other.port))
+	withConfig(t, fmt.Sprintf("[egress]\nallow = [\"127.0.0.1:%d\"]\n", other.port))
 	ws := egressWorkspace(t)
 
 	marker := "egress-refused-" + devTag(6)
@@ -408,7 +408,7 @@ func TestEgressRefusals(t *testing.T) {
 // through the proxy (into the cache layers), and the server answers the
 // TypeScript SDK client.
 func TestEgressWrapNpx(t *testing.T) {
-	egressConfig(t, "")
+	withConfig(t, "")
 	// The version e2e/mcpservers pins, so that the run does not depend on
 	// what the registry publishes next.
 	var pkg struct {

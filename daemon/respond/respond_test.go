@@ -11,6 +11,7 @@ import (
 
 	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/daemon/pages"
+	"github.com/contextd/contextd/salience"
 	"github.com/contextd/contextd/scrub"
 )
 
@@ -22,7 +23,7 @@ type fixture struct {
 	store   *pages.Store
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	sc, err := shared()
 	if err != nil {
@@ -50,10 +51,15 @@ func token(t *testing.T) string {
 
 // run writes out to a Pipe in pieces of chunk bytes and returns what the
 // caller got and the summary.
-func (f *fixture) run(t *testing.T, out []byte, tokens, chunk int) ([]byte, Summary) {
+func (f *fixture) run(t testing.TB, out []byte, tokens, chunk int) ([]byte, Summary) {
+	return f.runWith(t, out, tokens, chunk, nil)
+}
+
+// runWith is run with a salience set (nil: none).
+func (f *fixture) runWith(t testing.TB, out []byte, tokens, chunk int, set *salience.Set) ([]byte, Summary) {
 	t.Helper()
 	var got bytes.Buffer
-	p := New(Options{Layer: f.layer, Counter: f.counter, Budget: tokens, Store: f.store,
+	p := New(Options{Layer: f.layer, Counter: f.counter, Budget: tokens, Store: f.store, Salience: set,
 		Session: "s1", Tool: "safe_bash", Send: func(b []byte) error { got.Write(b); return nil }})
 	for b := out; len(b) > 0; {
 		n := min(chunk, len(b))
