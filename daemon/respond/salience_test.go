@@ -109,7 +109,9 @@ func TestSalientNothingSalient(t *testing.T) {
 	gh, gt := split(got)
 	// Today's head is cut while it streams, the page's at the end: the same
 	// start and end of the output, within a few lines of each other.
-	near := func(a, b []byte) bool { return len(a) > 0 && len(b) > 0 && max(len(a), len(b))*10 <= min(len(a), len(b))*11 }
+	near := func(a, b []byte) bool {
+		return len(a) > 0 && len(b) > 0 && max(len(a), len(b))*10 <= min(len(a), len(b))*11
+	}
 	if !bytes.HasPrefix(out, gh) || !bytes.HasSuffix(out, gt) || !near(ph, gh) || !near(pt, gt) {
 		t.Fatalf("head or tail differ without anything salient: head %d/%d bytes, tail %d/%d bytes:\n%s", len(gh), len(ph), len(gt), len(pt), got)
 	}
