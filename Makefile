@@ -74,6 +74,8 @@ bench:
 		$(GO) install github.com/zricethezav/gitleaks/v8@$(GITLEAKS_VERSION)
 	$(GO) test -count=1 -run '^$$' -bench Scrub -benchtime 3x -v ./bench/scrub
 	$(GO) test -count=1 -run '^$$' -bench Search -benchtime 200x -v ./daemon/store/sqlite
+	$(GO) test -count=1 -run '^$$' -bench 'Download|SmallRequest' -benchtime 5x -v ./daemon/egress
+	$(GO) test -count=1 -run '^$$' -bench Pipeline10MB -benchtime 5x -v ./daemon/respond
 	$(SUDO) $(GO) test -tags e2e -count=1 -run '^$$' -bench 'RoundTrip|SafeRead10MB|Wrap|DevWarm' -benchtime 1x -v ./e2e
 
 # Regenerate the gRPC code and docs/errors.md.
