@@ -180,12 +180,18 @@ func New(o Options) *Pipe {
 	p := &Pipe{o: o, live: true, liveBudget: live, tailKeep: budget.Window(b) + margin}
 	p.stream = scrub.NewStream(o.Layer.Scrubber, p.emitLive)
 	if o.Salience != nil {
-		p.live = false
+		// Only the first lines stream live (a long command shows it
+		// started); the rest of the first page is decided at the end.
+		p.liveBudget = min(p.liveBudget, b*liveShare/100)
 		p.scan = o.Salience.NewScanner()
 		p.headKeep = budget.Window(b) + margin
 	}
 	return p
 }
+
+// liveShare is the percentage of the budget streamed live when the
+// salience pass decides the rest of the first page at the end.
+const liveShare = 10
 
 // refBytes is the length of a first page's reference ("c" and 32 hex
 // digits, pages.FormatRef), which costs at most a token a byte.
@@ -456,7 +462,14 @@ func (p *Pipe) Close() (Summary, error) {
 		return sum, err
 	}
 	if p.scan != nil {
-		return p.closeSalient(sum, ref)
+		done, err := p.closeSalient(&sum, ref, avail)
+		if done || err != nil {
+			return sum, err
+		}
+		// Nothing salient, nothing folded: head and tail as without the
+		// pass, the head grown to its usual share first.
+		p.growHead()
+		avail = p.o.Budget - p.o.Counter.Count(p.sent.Bytes())
 	}
 	win := p.tailWindow()
 	start := p.size - int64(len(win))
@@ -493,21 +506,24 @@ func (p *Pipe) Close() (Summary, error) {
 	return sum, nil
 }
 
-// closeSalient sends the first page of an output over budget as the
-// salience pass composes it: nothing was sent before.
-func (p *Pipe) closeSalient(sum Summary, ref string) (Summary, error) {
+// closeSalient sends the rest of the first page of an output over budget
+// as the salience pass composes it after the live head: the salient blocks,
+// or a source file's outline, or passing tests' progress folded, and the
+// tail, within avail tokens. done is false when the pass has nothing to
+// show: the caller then sends head and tail as without it.
+func (p *Pipe) closeSalient(sum *Summary, ref string, avail int) (done bool, err error) {
 	r := p.scan.Close()
 	w := budget.Window(p.o.Budget)
-	head, _, _ := p.o.Layer.region(p.head, 0, min(len(p.head), w))
 	win := p.tailWindow()
 	tail, _, _ := p.o.Layer.region(win, max(0, len(win)-w), len(win))
 	if err := p.scrubBlocks(r, ref); err != nil {
-		return sum, err
+		return true, err
 	}
 	tool := p.o.Tool
 	var lastMark string
 	mark := func(g budget.Gap) string {
-		lastMark = budget.Marker(g.Lines, g.Bytes(), ref, tool)
+		// The live head is shown: what is left out starts after it.
+		lastMark = budget.Marker(int(max(0, int64(g.Lines)-p.liveLines)), max(0, g.Bytes()-p.liveRaw), ref, tool)
 		return lastMark
 	}
 	// A source file's outline, when there is no failure to show, takes
@@ -526,11 +542,14 @@ func (p *Pipe) closeSalient(sum Summary, ref string) (Summary, error) {
 		}
 		outline = p.o.Layer.Scrub(outline)
 	}
-	budgetLeft := p.o.Budget
+	left := avail - 1 // a newline after the live head, should it need one
 	if outline != nil {
-		budgetLeft -= p.o.Counter.Count(outline) + 1
+		left -= p.o.Counter.Count(outline) + 1
 	}
-	page := salience.Compose(p.o.Counter, budgetLeft, head, tail, p.size, p.lines, r, mark)
+	page := salience.Compose(p.o.Counter, left, nil, tail, p.size, p.lines, r, mark)
+	if len(r.Blocks) == 0 && !page.Folded && outline == nil {
+		return false, nil
+	}
 	data := page.Data
 	if outline != nil && lastMark != "" {
 		if i := bytes.LastIndex(data, []byte(lastMark)); i >= 0 {
@@ -541,15 +560,42 @@ func (p *Pipe) closeSalient(sum Summary, ref string) (Summary, error) {
 			data = append(append(append([]byte{}, data[:at]...), outline...), data[at:]...)
 		}
 	}
-	if p.o.Counter.Count(data) > p.o.Budget {
-		data = page.Data // the outline did not fit after all: the page without it
+	if n := p.sent.Len(); n > 0 && p.sent.Bytes()[n-1] != '\n' {
+		data = append([]byte{'\n'}, data...)
 	}
 	if err := p.send(data); err != nil {
-		return sum, err
+		return true, err
 	}
-	sum.Truncated, sum.Continue = page.Truncated || p.holes > 0, ref
+	sum.Truncated, sum.Continue = true, ref
 	sum.TokensUsed = p.o.Counter.Count(p.sent.Bytes())
-	return sum, nil
+	return true, nil
+}
+
+// growHead sends more of the head, whole lines, up to the share the live
+// head has without the salience pass, when those bytes hold no secret (so
+// that what was sent keeps counting raw bytes).
+func (p *Pipe) growHead() {
+	room := max(p.o.Budget*budget.HeadShare/100, 0) - p.o.Counter.Count(p.sent.Bytes())
+	if room <= 0 || p.liveRaw >= int64(len(p.head)) || p.holes > 0 && p.headDone && p.liveRaw >= int64(len(p.head)) {
+		return
+	}
+	end := len(p.head)
+	if int64(end) < p.size {
+		end = max(int(p.liveRaw), len(p.head)-margin) // leave the margin for a secret across the cut
+	}
+	raw := p.head[p.liveRaw:end]
+	if fs := p.o.Layer.Scrubber.Find(p.head[p.liveRaw:]); len(fs) > 0 {
+		return
+	}
+	n, _ := p.o.Counter.Head(raw, room)
+	if n < len(raw) {
+		n = bytes.LastIndexByte(raw[:n], '\n') + 1
+	}
+	if n <= 0 || p.send(raw[:n]) != nil {
+		return
+	}
+	p.liveRaw += int64(n)
+	p.liveLines += int64(bytes.Count(raw[:n], []byte{'\n'}))
 }
 
 // scrubBlocks puts the daemon's scrub (the second layer) on the blocks a
