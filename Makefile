@@ -49,7 +49,7 @@ test-unit:
 # (30m: TestApt builds the Debian package twice, the first time from a cold cache
 # for its position-independent daemon.)
 test-e2e:
-	$(SUDO) $(GO) test -tags e2e -count=1 -timeout 30m -v ./e2e
+	$(SUDO) $(GO) test -tags e2e -count=1 -timeout 40m -v ./e2e ./e2e/salcorpus
 
 # The whole suite: vet, unit (+ root-gated integration) tests, end-to-end.
 test: deps vet test-unit test-e2e
