@@ -74,6 +74,10 @@ type ringLine struct {
 // Scanner finds salient blocks in an output fed to it in pieces, in one pass
 // and bounded memory. It is not safe for concurrent use.
 type Scanner struct {
+	// Numbered says each line starts with its number ("%6d\t", safe_read's
+	// rendering): rules match the text after it; blocks keep it.
+	Numbered bool
+
 	set *Set
 	m   matcher
 
@@ -94,6 +98,23 @@ type Scanner struct {
 	first []Block
 	last  []Block // circular, KeepBlocks
 	lastN int     // blocks pushed into last
+}
+
+// stripNumber drops a line-number prefix ("%6d\t", as safe_read shows a
+// file) so that rules see the line as the file has it.
+func stripNumber(b []byte) []byte {
+	i := 0
+	for i < len(b) && b[i] == ' ' {
+		i++
+	}
+	j := i
+	for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+		j++
+	}
+	if j > i && j < len(b) && b[j] == '\t' {
+		return b[j+1:]
+	}
+	return b
 }
 
 // NewScanner returns a Scanner for s.
@@ -157,6 +178,9 @@ func (sc *Scanner) line(b []byte, whole int64) {
 	content := b
 	if int64(len(b)) == whole {
 		content = bytes.TrimSuffix(content, []byte{'\n'})
+	}
+	if sc.Numbered {
+		content = stripNumber(content)
 	}
 	if len(content) > MaxMatchLine {
 		content = content[:MaxMatchLine]

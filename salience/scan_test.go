@@ -209,3 +209,14 @@ func TestScannerSkipInsert(t *testing.T) {
 		t.Fatalf("blocks at %d and %d, want 5 and 13", r.Blocks[0].FirstLine, r.Blocks[1].FirstLine)
 	}
 }
+
+// safe_read's numbered lines match as the file's own.
+func TestScannerNumbered(t *testing.T) {
+	sc := Default().NewScanner()
+	sc.Numbered = true
+	sc.Write([]byte("     1\tok\n   318\ttest refund_restores_balance ... FAILED\n   319\tok\n"))
+	r := sc.Close()
+	if r.Total != 1 || r.Blocks[0].MatchLine != 2 || !bytes.HasPrefix(r.Blocks[0].Text, []byte("   318\t")) {
+		t.Fatalf("total %d, blocks %+v", r.Total, r.Blocks)
+	}
+}

@@ -167,6 +167,7 @@ type Pipe struct {
 	headKeep int
 	headDone bool     // a hole came: head stops there
 	outline  []string // definitions in the holes of a source file
+	lastHole [4]int64 // the last hole's offset, length, first line - 1, lines
 }
 
 // New returns a Pipe.
@@ -184,6 +185,8 @@ func New(o Options) *Pipe {
 		// started); the rest of the first page is decided at the end.
 		p.liveBudget = min(p.liveBudget, b*liveShare/100)
 		p.scan = o.Salience.NewScanner()
+		// safe_read shows a file's lines numbered.
+		p.scan.Numbered = o.Tool == "safe_read"
 		p.headKeep = budget.Window(b) + margin
 	}
 	return p
@@ -375,6 +378,7 @@ func (p *Pipe) Hole(n, lines int64, source []byte) error {
 		p.err = err
 		return err
 	}
+	p.lastHole = [4]int64{p.size, n, p.lines, lines}
 	p.size += n
 	p.lines += lines
 	p.live = false
@@ -395,8 +399,17 @@ func (p *Pipe) HoleExtra(blocks []salience.Block, total int, outline []string) {
 	if p.scan == nil {
 		return
 	}
+	// Where each block lies in the hole, in bytes, is only known by its
+	// lines: an estimate in proportion, strictly inside the hole, for the
+	// page's spans (the block's text is exact).
+	at, n, line0, lines := p.lastHole[0], p.lastHole[1], p.lastHole[2], max(p.lastHole[3], 1)
 	for i := range blocks {
-		blocks[i].Rule = insertedRule
+		b := &blocks[i]
+		b.Rule = insertedRule
+		rel := min(max(int64(b.FirstLine)-line0-1, 0), lines)
+		b.Start = at + 1 + rel*(n-2)/lines
+		b.End = min(b.Start+int64(len(b.Text)), at+n-1)
+		b.MatchStart = b.Start
 	}
 	p.scan.Insert(blocks, total)
 	p.outline = append(p.outline, outline...)
