@@ -17,6 +17,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -159,8 +160,26 @@ func TestSalienceCorpus(t *testing.T) {
 		for _, p := range pages {
 			whole.WriteString(p.Data)
 		}
-		if whole.String() != string(c.Log) {
+		// The pages are the log scrubbed: the same bytes, but where a
+		// placeholder stands for what looked like a secret.
+		if !sameButPlaceholders(whole.String(), string(c.Log)) {
 			t.Fatalf("%s: %d pages reassemble to %d bytes, the log has %d", k, len(pages), whole.Len(), len(c.Log))
 		}
 	}
+}
+
+var placeholder = regexp.MustCompile(`\[REDACTED:[a-z0-9-]+:[0-9]+\]`)
+
+// sameButPlaceholders reports whether pages is log with some values of its
+// lines replaced by placeholders.
+func sameButPlaceholders(pages, log string) bool {
+	if pages == log {
+		return true
+	}
+	parts := placeholder.Split(pages, -1)
+	for i := range parts {
+		parts[i] = regexp.QuoteMeta(parts[i])
+	}
+	re, err := regexp.Compile(`\A` + strings.Join(parts, `[^\n]+?`) + `\z`)
+	return err == nil && re.MatchString(log)
 }

@@ -168,6 +168,7 @@ type Pipe struct {
 	headDone bool     // a hole came: head stops there
 	outline  []string // definitions in the holes of a source file
 	lastHole [4]int64 // the last hole's offset, length, first line - 1, lines
+	firstHole int64   // the first hole's offset
 }
 
 // New returns a Pipe.
@@ -379,6 +380,9 @@ func (p *Pipe) Hole(n, lines int64, source []byte) error {
 		return err
 	}
 	p.lastHole = [4]int64{p.size, n, p.lines, lines}
+	if p.holes == 0 {
+		p.firstHole = p.size
+	}
 	p.size += n
 	p.lines += lines
 	p.live = false
@@ -629,6 +633,14 @@ func (p *Pipe) scrubBlocks(r *salience.Result, ref string) error {
 			continue
 		}
 		lo, hi := max(0, b.Start-margin), min(p.size, b.End+margin)
+		if p.holes > 0 {
+			// The margin stops at a hole: its bytes are not stored.
+			if end := p.lastHole[0] + p.lastHole[1]; b.Start >= end {
+				lo = max(lo, end)
+			} else if b.End <= p.firstHole {
+				hi = min(hi, p.firstHole)
+			}
+		}
 		var buf []byte
 		if p.inMem() && p.holes == 0 {
 			buf = p.mem[lo:hi]
