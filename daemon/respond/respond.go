@@ -162,13 +162,13 @@ type Pipe struct {
 
 	// With Options.Salience: the scanner sees the output as it comes, and
 	// head keeps its first bytes (up to the first hole) for the page.
-	scan     *salience.Scanner
-	head     []byte
-	headKeep int
-	headDone bool     // a hole came: head stops there
-	outline  []string // definitions in the holes of a source file
-	lastHole [4]int64 // the last hole's offset, length, first line - 1, lines
-	firstHole int64   // the first hole's offset
+	scan      *salience.Scanner
+	head      []byte
+	headKeep  int
+	headDone  bool     // a hole came: head stops there
+	outline   []string // definitions in the holes of a source file
+	lastHole  [4]int64 // the last hole's offset, length, first line - 1, lines
+	firstHole int64    // the first hole's offset
 }
 
 // New returns a Pipe.
@@ -592,7 +592,10 @@ func (p *Pipe) closeSalient(sum *Summary, ref string, avail int) (done bool, err
 // head has without the salience pass, when those bytes hold no secret (so
 // that what was sent keeps counting raw bytes).
 func (p *Pipe) growHead() {
-	room := max(p.o.Budget*budget.HeadShare/100, 0) - p.o.Counter.Count(p.sent.Bytes())
+	// The same share as the live head has without the pass, which never
+	// takes the room the marker line needs.
+	limit := min(p.o.Budget*budget.HeadShare/100, p.o.Budget-markerReserve(p.o.Counter, p.o.Tool))
+	room := limit - p.o.Counter.Count(p.sent.Bytes())
 	if room <= 0 || p.liveRaw >= int64(len(p.head)) || p.holes > 0 && p.headDone && p.liveRaw >= int64(len(p.head)) {
 		return
 	}
