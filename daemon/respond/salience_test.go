@@ -140,3 +140,21 @@ func BenchmarkPipeline10MB(b *testing.B) {
 		})
 	}
 }
+
+// With the pass, a response stays within its budget at every size, the
+// smallest included (where the marker line is most of it).
+func TestSalientWithinBudget(t *testing.T) {
+	f := newFixture(t)
+	var b strings.Builder
+	for i := 1; i <= 20000; i++ {
+		fmt.Fprintf(&b, "%d\n", i)
+	}
+	for _, out := range [][]byte{[]byte(b.String()), goTestLog(3000, 1500, "x"), goTestLog(3000, -1, "")} {
+		for _, tok := range []int{100, 150, 300, 1000, 1500} {
+			got, sum := f.runWith(t, out, tok, 64<<10, salience.Default())
+			if sum.TokensUsed > tok || sum.TokensUsed != f.counter.Count(got) {
+				t.Errorf("budget %d: %d tokens (counted %d):\n%s", tok, sum.TokensUsed, f.counter.Count(got), got)
+			}
+		}
+	}
+}
