@@ -22,7 +22,8 @@ func TestListenReachesDaemon(t *testing.T) {
 	var addrs []string
 	r := runWith(t, s, func(c *ns.Child) {
 		if err := c.Ready(); err != nil {
-			t.Errorf("ready: %v", err); return
+			t.Errorf("ready: %v", err)
+			return
 		}
 		ls := c.Listeners()
 		if len(ls) == 0 || ls[0].Addr != "127.0.0.1:3128" {
