@@ -67,6 +67,9 @@ type Setup struct {
 	refusals  *Refusals
 	cfgSafe   []string
 	cfgServer map[string][]string
+	// The same, parsed once (the configuration was checked at load).
+	safeRules   []egress.Rule
+	serverRules map[string][]egress.Rule
 }
 
 // forward is a registry on the host's loopback, reached inside at the same
@@ -138,24 +141,38 @@ func NewSetup(cfg *config.Config, h *homeview.Host, dirs Dirs, log *slog.Logger)
 	if err := s.writeBundle(dirs.Runtime, extraPEM); err != nil {
 		return nil, err
 	}
+	s.serverRules = map[string][]egress.Rule{}
+	if s.safeRules, err = parseRules("tools.safe_bash.egress_allow", s.cfgSafe); err != nil {
+		return nil, err
+	}
+	for name, l := range s.cfgServer {
+		if s.serverRules[name], err = parseRules("mcp.servers."+name+".egress_allow", l); err != nil {
+			return nil, err
+		}
+	}
 	s.forwards = forwardsOf(append(append([]egress.Rule{}, s.base...), s.allRules()...))
 	return s, nil
+}
+
+// parseRules parses a configured rule list, naming the key of a bad one.
+func parseRules(key string, list []string) ([]egress.Rule, error) {
+	var out []egress.Rule
+	for _, a := range list {
+		r, err := egress.ParseRule(a, key)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v: %w", key, err, catalog.ErrConfig)
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // allRules are the tool and server rules from the configuration, for the
 // forwards (a registry on the host's loopback named only there).
 func (s *Setup) allRules() []egress.Rule {
-	var out []egress.Rule
-	add := func(key string, list []string) {
-		for _, a := range list {
-			if r, err := egress.ParseRule(a, key); err == nil {
-				out = append(out, r)
-			}
-		}
-	}
-	add("tools.safe_bash.egress_allow", s.cfgSafe)
-	for name, l := range s.cfgServer {
-		add("mcp.servers."+name+".egress_allow", l)
+	out := append([]egress.Rule{}, s.safeRules...)
+	for _, l := range s.serverRules {
+		out = append(out, l...)
 	}
 	return out
 }
@@ -300,17 +317,10 @@ func (c Call) ruleKey() (section, key string) {
 // session's placeholders, the listeners inside and the environment.
 func (s *Setup) Prepare(c Call) (*Net, error) {
 	rules := append([]egress.Rule{}, s.base...)
-	extra := s.cfgSafe
-	key := "tools.safe_bash.egress_allow"
 	if c.Server != "" {
-		extra, key = s.cfgServer[c.Server], "mcp.servers."+c.Server+".egress_allow"
-	}
-	for _, a := range extra {
-		r, err := egress.ParseRule(a, key)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %v: %w", key, err, catalog.ErrConfig)
-		}
-		rules = append(rules, r)
+		rules = append(rules, s.serverRules[c.Server]...)
+	} else {
+		rules = append(rules, s.safeRules...)
 	}
 	rules = append(rules, c.Extra...)
 	var creds []egress.Credential

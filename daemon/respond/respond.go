@@ -596,7 +596,7 @@ func (p *Pipe) growHead() {
 	// takes the room the marker line needs.
 	limit := min(p.o.Budget*budget.HeadShare/100, p.o.Budget-markerReserve(p.o.Counter, p.o.Tool))
 	room := limit - p.o.Counter.Count(p.sent.Bytes())
-	if room <= 0 || p.liveRaw >= int64(len(p.head)) || p.holes > 0 && p.headDone && p.liveRaw >= int64(len(p.head)) {
+	if room <= 0 || p.liveRaw >= int64(len(p.head)) {
 		return
 	}
 	end := len(p.head)
