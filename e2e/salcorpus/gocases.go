@@ -89,76 +89,59 @@ func injectIntoTest(file string, at float64, stmt string) (string, error) {
 // verbose log.
 const goTestFile = "toml_testgen_test.go"
 
-func goAssert(ctx context.Context, r *run) (Case, error) {
+// goCase runs the module's suite in a fresh copy named name, after inject
+// broke it; inject returns the patterns of the failure lines to pick from
+// the log.
+func goCase(ctx context.Context, r *run, name string, inject func(dir string) ([]string, error)) (Case, error) {
 	c := Case{Command: goTestCmd}
-	dir, err := r.goCopy(ctx, "go-assert")
+	dir, err := r.goCopy(ctx, name)
 	if err != nil {
 		return c, err
 	}
 	c.Dir = dir
-	test, err := injectIntoTest(filepath.Join(dir, goTestFile), 0.5,
-		"\tt.Errorf(\"contextd-injected: document %q decoded to %d top-level keys, want %d\", \"spec/table\", 3, 4)")
+	patterns, err := inject(dir)
 	if err != nil {
 		return c, err
 	}
 	if err := r.record(ctx, &c); err != nil {
 		return c, err
 	}
-	c.Failure, err = pick(c.Log,
-		`^\s*--- FAIL: `+regexp.QuoteMeta(test)+` `,
-		`_test\.go:\d+: contextd-injected: `)
+	c.Failure, err = pick(c.Log, patterns...)
 	return c, err
 }
 
+func goAssert(ctx context.Context, r *run) (Case, error) {
+	return goCase(ctx, r, "go-assert", func(dir string) ([]string, error) {
+		test, err := injectIntoTest(filepath.Join(dir, goTestFile), 0.5,
+			"\tt.Errorf(\"contextd-injected: document %q decoded to %d top-level keys, want %d\", \"spec/table\", 3, 4)")
+		return []string{`^\s*--- FAIL: ` + regexp.QuoteMeta(test) + ` `, `_test\.go:\d+: contextd-injected: `}, err
+	})
+}
+
 func goPanic(ctx context.Context, r *run) (Case, error) {
-	c := Case{Command: goTestCmd}
-	dir, err := r.goCopy(ctx, "go-panic")
-	if err != nil {
-		return c, err
-	}
-	c.Dir = dir
-	test, err := injectIntoTest(filepath.Join(dir, goTestFile), 0.4,
-		"\tcontextdInjected := []string{\"key\", \"value\"}\n\t_ = contextdInjected[len(contextdInjected)+1] // contextd-injected")
-	if err != nil {
-		return c, err
-	}
-	if err := r.record(ctx, &c); err != nil {
-		return c, err
-	}
-	c.Failure, err = pick(c.Log,
-		`^\s*--- FAIL: `+regexp.QuoteMeta(test)+` `,
-		`^panic: runtime error: index out of range`,
-		`^\s+\S*/`+regexp.QuoteMeta(goTestFile)+`:\d+ `)
-	return c, err
+	return goCase(ctx, r, "go-panic", func(dir string) ([]string, error) {
+		test, err := injectIntoTest(filepath.Join(dir, goTestFile), 0.4,
+			"\tcontextdInjected := []string{\"key\", \"value\"}\n\t_ = contextdInjected[len(contextdInjected)+1] // contextd-injected")
+		return []string{`^\s*--- FAIL: ` + regexp.QuoteMeta(test) + ` `,
+			`^panic: runtime error: index out of range`,
+			`^\s+\S*/` + regexp.QuoteMeta(goTestFile) + `:\d+ `}, err
+	})
 }
 
 // goCompile breaks a command of the module (a leaf package, so that the
 // packages before and after it in the verbose log still build and test).
 func goCompile(ctx context.Context, r *run) (Case, error) {
-	c := Case{Command: goTestCmd}
-	dir, err := r.goCopy(ctx, "go-compile")
-	if err != nil {
-		return c, err
-	}
-	c.Dir = dir
-	f, err := os.OpenFile(filepath.Join(dir, "cmd", "tomll", "main.go"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		return c, err
-	}
-	_, err = f.WriteString("\n// contextd-injected: a use of an undefined identifier.\nfunc contextdInjectedVersion() string { return bogus }\n")
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return c, err
-	}
-	if err := r.record(ctx, &c); err != nil {
-		return c, err
-	}
-	c.Failure, err = pick(c.Log,
-		`^cmd/tomll/main\.go:\d+:\d+: undefined: bogus$`,
-		`^FAIL\s+\S+/cmd/tomll \[build failed\]`)
-	return c, err
+	return goCase(ctx, r, "go-compile", func(dir string) ([]string, error) {
+		f, err := os.OpenFile(filepath.Join(dir, "cmd", "tomll", "main.go"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			return nil, err
+		}
+		_, err = f.WriteString("\n// contextd-injected: a use of an undefined identifier.\nfunc contextdInjectedVersion() string { return bogus }\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return []string{`^cmd/tomll/main\.go:\d+:\d+: undefined: bogus$`, `^FAIL\s+\S+/cmd/tomll \[build failed\]`}, err
+	})
 }
 
 func goPassVerbose(ctx context.Context, r *run) (Case, error) {
