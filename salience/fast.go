@@ -1,0 +1,283 @@
+package salience
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+)
+
+// The fast path of Scanner.Write: rather than look for every rule's key at
+// every byte of every line, it finds the keys in the whole chunk with
+// vectorized byte searches (bytes.IndexByte on each key's rarest byte),
+// and then gives each line only the rules whose key it holds or whose
+// prefix its first byte could start. Lines it cannot vouch for (escape
+// sequences, carriage returns, lines split across writes, overlong lines)
+// go through the matcher as before. The result is the same as the
+// matcher's line by line; TestFastMatchesSlow checks it.
+
+// fastKey is a Contains key of the rules indexed by gram, or "PASSED" for
+// quiet.
+type fastKey struct {
+	key   string
+	rules []uint16
+}
+
+// anchor is a byte to search a chunk for, and the keys holding it.
+type anchor struct {
+	b    byte
+	keys []anchorKey
+}
+
+type anchorKey struct {
+	id  uint16 // index in Set.keys
+	off int    // where b is in the key
+}
+
+// hit is a key found in a chunk at body[start:end].
+type hit struct {
+	start, end int
+	id         uint16
+}
+
+type fastScratch struct {
+	hits  []hit
+	dense int // the anchor that was too common last time
+}
+
+const passedKey = "PASSED"
+
+// quietFirst are the first bytes quiet's prefixes can start with.
+var quietFirst = func() (t [256]bool) {
+	for _, b := range []byte{'=', '-', 0xe2, 'P', 't'} {
+		t[b] = true
+	}
+	return
+}()
+
+// rarity ranks bytes by how often they appear in logs: lower is rarer.
+func rarity(b byte) int {
+	switch {
+	case b == ' ':
+		return 100
+	case b >= 'a' && b <= 'z':
+		return 40 + strings.IndexByte("zqxjkvbpygfwmucldrhsnioate", b)
+	case b >= '0' && b <= '9', b == ':', b == '.', b == '/', b == '-', b == '=', b == ',', b == '\t':
+		return 60
+	case b == '_' || b == '(' || b == ')':
+		return 30
+	case b >= 'A' && b <= 'Z':
+		return 10 + strings.IndexByte("ZQXJKVBYWGPFMUCHLDRNSIOATE", b)/2
+	}
+	return 5
+}
+
+// buildFast indexes the keys of the gram rules by their rarest byte.
+func (s *Set) buildFast() {
+	ids := map[string]uint16{}
+	add := func(key string, rule int) {
+		id, ok := ids[key]
+		if !ok {
+			id = uint16(len(s.keys))
+			ids[key] = id
+			s.keys = append(s.keys, fastKey{key: key})
+		}
+		if rule >= 0 {
+			s.keys[id].rules = append(s.keys[id].rules, uint16(rule))
+		}
+	}
+	for _, g := range s.grams {
+		for _, i := range g {
+			add(s.rules[i].Contains, int(i))
+		}
+	}
+	add(passedKey, -1)
+	s.passedID = ids[passedKey]
+	for id, k := range s.keys {
+		best := 0
+		for j := 1; j < len(k.key); j++ {
+			if rarity(k.key[j]) < rarity(k.key[best]) {
+				best = j
+			}
+		}
+		b := k.key[best]
+		ai := slices.IndexFunc(s.anchors, func(a anchor) bool { return a.b == b })
+		if ai < 0 {
+			s.anchors = append(s.anchors, anchor{b: b})
+			ai = len(s.anchors) - 1
+		}
+		s.anchors[ai].keys = append(s.anchors[ai].keys, anchorKey{id: uint16(id), off: best})
+	}
+}
+
+// findKeys returns where the keys occur in body, in order of start, and
+// whether it found them all: it gives up when an anchor byte is so common
+// in body that searching for it costs more than matching line by line.
+// first is the anchor to try first (the one that gave up last time).
+func (s *Set) findKeys(body []byte, hits []hit, first int) ([]hit, bool, int) {
+	hits = hits[:0]
+	sorted := true
+	budget := len(body)/64 + 16
+	for n := range s.anchors {
+		ai := (first + n) % len(s.anchors)
+		a := &s.anchors[ai]
+		from := len(hits)
+		seen := 0
+		for off := 0; off < len(body); {
+			j := bytes.IndexByte(body[off:], a.b)
+			if j < 0 {
+				break
+			}
+			if seen++; seen > budget {
+				return hits, false, ai
+			}
+			pos := off + j
+			for _, k := range a.keys {
+				key := s.keys[k.id].key
+				st := pos - k.off
+				if st >= 0 && st+len(key) <= len(body) && string(body[st:st+len(key)]) == key {
+					hits = append(hits, hit{start: st, end: st + len(key), id: k.id})
+				}
+			}
+			off = pos + 1
+		}
+		if from > 0 && len(hits) > from {
+			sorted = false
+		}
+	}
+	if !sorted {
+		slices.SortFunc(hits, func(a, b hit) int { return a.start - b.start })
+	}
+	return hits, true, first
+}
+
+// writeFast is Write's fast path.
+func (sc *Scanner) writeFast(p []byte) (int, error) {
+	n := len(p)
+	i := bytes.IndexByte(p, '\n')
+	if i < 0 {
+		sc.appendPart(p)
+		return n, nil
+	}
+	if sc.partLen > 0 {
+		sc.appendPart(p[:i+1])
+		sc.line(sc.part, sc.partLen, false)
+		sc.part, sc.partLen = sc.part[:0], 0
+		p = p[i+1:]
+	}
+	end := bytes.LastIndexByte(p, '\n') + 1
+	if end > 0 {
+		sc.lines(p[:end])
+	}
+	if end < len(p) {
+		sc.appendPart(p[end:])
+	}
+	sc.release()
+	return n, nil
+}
+
+// lines handles body, whole lines each ending in '\n'.
+func (sc *Scanner) lines(body []byte) {
+	s := sc.set
+	hits, all, dense := s.findKeys(body, sc.fast.hits, sc.fast.dense)
+	sc.fast.hits, sc.fast.dense = hits, dense
+	h := 0
+	nextESC, nextCR := -1, -1
+	for ls := 0; ls < len(body); {
+		e := ls + bytes.IndexByte(body[ls:], '\n')
+		line := body[ls : e+1]
+		if nextESC < ls {
+			nextESC = indexFrom(body, ls, 0x1b)
+		}
+		if nextCR < ls {
+			nextCR = indexFrom(body, ls, '\r')
+		}
+		for h < len(hits) && hits[h].start < ls {
+			h++
+		}
+		h2 := h
+		for h2 < len(hits) && hits[h2].start < e {
+			h2++
+		}
+		if e-ls > MaxMatchLine || nextESC < e || nextCR < e {
+			sc.line(line, int64(len(line)), true)
+			ls = e + 1
+			continue
+		}
+		content := body[ls:e]
+		t := trimIndent(content)
+		ri, class := -1, lineClass(0)
+		if !all {
+			// Keys not known: quiet lines are still cheap to tell.
+			q := false
+			if len(t) > 0 && quietFirst[t[0]] {
+				class, q = quietClass(t)
+			}
+			if !q {
+				inBlock := sc.open != nil && !sc.openFull && sc.open.LastLine == sc.n
+				ri, class = sc.m.match(s, content, inBlock)
+			}
+		} else if len(t) > 0 {
+			q := false
+			if quietFirst[t[0]] || hasHit(hits[h:h2], s.passedID) {
+				class, q = quietClass(t)
+			}
+			if !q {
+				inBlock := sc.open != nil && !sc.openFull && sc.open.LastLine == sc.n
+				best := len(s.rules)
+				for _, i := range s.byFirst[t[0]] {
+					if int(i) < best && s.rules[i].matches(content, t, inBlock) {
+						best = int(i)
+					}
+				}
+				for _, x := range hits[h:h2] {
+					if x.end > e {
+						continue
+					}
+					for _, i := range s.keys[x.id].rules {
+						if int(i) < best && s.rules[i].matches(content, t, inBlock) {
+							best = int(i)
+						}
+					}
+				}
+				if best < len(s.rules) {
+					ri = best
+				}
+			}
+		}
+		sc.handle(line, int64(len(line)), ri, class, indented(content), true)
+		ls = e + 1
+	}
+}
+
+func hasHit(hits []hit, id uint16) bool {
+	for _, x := range hits {
+		if x.id == id {
+			return true
+		}
+	}
+	return false
+}
+
+// indexFrom returns the index of c in b from i on, or len(b).
+func indexFrom(b []byte, i int, c byte) int {
+	j := bytes.IndexByte(b[i:], c)
+	if j < 0 {
+		return len(b)
+	}
+	return i + j
+}
+
+// release copies the ring lines borrowed from the current Write.
+func (sc *Scanner) release() {
+	if !sc.borrowed {
+		return
+	}
+	for i := range sc.ring {
+		l := &sc.ring[i]
+		if l.borrowed {
+			l.buf = append(l.buf[:0], l.text...)
+			l.text, l.borrowed = l.buf, false
+		}
+	}
+	sc.borrowed = false
+}
