@@ -2,6 +2,7 @@ package salience
 
 import (
 	"bytes"
+	"math/bits"
 	"slices"
 	"strings"
 )
@@ -40,11 +41,17 @@ type hit struct {
 }
 
 type fastScratch struct {
-	hits  []hit
-	dense int // the anchor that was too common last time
+	hits   []hit
+	local  []hit
+	dense  uint64 // anchors too common in the last chunk, by index
+	chunks int
 }
 
 const passedKey = "PASSED"
+
+// maxLocal is how many dense anchors lines are searched for one by one;
+// with more, the matcher's single pass over the line is cheaper.
+var maxLocal = 1
 
 // quietFirst are the first bytes quiet's prefixes can start with.
 var quietFirst = func() (t [256]bool) {
@@ -61,7 +68,9 @@ func rarity(b byte) int {
 		return 100
 	case b >= 'a' && b <= 'z':
 		return 40 + strings.IndexByte("zqxjkvbpygfwmucldrhsnioate", b)
-	case b >= '0' && b <= '9', b == ':', b == '.', b == '/', b == '-', b == '=', b == ',', b == '\t':
+	case b == ':':
+		return 60
+	case b >= '0' && b <= '9', b == '.', b == '/', b == '-', b == '=', b == ',', b == '\t':
 		return 60
 	case b == '_' || b == '(' || b == ')':
 		return 30
@@ -109,17 +118,25 @@ func (s *Set) buildFast() {
 	}
 }
 
-// findKeys returns where the keys occur in body, in order of start, and
-// whether it found them all: it gives up when an anchor byte is so common
-// in body that searching for it costs more than matching line by line.
-// first is the anchor to try first (the one that gave up last time).
-func (s *Set) findKeys(body []byte, hits []hit, first int) ([]hit, bool, int) {
-	hits = hits[:0]
+// findKeys returns where the keys occur in body, in order of start. An
+// anchor byte so common in body that searching the chunk for it costs more
+// than looking for it in the few lines that need it is left out of hits
+// and marked in dense instead; so is one that was dense in the last chunk,
+// but for every eighth chunk, which tries it again.
+func (s *Set) findKeys(body []byte, f *fastScratch) {
+	hits := f.hits[:0]
 	sorted := true
-	budget := len(body)/64 + 16
-	for n := range s.anchors {
-		ai := (first + n) % len(s.anchors)
+	budget := len(body)/256 + 16
+	f.chunks++
+	probe := f.chunks%8 == 0
+	var dense uint64
+	for ai := range s.anchors {
 		a := &s.anchors[ai]
+		bit := uint64(1) << (ai % 64)
+		if ai >= 64 || (!probe && f.dense&bit != 0) {
+			dense |= bit
+			continue
+		}
 		from := len(hits)
 		seen := 0
 		for off := 0; off < len(body); {
@@ -128,16 +145,12 @@ func (s *Set) findKeys(body []byte, hits []hit, first int) ([]hit, bool, int) {
 				break
 			}
 			if seen++; seen > budget {
-				return hits, false, ai
+				hits = hits[:from]
+				dense |= bit
+				break
 			}
 			pos := off + j
-			for _, k := range a.keys {
-				key := s.keys[k.id].key
-				st := pos - k.off
-				if st >= 0 && st+len(key) <= len(body) && string(body[st:st+len(key)]) == key {
-					hits = append(hits, hit{start: st, end: st + len(key), id: k.id})
-				}
-			}
+			hits = s.verify(body, pos, a, hits)
 			off = pos + 1
 		}
 		if from > 0 && len(hits) > from {
@@ -147,7 +160,40 @@ func (s *Set) findKeys(body []byte, hits []hit, first int) ([]hit, bool, int) {
 	if !sorted {
 		slices.SortFunc(hits, func(a, b hit) int { return a.start - b.start })
 	}
-	return hits, true, first
+	f.hits, f.dense = hits, dense
+}
+
+// verify appends the keys of a whose anchor byte at body[pos] is theirs.
+func (s *Set) verify(body []byte, pos int, a *anchor, hits []hit) []hit {
+	for _, k := range a.keys {
+		key := s.keys[k.id].key
+		st := pos - k.off
+		if st >= 0 && st+len(key) <= len(body) && string(body[st:st+len(key)]) == key {
+			hits = append(hits, hit{start: st, end: st + len(key), id: k.id})
+		}
+	}
+	return hits
+}
+
+// localKeys returns the keys of the dense anchors in body[ls:e].
+func (s *Set) localKeys(body []byte, ls, e int, dense uint64, hits []hit) []hit {
+	hits = hits[:0]
+	line := body[:e]
+	for ai := range s.anchors {
+		if ai < 64 && dense&(1<<ai) == 0 {
+			continue
+		}
+		a := &s.anchors[ai]
+		for off := ls; off < e; {
+			j := bytes.IndexByte(line[off:], a.b)
+			if j < 0 {
+				break
+			}
+			hits = s.verify(line, off+j, a, hits)
+			off += j + 1
+		}
+	}
+	return hits
 }
 
 // writeFast is Write's fast path.
@@ -178,9 +224,11 @@ func (sc *Scanner) writeFast(p []byte) (int, error) {
 // lines handles body, whole lines each ending in '\n'.
 func (sc *Scanner) lines(body []byte) {
 	s := sc.set
-	hits, all, dense := s.findKeys(body, sc.fast.hits, sc.fast.dense)
-	sc.fast.hits, sc.fast.dense = hits, dense
-	h := 0
+	f := &sc.fast
+	// The keys are looked for from the first line that needs them on: a
+	// chunk of passing tests' progress needs none.
+	var hits []hit
+	known, base, h, h2 := false, 0, 0, 0
 	nextESC, nextCR := -1, -1
 	for ls := 0; ls < len(body); {
 		e := ls + bytes.IndexByte(body[ls:], '\n')
@@ -191,13 +239,6 @@ func (sc *Scanner) lines(body []byte) {
 		if nextCR < ls {
 			nextCR = indexFrom(body, ls, '\r')
 		}
-		for h < len(hits) && hits[h].start < ls {
-			h++
-		}
-		h2 := h
-		for h2 < len(hits) && hits[h2].start < e {
-			h2++
-		}
 		if e-ls > MaxMatchLine || nextESC < e || nextCR < e {
 			sc.line(line, int64(len(line)), true)
 			ls = e + 1
@@ -206,19 +247,37 @@ func (sc *Scanner) lines(body []byte) {
 		content := body[ls:e]
 		t := trimIndent(content)
 		ri, class := -1, lineClass(0)
-		if !all {
-			// Keys not known: quiet lines are still cheap to tell.
+		if len(t) > 0 {
 			q := false
-			if len(t) > 0 && quietFirst[t[0]] {
+			if quietFirst[t[0]] {
 				class, q = quietClass(t)
 			}
 			if !q {
+				if !known {
+					s.findKeys(body[ls:], f)
+					hits, base, h, known = f.hits, ls, 0, true
+				}
+				for h < len(hits) && hits[h].start+base < ls {
+					h++
+				}
+				h2 = h
+				for h2 < len(hits) && hits[h2].start+base < e {
+					h2++
+				}
+			}
+			local := f.local[:0]
+			if !q && f.dense != 0 && bits.OnesCount64(f.dense) > maxLocal {
+				// Too many anchors to look for line by line: the matcher
+				// looks for every key in one pass over the line.
 				inBlock := sc.open != nil && !sc.openFull && sc.open.LastLine == sc.n
 				ri, class = sc.m.match(s, content, inBlock)
+				q = true
 			}
-		} else if len(t) > 0 {
-			q := false
-			if quietFirst[t[0]] || hasHit(hits[h:h2], s.passedID) {
+			if !q && f.dense != 0 {
+				local = s.localKeys(body, ls, e, f.dense, local)
+				f.local = local
+			}
+			if !q && (hasHit(hits[h:h2], s.passedID) || hasHit(local, s.passedID)) {
 				class, q = quietClass(t)
 			}
 			if !q {
@@ -229,13 +288,18 @@ func (sc *Scanner) lines(body []byte) {
 						best = int(i)
 					}
 				}
-				for _, x := range hits[h:h2] {
-					if x.end > e {
-						continue
-					}
-					for _, i := range s.keys[x.id].rules {
-						if int(i) < best && s.rules[i].matches(content, t, inBlock) {
-							best = int(i)
+				for li, l := range [2][]hit{hits[h:h2], local} {
+					for _, x := range l {
+						if li == 0 {
+							x.end += base
+						}
+						if x.end > e {
+							continue
+						}
+						for _, i := range s.keys[x.id].rules {
+							if int(i) < best && s.rules[i].matches(content, t, inBlock) {
+								best = int(i)
+							}
 						}
 					}
 				}

@@ -457,6 +457,15 @@ func stripANSI(dst, b []byte) []byte {
 // quietClass returns the class of a quiet line t (without indentation),
 // and whether it is one.
 func quietClass(t []byte) (lineClass, bool) {
+	// go test -v's two commonest lines, first.
+	if len(t) >= 8 {
+		if string(t[:7]) == "=== RUN" {
+			return progress | testStart, true
+		}
+		if string(t[:8]) == "--- PASS" {
+			return progress | verdict, true
+		}
+	}
 	q, pass := quiet(t)
 	if !q {
 		return 0, false

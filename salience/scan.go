@@ -364,7 +364,9 @@ func (sc *Scanner) remember(text []byte, start, whole int64, clipped bool, class
 		l = &sc.ring[len(sc.ring)-1]
 	} else {
 		l = &sc.ring[sc.rHead]
-		sc.rHead = (sc.rHead + 1) % len(sc.ring)
+		if sc.rHead++; sc.rHead == len(sc.ring) {
+			sc.rHead = 0
+		}
 	}
 	l.n, l.start, l.end, l.clipped = sc.n, start, start+whole, clipped
 	if borrowed {
