@@ -32,6 +32,10 @@ type anchor struct {
 type anchorKey struct {
 	id  uint16 // index in Set.keys
 	off int    // where b is in the key
+	// c2 is the key's byte next to b, at d2 (-1 or +1) from it: checked
+	// first, it turns away most bytes that are only b.
+	c2 byte
+	d2 int
 }
 
 // hit is a key found in a chunk at body[start:end].
@@ -49,9 +53,11 @@ type fastScratch struct {
 
 const passedKey = "PASSED"
 
+const segment = 16 << 10
+
 // maxLocal is how many dense anchors lines are searched for one by one;
 // with more, the matcher's single pass over the line is cheaper.
-var maxLocal = 1
+var maxLocal = 0
 
 // quietFirst are the first bytes quiet's prefixes can start with.
 var quietFirst = func() (t [256]bool) {
@@ -114,7 +120,11 @@ func (s *Set) buildFast() {
 			s.anchors = append(s.anchors, anchor{b: b})
 			ai = len(s.anchors) - 1
 		}
-		s.anchors[ai].keys = append(s.anchors[ai].keys, anchorKey{id: uint16(id), off: best})
+		d2 := 1
+		if best+1 == len(k.key) {
+			d2 = -1
+		}
+		s.anchors[ai].keys = append(s.anchors[ai].keys, anchorKey{id: uint16(id), off: best, c2: k.key[best+d2], d2: d2})
 	}
 }
 
@@ -129,6 +139,11 @@ func (s *Set) findKeys(body []byte, f *fastScratch) {
 	budget := len(body)/256 + 16
 	f.chunks++
 	probe := f.chunks%8 == 0
+	if !probe && bits.OnesCount64(f.dense) > maxLocal {
+		// Lines will be matched one by one: the keys are not needed.
+		f.hits = hits
+		return
+	}
 	var dense uint64
 	for ai := range s.anchors {
 		a := &s.anchors[ai]
@@ -147,6 +162,10 @@ func (s *Set) findKeys(body []byte, f *fastScratch) {
 			if seen++; seen > budget {
 				hits = hits[:from]
 				dense |= bit
+				if bits.OnesCount64(dense) > maxLocal {
+					f.hits, f.dense = hits, dense
+					return
+				}
 				break
 			}
 			pos := off + j
@@ -168,7 +187,10 @@ func (s *Set) verify(body []byte, pos int, a *anchor, hits []hit) []hit {
 	for _, k := range a.keys {
 		key := s.keys[k.id].key
 		st := pos - k.off
-		if st >= 0 && st+len(key) <= len(body) && string(body[st:st+len(key)]) == key {
+		if st < 0 || st+len(key) > len(body) || body[pos+k.d2] != k.c2 {
+			continue
+		}
+		if string(body[st:st+len(key)]) == key {
 			hits = append(hits, hit{start: st, end: st + len(key), id: k.id})
 		}
 	}
@@ -211,8 +233,15 @@ func (sc *Scanner) writeFast(p []byte) (int, error) {
 		p = p[i+1:]
 	}
 	end := bytes.LastIndexByte(p, '\n') + 1
-	if end > 0 {
-		sc.lines(p[:end])
+	// Lines go in segments of about segment bytes, which the searches for
+	// keys keep in cache.
+	for body := p[:end]; len(body) > 0; {
+		n := len(body)
+		if n > segment {
+			n = segment + bytes.IndexByte(body[segment:], '\n') + 1
+		}
+		sc.lines(body[:n])
+		body = body[n:]
 	}
 	if end < len(p) {
 		sc.appendPart(p[end:])
