@@ -299,7 +299,7 @@ func (sc *Scanner) lines(body []byte) {
 				// Too many anchors to look for line by line: the matcher
 				// looks for every key in one pass over the line.
 				inBlock := sc.open != nil && !sc.openFull && sc.open.LastLine == sc.n
-				ri, class = sc.m.match(s, content, inBlock)
+				ri, class = s.matchPlain(content, inBlock)
 				q = true
 			}
 			if !q && f.dense != 0 {

@@ -180,8 +180,9 @@ type Set struct {
 	byFirst [256][]uint16
 	// gram indexes the Contains-only rules by their key's first two bytes:
 	// one table look-up per byte of a line finds where a key could start.
-	gram  [1 << 16]uint8 // index+1 into grams
-	grams [][]uint16
+	gram      [1 << 16]uint8 // index+1 into grams
+	gramFirst [256]bool      // the first bytes of the grams
+	grams     [][]uint16
 	// always are rules with no literal to look for (user rules): their
 	// regular expression runs on every line.
 	always    []uint16
@@ -246,6 +247,7 @@ func newSet(rs []Rule) (*Set, error) {
 			b := r.Prefix[0]
 			s.byFirst[b] = append(s.byFirst[b], idx)
 		case len(r.Contains) >= 2:
+			s.gramFirst[r.Contains[0]] = true
 			g := uint16(r.Contains[0])<<8 | uint16(r.Contains[1])
 			if s.gram[g] == 0 {
 				s.grams = append(s.grams, nil)
@@ -310,6 +312,11 @@ func (m *matcher) match(s *Set, line []byte, inBlock bool) (int, lineClass) {
 		m.plain = stripANSI(m.plain[:0], line)
 		line = m.plain
 	}
+	return s.matchPlain(line, inBlock)
+}
+
+// matchPlain is match for a line with no carriage return or escape.
+func (s *Set) matchPlain(line []byte, inBlock bool) (int, lineClass) {
 	t := trimIndent(line)
 	if len(t) == 0 {
 		return -1, 0
@@ -329,6 +336,9 @@ func (m *matcher) match(s *Set, line []byte, inBlock bool) (int, lineClass) {
 	}
 	if len(s.grams) > 0 {
 		for j := 0; j+1 < len(line); j++ {
+			if !s.gramFirst[line[j]] {
+				continue
+			}
 			k := s.gram[uint16(line[j])<<8|uint16(line[j+1])]
 			if k == 0 {
 				continue
