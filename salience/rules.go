@@ -180,9 +180,8 @@ type Set struct {
 	byFirst [256][]uint16
 	// gram indexes the Contains-only rules by their key's first two bytes:
 	// one table look-up per byte of a line finds where a key could start.
-	gram      [1 << 16]uint8 // index+1 into grams
-	gramFirst [256]bool      // the first bytes of the grams
-	grams     [][]uint16
+	gram  [1 << 16]uint8 // index+1 into grams
+	grams [][]uint16
 	// always are rules with no literal to look for (user rules): their
 	// regular expression runs on every line.
 	always    []uint16
@@ -247,7 +246,6 @@ func newSet(rs []Rule) (*Set, error) {
 			b := r.Prefix[0]
 			s.byFirst[b] = append(s.byFirst[b], idx)
 		case len(r.Contains) >= 2:
-			s.gramFirst[r.Contains[0]] = true
 			g := uint16(r.Contains[0])<<8 | uint16(r.Contains[1])
 			if s.gram[g] == 0 {
 				s.grams = append(s.grams, nil)
@@ -336,9 +334,6 @@ func (s *Set) matchPlain(line []byte, inBlock bool) (int, lineClass) {
 	}
 	if len(s.grams) > 0 {
 		for j := 0; j+1 < len(line); j++ {
-			if !s.gramFirst[line[j]] {
-				continue
-			}
 			k := s.gram[uint16(line[j])<<8|uint16(line[j+1])]
 			if k == 0 {
 				continue
