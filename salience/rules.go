@@ -186,6 +186,10 @@ type Set struct {
 	// regular expression runs on every line.
 	always    []uint16
 	maxBefore int
+	// keys and anchors are for the fast path (fast.go).
+	keys     []fastKey
+	anchors  []anchor
+	passedID uint16
 }
 
 type compiled struct {
@@ -256,6 +260,7 @@ func newSet(rs []Rule) (*Set, error) {
 			s.always = append(s.always, idx)
 		}
 	}
+	s.buildFast()
 	return s, nil
 }
 
@@ -305,19 +310,17 @@ func (m *matcher) match(s *Set, line []byte, inBlock bool) (int, lineClass) {
 		m.plain = stripANSI(m.plain[:0], line)
 		line = m.plain
 	}
+	return s.matchPlain(line, inBlock)
+}
+
+// matchPlain is match for a line with no carriage return or escape.
+func (s *Set) matchPlain(line []byte, inBlock bool) (int, lineClass) {
 	t := trimIndent(line)
 	if len(t) == 0 {
 		return -1, 0
 	}
-	if q, pass := quiet(t); q {
+	if c, q := quietClass(t); q {
 		// A passing test's line: its name may say "Error".
-		c := progress
-		if pass {
-			c |= verdict
-		}
-		if t[0] == '=' {
-			c |= testStart
-		}
 		return -1, c
 	}
 	best := len(s.rules)
@@ -454,6 +457,32 @@ func stripANSI(dst, b []byte) []byte {
 		}
 	}
 	return dst
+}
+
+// quietClass returns the class of a quiet line t (without indentation),
+// and whether it is one.
+func quietClass(t []byte) (lineClass, bool) {
+	// go test -v's two commonest lines, first.
+	if len(t) >= 8 {
+		if string(t[:7]) == "=== RUN" {
+			return progress | testStart, true
+		}
+		if string(t[:8]) == "--- PASS" {
+			return progress | verdict, true
+		}
+	}
+	q, pass := quiet(t)
+	if !q {
+		return 0, false
+	}
+	c := progress
+	if pass {
+		c |= verdict
+	}
+	if t[0] == '=' {
+		c |= testStart
+	}
+	return c, true
 }
 
 // quiet reports whether t (a line without its indentation) is a passing

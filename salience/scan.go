@@ -66,6 +66,8 @@ type ringLine struct {
 	n          int
 	start, end int64
 	text       []byte // up to MaxBlockBytes of it, '\n' included when whole
+	buf        []byte // text's own storage, reused
+	borrowed   bool   // text is the caller's, valid until Write returns
 	clipped    bool
 	stop       bool // a boundary: context before a match never reaches past it
 	include    bool // ...but includes this line itself (a test's "=== RUN")
@@ -87,8 +89,12 @@ type Scanner struct {
 	n   int   // lines completed
 	off int64 // bytes completed
 
-	ring  []ringLine // the last set.maxBefore lines, as a circular buffer
-	rHead int        // index of the oldest
+	ring     []ringLine // the last set.maxBefore lines, as a circular buffer
+	rHead    int        // index of the oldest
+	borrowed bool       // some ring lines are borrowed from the current Write
+
+	slow bool // match every line with the matcher alone (the reference path)
+	fast fastScratch
 
 	open      *Block
 	openAfter int  // context lines still to add to open
@@ -124,6 +130,9 @@ func (s *Set) NewScanner() *Scanner {
 
 // Write feeds the next bytes of the output. It never fails.
 func (sc *Scanner) Write(p []byte) (int, error) {
+	if !sc.slow && !sc.Numbered && len(sc.set.always) == 0 {
+		return sc.writeFast(p)
+	}
 	n := len(p)
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
@@ -132,10 +141,10 @@ func (sc *Scanner) Write(p []byte) (int, error) {
 			break
 		}
 		if sc.partLen == 0 {
-			sc.line(p[:i+1], int64(i+1))
+			sc.line(p[:i+1], int64(i+1), false)
 		} else {
 			sc.appendPart(p[:i+1])
-			sc.line(sc.part, sc.partLen)
+			sc.line(sc.part, sc.partLen, false)
 			sc.part, sc.partLen = sc.part[:0], 0
 		}
 		p = p[i+1:]
@@ -155,7 +164,7 @@ func (sc *Scanner) appendPart(p []byte) {
 // Close ends the output and returns what was found.
 func (sc *Scanner) Close() *Result {
 	if sc.partLen > 0 {
-		sc.line(sc.part, sc.partLen)
+		sc.line(sc.part, sc.partLen, false)
 		sc.part, sc.partLen = nil, 0
 	}
 	sc.finish()
@@ -170,11 +179,8 @@ func (sc *Scanner) Close() *Result {
 }
 
 // line handles one line: b holds its first bytes (all of them when whole is
-// len(b)), the '\n' included if it has one.
-func (sc *Scanner) line(b []byte, whole int64) {
-	sc.n++
-	start := sc.off
-	sc.off += whole
+// len(b)), the '\n' included if it has one. b is not kept.
+func (sc *Scanner) line(b []byte, whole int64, borrowed bool) {
 	content := b
 	if int64(len(b)) == whole {
 		content = bytes.TrimSuffix(content, []byte{'\n'})
@@ -185,11 +191,21 @@ func (sc *Scanner) line(b []byte, whole int64) {
 	if len(content) > MaxMatchLine {
 		content = content[:MaxMatchLine]
 	}
+	inBlock := sc.open != nil && !sc.openFull && sc.open.LastLine == sc.n
+	ri, class := sc.m.match(sc.set, content, inBlock)
+	sc.handle(b, whole, ri, class, indented(content), borrowed)
+}
+
+// handle files one line that matched rule ri (-1: none) with class; ind
+// says the line (after any number) is indented.
+// borrowed says b stays valid until the end of the current Write, so that
+// the ring may refer to it instead of copying it.
+func (sc *Scanner) handle(b []byte, whole int64, ri int, class lineClass, ind, borrowed bool) {
+	sc.n++
+	start := sc.off
+	sc.off += whole
 	clipped := int64(len(b)) > MaxBlockBytes || int64(len(b)) < whole
 	kept := b[:min(len(b), MaxBlockBytes)]
-
-	inBlock := sc.open != nil && !sc.openFull && sc.open.LastLine == sc.n-1
-	ri, class := sc.m.match(sc.set, content, inBlock)
 	if class&progress != 0 {
 		sc.res.Quiet++
 		if class&verdict != 0 {
@@ -197,7 +213,7 @@ func (sc *Scanner) line(b []byte, whole int64) {
 		}
 	}
 
-	if class&progress != 0 && !indented(content) {
+	if class&progress != 0 && !ind {
 		sc.openAfter = 0 // the next test: the failing one's block is over
 	}
 	kind := Kind(0)
@@ -214,7 +230,7 @@ func (sc *Scanner) line(b []byte, whole int64) {
 	if kind == Summary {
 		sc.summary(ri, kept, start, whole, clipped)
 	}
-	sc.remember(kept, start, whole, clipped, class)
+	sc.remember(kept, start, whole, clipped, class, borrowed)
 }
 
 // failure starts a block at a matched line, or extends the open one.
@@ -338,7 +354,7 @@ func (sc *Scanner) summary(ri int, text []byte, start, whole int64, clipped bool
 }
 
 // remember puts the line in the ring, reusing the slot's buffer.
-func (sc *Scanner) remember(text []byte, start, whole int64, clipped bool, class lineClass) {
+func (sc *Scanner) remember(text []byte, start, whole int64, clipped bool, class lineClass, borrowed bool) {
 	if cap(sc.ring) == 0 {
 		return
 	}
@@ -348,10 +364,18 @@ func (sc *Scanner) remember(text []byte, start, whole int64, clipped bool, class
 		l = &sc.ring[len(sc.ring)-1]
 	} else {
 		l = &sc.ring[sc.rHead]
-		sc.rHead = (sc.rHead + 1) % len(sc.ring)
+		if sc.rHead++; sc.rHead == len(sc.ring) {
+			sc.rHead = 0
+		}
 	}
 	l.n, l.start, l.end, l.clipped = sc.n, start, start+whole, clipped
-	l.text = append(l.text[:0], text...)
+	if borrowed {
+		l.text, l.borrowed = text, true
+		sc.borrowed = true
+	} else {
+		l.buf = append(l.buf[:0], text...)
+		l.text, l.borrowed = l.buf, false
+	}
 	l.stop = class&progress != 0
 	l.include = class&testStart != 0
 }
@@ -362,7 +386,7 @@ func (sc *Scanner) remember(text []byte, start, whole int64, clipped bool, class
 // ends there.
 func (sc *Scanner) Skip(n, lines int64) {
 	if sc.partLen > 0 {
-		sc.line(sc.part, sc.partLen)
+		sc.line(sc.part, sc.partLen, false)
 		sc.part, sc.partLen = sc.part[:0], 0
 	}
 	sc.finish()
