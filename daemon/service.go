@@ -187,6 +187,7 @@ func (s *service) pipe(adm *admission, out func([]byte) error) *respond.Pipe {
 		// are shaped by the tools themselves.
 		sal = s.salience
 	}
+	env.Salience = sal
 	return respond.New(respond.Options{Layer: env.Layer, Counter: s.counter, Budget: adm.tokens, Salience: sal,
 		Store: s.store, Session: env.Session, Tool: adm.c.Tool, Send: deliver(out)})
 }

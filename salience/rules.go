@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"slices"
 )
 
 // Kind says what a matched line is.
@@ -190,6 +191,9 @@ type Set struct {
 	keys     []fastKey
 	anchors  []anchor
 	passedID uint16
+	// user are the rules Compile was given after the built-in table, so
+	// that the Set can be rebuilt elsewhere (in a tool's sandbox).
+	user []UserRule
 }
 
 type compiled struct {
@@ -200,6 +204,9 @@ type compiled struct {
 // Compile returns the built-in Rules followed by extra. A bad pattern or
 // kind is an error naming the rule.
 func Compile(extra []UserRule) (*Set, error) {
+	if len(extra) == 0 {
+		return defaultSet, nil
+	}
 	rs := make([]Rule, 0, len(Rules)+len(extra))
 	rs = append(rs, Rules...)
 	for i, u := range extra {
@@ -222,8 +229,17 @@ func Compile(extra []UserRule) (*Set, error) {
 		}
 		rs = append(rs, r)
 	}
-	return newSet(rs)
+	set, err := newSet(rs)
+	if err != nil {
+		return nil, err
+	}
+	set.user = slices.Clone(extra)
+	return set, nil
 }
+
+// UserRules returns the rules the Set was compiled with after the built-in
+// table: Compile(s.UserRules()) makes the same Set.
+func (s *Set) UserRules() []UserRule { return slices.Clone(s.user) }
 
 func newSet(rs []Rule) (*Set, error) {
 	s := &Set{rules: make([]compiled, len(rs))}

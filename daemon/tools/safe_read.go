@@ -53,6 +53,9 @@ func (c *readCall) Run(ctx context.Context, env *Env) Outcome {
 	if env.Layer != nil {
 		env.Layer.Source = source
 	}
+	if env.Salience != nil {
+		op.Salience = &toolproto.Salience{Rules: env.Salience.UserRules()}
+	}
 	if c.in.Offset != nil {
 		op.Offset = *c.in.Offset
 	}

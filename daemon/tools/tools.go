@@ -22,6 +22,7 @@ import (
 	"github.com/contextd/contextd/daemon/respond"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/store"
+	"github.com/contextd/contextd/salience"
 	"github.com/contextd/contextd/sandboxinfo"
 	"github.com/contextd/contextd/scrub"
 	"github.com/contextd/contextd/workspace"
@@ -53,6 +54,9 @@ type Env struct {
 	// Window is how much of each end of a long output the tool scrubs itself
 	// (the part a first response can show).
 	Window int
+	// Salience is the salience pass's rules, for a tool that runs it in
+	// its sandbox (safe_read's middle); nil when the pass is off.
+	Salience *salience.Set
 	// Store holds memories, checkpoints and branches for the state tools;
 	// nil when it could not be opened (they fail with
 	// catalog.ErrStoreUnavailable).

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/tools/toolproto"
+	"github.com/contextd/contextd/salience"
 	"github.com/contextd/contextd/scrub"
 	"github.com/contextd/contextd/workspace"
 )
@@ -312,5 +314,80 @@ func TestGapFrameValid(t *testing.T) {
 		if g.Valid() {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// The salience pass over a read's middle runs only when the daemon asks for
+// it, and with the user's rules after the built-in table.
+func TestReadGapSalience(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	for i := 0; b.Len() < 1<<20; i++ {
+		fmt.Fprintf(&b, "=== RUN   TestCase%d\n--- PASS: TestCase%d (0.00s)\n", i, i)
+		if i == 5000 {
+			b.WriteString("    case_test.go:12: got 3, want 4\n--- FAIL: TestMiddle (0.01s)\n")
+		}
+		if i == 9000 {
+			b.WriteString("QUIRK-42 the flux capacitor drifted\n")
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "log.txt"), []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	root, err := workspace.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	for _, c := range []struct {
+		name      string
+		sal       *toolproto.Salience
+		want, not []string
+	}{
+		{"off", nil, nil, []string{"--- FAIL: TestMiddle", "QUIRK-42"}},
+		{"built-in", &toolproto.Salience{}, []string{"--- FAIL: TestMiddle"}, []string{"QUIRK-42"}},
+		{"user rule", &toolproto.Salience{Rules: []salience.UserRule{{Name: "quirk", Pattern: `QUIRK-[0-9]+`}}},
+			[]string{"--- FAIL: TestMiddle", "QUIRK-42"}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var wire bytes.Buffer
+			fw := toolproto.NewWriter(&wire)
+			op := toolproto.Op{Tool: "safe_read", Rel: "log.txt", Display: "log.txt", Window: 32 << 10, Salience: c.sal}
+			if err := readFile(root, op, scrubberT(t), fw); err != nil {
+				t.Fatal(err)
+			}
+			fw.Meta(toolproto.Meta{})
+			var shown strings.Builder
+			gaps := 0
+			r := &toolproto.Reader{
+				OnText:   func([]byte, bool) error { return nil },
+				OnSecret: func(toolproto.Secret) error { return nil },
+				OnGap: func(g toolproto.Gap) error {
+					gaps++
+					for _, s := range g.Salient {
+						shown.WriteString(s.Text)
+					}
+					return nil
+				}}
+			if _, err := r.Write(wire.Bytes()); err != nil || !r.Complete() || gaps != 1 {
+				t.Fatalf("frames: %v, %d gaps", err, gaps)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(shown.String(), w) {
+					t.Errorf("the gap's salient blocks lack %q:\n%s", w, shown.String())
+				}
+			}
+			for _, w := range c.not {
+				if strings.Contains(shown.String(), w) {
+					t.Errorf("the gap's salient blocks show %q:\n%s", w, shown.String())
+				}
+			}
+		})
+	}
+	// A rule the daemon would have refused fails the read, naming it.
+	op := toolproto.Op{Tool: "safe_read", Rel: "log.txt", Display: "log.txt", Window: 32 << 10,
+		Salience: &toolproto.Salience{Rules: []salience.UserRule{{Name: "bad", Pattern: `(`}}}}
+	if err := readFile(root, op, scrubberT(t), toolproto.NewWriter(io.Discard)); !errors.Is(err, catalog.ErrConfig) {
+		t.Fatalf("a bad rule: %v", err)
 	}
 }

@@ -94,8 +94,12 @@ func readMapped(root *workspace.Root, op toolproto.Op, sc *scrub.Scrubber, fw *t
 	fs, gapFrom, gapTo := findSelected(sc, sel.buf, sel.a, sel.e, op.Window)
 	fw.Mark("scrub")
 	var extra *gapExtra
-	if gapFrom < gapTo {
-		extra = scanGap(sc, sel.buf, sel.a, gapFrom, gapTo, first, op.Display)
+	if gapFrom < gapTo && op.Salience != nil {
+		set, err := salience.Compile(op.Salience.Rules)
+		if err != nil {
+			return fmt.Errorf("safe_read: salience rules: %v: %w", err, catalog.ErrConfig)
+		}
+		extra = scanGap(sc, set, sel.buf, sel.a, gapFrom, gapTo, first, op.Display)
 		fw.Mark("salience")
 	}
 	err = emitNumbered(fw, sel.buf, sel.base, sel.a, sel.e, first, fs, gapFrom, gapTo, extra)
@@ -501,11 +505,11 @@ const maxOutline = 60
 // line, lists the definitions that lie there. A block's secrets are replaced
 // by "[REDACTED:<rule>]" here (the daemon, which numbers placeholders in the
 // session, scrubs them again); its lines are numbered as the output's.
-func scanGap(sc *scrub.Scrubber, buf []byte, a, gapFrom, gapTo, first int, name string) *gapExtra {
+func scanGap(sc *scrub.Scrubber, set *salience.Set, buf []byte, a, gapFrom, gapTo, first int, name string) *gapExtra {
 	x := &gapExtra{}
 	// The line gapFrom is in, as the file numbers it, and as the output does.
 	fileLine := first + bytes.Count(buf[a:gapFrom], []byte{'\n'})
-	scn := salience.Default().NewScanner()
+	scn := set.NewScanner()
 	scn.Write(buf[gapFrom:gapTo])
 	r := scn.Close()
 	x.failures = r.Total

@@ -1,6 +1,8 @@
 // Package toolproto is what a tool's two halves say across the sandbox: the operation in, the output frames out.
 package toolproto
 
+import "github.com/contextd/contextd/salience"
+
 // Op is a tool's operation as the daemon hands it to the sandbox, on the
 // tool process's stdin: the input is decoded and paths resolved against the
 // workspace in the daemon; the work itself (the shell command, the file I/O)
@@ -29,10 +31,19 @@ type Op struct {
 	// output, the part a first response can show, and sends a gap frame
 	// for the middle instead of its bytes. 0: scrub and send everything.
 	Window int `json:"window,omitempty"`
+	// Salience, when set, has the tool run the salience pass over the
+	// middle it does not send (safe_read), with the user's rules after the
+	// built-in table; nil: the pass is off ([salience] enabled = false).
+	Salience *Salience `json:"salience,omitempty"`
 
 	// safe_read's page mode: render bytes [Skip, Skip+N) of Gap, a gap of
 	// an earlier read of this file, again.
 	Gap  *Gap  `json:"gap,omitempty"`
 	Skip int64 `json:"skip,omitempty"`
 	N    int64 `json:"n,omitempty"`
+}
+
+// Salience is the salience pass's configuration as a tool gets it.
+type Salience struct {
+	Rules []salience.UserRule `json:"rules,omitempty"`
 }
