@@ -4,6 +4,9 @@
 // true`) and `safe_bash true` through the installed symlink, rotating the order so
 // all see the same machine state, and reports medians, p90s and ratios. With
 // -read FILE it measures `safe_read FILE` against `cat FILE` and `true` instead.
+// With -sockets A=PATH,B=PATH it measures the command its arguments name
+// through each of those daemons (two configurations side by side), the first
+// against the others.
 package main
 
 import (
@@ -13,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -38,40 +42,49 @@ func main() {
 	asJSON := flag.Bool("json", false, "print the report as JSON")
 	read := flag.String("read", "", "instead: measure `safe_read FILE` (its first, budgeted response) against `cat FILE` and `true`")
 	reader := flag.String("safe-read", ".claude/tools/safe_read/safe_read", "path of the safe_read symlink")
+	sockets := flag.String("sockets", "", "instead: run the command the arguments name through each daemon of NAME=SOCKET,... (CONTEXTD_SOCKET), the first against the others")
 	flag.Parse()
 
-	cmds := []struct {
+	type command struct {
 		name string
 		argv []string
-	}{
-		{"safe_bash true", []string{*tool, "true"}},
-		{"bash -c true", []string{"bash", "-c", "true"}},
+		env  []string
+	}
+	cmds := []command{
+		{"safe_bash true", []string{*tool, "true"}, nil},
+		{"bash -c true", []string{"bash", "-c", "true"}, nil},
 	}
 	if *read != "" {
 		cmds = cmds[:0]
-		cmds = append(cmds, struct {
-			name string
-			argv []string
-		}{"safe_read " + *read, []string{*reader, *read}}, struct {
-			name string
-			argv []string
-		}{"cat " + *read, []string{"cat", *read}}, struct {
-			name string
-			argv []string
-		}{"true", []string{"true"}})
+		cmds = append(cmds, command{"safe_read " + *read, []string{*reader, *read}, nil},
+			command{"cat " + *read, []string{"cat", *read}, nil}, command{"true", []string{"true"}, nil})
+		*withBwrap = false
+	}
+	if *sockets != "" {
+		if flag.NArg() == 0 {
+			fail(fmt.Errorf("-sockets needs the command to run as arguments"))
+		}
+		cmds = cmds[:0]
+		for _, kv := range strings.Split(*sockets, ",") {
+			name, path, ok := strings.Cut(kv, "=")
+			if !ok || name == "" || path == "" {
+				fail(fmt.Errorf("-sockets: %q is not NAME=SOCKET", kv))
+			}
+			cmds = append(cmds, command{name, flag.Args(), []string{"CONTEXTD_SOCKET=" + path}})
+		}
+		if len(cmds) < 2 {
+			fail(fmt.Errorf("-sockets: name at least two daemons"))
+		}
 		*withBwrap = false
 	}
 	if *withBwrap {
-		cmds = append(cmds, struct {
-			name string
-			argv []string
-		}{"systemd-run --user --scope bwrap --unshare-all ... bash -c true", []string{
+		cmds = append(cmds, command{"systemd-run --user --scope bwrap --unshare-all ... bash -c true", []string{
 			"systemd-run", "--user", "--scope", "--quiet", "--collect",
-			"bwrap", "--unshare-all", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "bash", "-c", "true"}})
+			"bwrap", "--unshare-all", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "bash", "-c", "true"}, nil})
 	}
 	for i := 0; i < *warm; i++ {
 		for _, c := range cmds {
-			if _, err := timed(c.argv); err != nil {
+			if _, err := timed(c.argv, c.env); err != nil {
 				fail(err)
 			}
 		}
@@ -80,7 +93,7 @@ func main() {
 	for i := 0; i < *n; i++ {
 		for j := range cmds {
 			k := (i + j) % len(cmds) // rotate who goes first
-			d, err := timed(cmds[k].argv)
+			d, err := timed(cmds[k].argv, cmds[k].env)
 			if err != nil {
 				fail(err)
 			}
@@ -108,8 +121,11 @@ func main() {
 	}
 }
 
-func timed(argv []string) (time.Duration, error) {
+func timed(argv, env []string) (time.Duration, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	d := time.Since(start)
