@@ -33,6 +33,7 @@ func (s *service) setupMCP(cfg *config.Config) {
 		Vault:    s.vaults.get,
 		Pages:    s.store,
 		Counter:  s.counter,
+		Salience: s.salience, // nil when [salience] enabled = false
 		Stores:   s.mcpStores,
 		Environ:  mcpEnviron(cfg),
 		Home:     home,

@@ -25,6 +25,7 @@ import (
 	"github.com/contextd/contextd/mcp/record"
 	"github.com/contextd/contextd/mcp/relay"
 	"github.com/contextd/contextd/mcp/transport"
+	"github.com/contextd/contextd/salience"
 	"github.com/contextd/contextd/sandboxinfo"
 	"github.com/contextd/contextd/scrub"
 	"github.com/contextd/contextd/wire/lite"
@@ -49,6 +50,10 @@ type Deps struct {
 	Vault   func(session string) *scrub.Vault
 	Pages   *pages.Store
 	Counter *budget.Counter
+	// Salience chooses the first page of a tools/call result over budget
+	// (failures first, as for safe_bash); nil: head and tail only
+	// ([salience] enabled = false).
+	Salience *salience.Set
 	// Stores opens (once) the record and pin store.
 	Stores func(ctx context.Context) (Stores, error)
 	// Environ builds a server's environment from the caller's (the same
@@ -149,7 +154,7 @@ func (w *Wrapper) start(ctx context.Context, req *lite.Wrap, sessionID string) (
 		Config:   &cfg.MCP.Intercept,
 		Scrubber: vs,
 		Budgeter: &intercept.CounterBudgeter{Counter: w.d.Counter, Tokens: cfg.MCP.MaxTokens,
-			Keep: w.keeper(sessionID), Command: "contextd-proxy safe_read", MCPTool: "safe_read"},
+			Keep: w.keeper(sessionID), Command: "contextd-proxy safe_read", MCPTool: "safe_read", Salience: w.d.Salience},
 		Pins:    stores.Pins(),
 		OnEvent: s.onHoldEvent,
 	})

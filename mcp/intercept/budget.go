@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/contextd/contextd/budget"
+	"github.com/contextd/contextd/salience"
 )
 
 // Budgeter cuts the text of one tools/call result to its token budget. The
@@ -21,7 +22,8 @@ type Budgeter interface {
 }
 
 // CounterBudgeter is a Budgeter on contextd's token counter: a result over
-// Tokens keeps its head and tail and, between them, budget.Marker's line.
+// Tokens keeps its head and tail and, between them, budget.Marker's line
+// (and, with Salience, the failures the result has between them).
 type CounterBudgeter struct {
 	// Counter counts tokens; nil means budget.Default().
 	Counter *budget.Counter
@@ -39,6 +41,11 @@ type CounterBudgeter struct {
 	// contextd's MCP face: its continue tool, with the ref "MCPTool:REF"
 	// (an agent whose shell is blocked has only that one).
 	MCPTool string
+	// Salience, when set, chooses the first page of a result over Tokens as
+	// it does safe_bash's: head, the salient blocks (failures wherever they
+	// sit, each under a line naming its lines), tail, with passing tests'
+	// progress folded (salience.Compose). nil: head and tail only.
+	Salience *salience.Set
 }
 
 // Fit implements Budgeter.
@@ -58,7 +65,7 @@ func (c *CounterBudgeter) Fit(ctx context.Context, server, tool string, text []b
 	ref := ""
 	var keepErr error
 	kept := false
-	cut := counter.Plan(text, tokens, func(g budget.Gap) string {
+	mark := func(g budget.Gap) string {
 		if c.Keep == nil {
 			return fmt.Sprintf("... %d lines (%s) left out; the whole result was not kept\n", g.Lines, budget.HumanBytes(g.Bytes()))
 		}
@@ -71,12 +78,36 @@ func (c *CounterBudgeter) Fit(ctx context.Context, server, tool string, text []b
 			m = strings.TrimSuffix(m, "\n") + fmt.Sprintf(` (over MCP: contextd's continue tool with {"ref":"%s:%s"})`+"\n", c.MCPTool, ref)
 		}
 		return m
-	})
+	}
+	data, truncated := c.page(counter, tokens, text, mark)
 	if keepErr != nil {
 		return nil, false, fmt.Errorf("keep the whole result of %s: %w", tool, keepErr)
 	}
-	if !cut.Truncated {
+	if !truncated {
 		return text, false, nil
 	}
-	return bytes.Clone(cut.Data), true, nil
+	return bytes.Clone(data), true, nil
+}
+
+// page cuts text, over tokens, to its first page: head and tail, or with
+// Salience the page salience.Compose makes.
+func (c *CounterBudgeter) page(counter *budget.Counter, tokens int, text []byte, mark budget.MarkFunc) ([]byte, bool) {
+	if c.Salience == nil {
+		cut := counter.Plan(text, tokens, mark)
+		return cut.Data, cut.Truncated
+	}
+	sc := c.Salience.NewScanner()
+	sc.Write(text) // never fails
+	r := sc.Close()
+	// The text is whole in memory: given as both windows (len(head) ==
+	// size), PlanEnds is Plan, so a result with nothing salient or folded
+	// is cut byte for byte as without Salience.
+	p := salience.Compose(counter, tokens, text, text, int64(len(text)), int64(bytes.Count(text, []byte{'\n'})), r, mark)
+	if p.Tokens > max(tokens, budget.MinBudget) {
+		// Only when the marker alone is about the budget: Plan's cut,
+		// which is then no longer either.
+		cut := counter.Plan(text, tokens, mark)
+		return cut.Data, cut.Truncated
+	}
+	return p.Data, p.Truncated
 }
