@@ -391,3 +391,37 @@ func TestReadGapSalience(t *testing.T) {
 		t.Fatalf("a bad rule: %v", err)
 	}
 }
+
+// The sparse salience scan reads a long middle on two goroutines; a file
+// cut short under it still comes back as the read's error, not as the end
+// of the tool.
+func TestReadMappedShrinksDuringScan(t *testing.T) {
+	// Cut short at the start and near the end. (That the other
+	// goroutine's fault comes back is TestSparseHalfPanics's: here the
+	// sample of the text the search starts with faults first.)
+	for _, cut := range []int64{4<<20 - 100, 32 << 10} {
+		_, dir, file, _ := gapFile(t, 4<<20)
+		keep := int64(len(file)) - cut
+		p := filepath.Join(dir, "log.txt")
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		err = guardFault("log.txt", func() error {
+			b, release, err := mapWhole(f)
+			if b == nil || err != nil {
+				t.Fatalf("a 4 MiB file was not mapped: %v", err)
+			}
+			defer release()
+			if err := os.Truncate(p, keep); err != nil {
+				t.Fatal(err)
+			}
+			salience.Default().ScanFailures(b)
+			return nil
+		})
+		if !errors.Is(err, catalog.ErrIO) || !strings.Contains(err.Error(), "shrank while it was read") {
+			t.Fatalf("a file cut to %d bytes under the sparse scan: %v", keep, err)
+		}
+	}
+}

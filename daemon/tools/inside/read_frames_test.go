@@ -20,7 +20,7 @@ import (
 
 var testScrubber = sync.OnceValues(func() (*scrub.Scrubber, error) { return scrub.New(nil) })
 
-func scrubberT(t *testing.T) *scrub.Scrubber {
+func scrubberT(t testing.TB) *scrub.Scrubber {
 	t.Helper()
 	sc, err := testScrubber()
 	if err != nil {
