@@ -64,6 +64,7 @@ func BenchmarkSalience10MB(b *testing.B) {
 			b.Fatalf("salience %s: the first page shows the failure: %t\n%s", on, shows, r.stdout)
 		}
 	}
+	const runs = 60
 	pair := "salience=" + socks["true"] + ",head-tail=" + socks["false"]
 	for b.Loop() {
 		for _, c := range []struct {
@@ -73,7 +74,7 @@ func BenchmarkSalience10MB(b *testing.B) {
 			{"safe_bash 'cat LOG'", []string{".claude/tools/safe_bash/safe_bash", "cat " + name}},
 			{"safe_read LOG", []string{".claude/tools/safe_read/safe_read", name}},
 		} {
-			args := append([]string{env.bin + "/roundtrip", "-n", "30", "-warmup", "3", "-json", "-sockets", pair}, c.argv...)
+			args := append([]string{env.bin + "/roundtrip", "-n", fmt.Sprint(runs), "-warmup", "3", "-json", "-sockets", pair}, c.argv...)
 			r := runAs(b, "", nil, "", args...)
 			if r.code != 0 {
 				b.Fatalf("roundtrip %s: %s", c.what, r)
@@ -97,8 +98,8 @@ func BenchmarkSalience10MB(b *testing.B) {
 			b.ReportMetric(float64(rep.On.MedianNS)/1e6, key+"-salience-ms")
 			b.ReportMetric(float64(off.MedianNS)/1e6, key+"-head-tail-ms")
 			b.ReportMetric(off.Ratio, key+"-ratio")
-			b.Logf("%s, 10 MB, median of 30 rotated: with the salience pass %.1f ms (p90 %.1f), head and tail %.1f ms (p90 %.1f): %.3fx",
-				c.what, float64(rep.On.MedianNS)/1e6, float64(rep.On.P90NS)/1e6, float64(off.MedianNS)/1e6, float64(off.P90NS)/1e6, off.Ratio)
+			b.Logf("%s, 10 MB, median of %d rotated: with the salience pass %.1f ms (p90 %.1f), head and tail %.1f ms (p90 %.1f): %.3fx",
+				c.what, runs, float64(rep.On.MedianNS)/1e6, float64(rep.On.P90NS)/1e6, float64(off.MedianNS)/1e6, float64(off.P90NS)/1e6, off.Ratio)
 		}
 	}
 }
