@@ -64,6 +64,7 @@ func Compose(c *budget.Counter, tokens int, head, tail []byte, size, newlines in
 		set = r.set
 	}
 	w := newWindows(head, tail, size, newlines)
+	w.numbered = r != nil && r.numbered
 	if r != nil && len(r.Blocks) > 0 {
 		if p, ok := composeSalient(c, set, max(tokens, budget.MinBudget), w, r, mark); ok {
 			return p
@@ -78,6 +79,7 @@ type windows struct {
 	headW      []byte // head without a partial last line
 	tailW      []byte // tail without a partial first line
 	tailOff    int64  // offset of tailW in the output
+	numbered   bool   // lines start with their numbers (safe_read)
 	size       int64
 	newlines   int64
 	lines      int // lines in the output
@@ -143,7 +145,7 @@ func foldCut(c *budget.Counter, set *Set, cut budget.Cut, w windows, mark budget
 		{Start: 0, End: int64(cut.HeadLen), FirstLine: 1, LastLine: max(hLast, 1), What: "head"},
 		{Start: cut.Gap.End, End: w.size, FirstLine: tFirst, LastLine: w.lines, What: "tail"},
 	}
-	hp, tp := set.Fold(hb, 1), set.Fold(tb, tFirst)
+	hp, tp := set.fold(hb, 1, w.numbered), set.fold(tb, tFirst, w.numbered)
 	fh, ft := dominated(hp), dominated(tp)
 	if !fh && !ft {
 		return p
@@ -247,13 +249,13 @@ func layout(c *budget.Counter, set *Set, avail int, w windows, r *Result, mark b
 	sort.SliceStable(order, func(i, j int) bool { return order[i].pri < order[j].pri })
 	var chosen []*candidate
 	for _, cd := range order {
-		render(c, set, cd, w.lines)
+		render(c, set, cd, w.lines, w.numbered)
 		if cd.tokens <= left {
 			chosen = append(chosen, cd)
 			left -= cd.tokens
 			continue
 		}
-		if cd.pri < 2 && shrink(c, set, cd, left, w.lines) {
+		if cd.pri < 2 && shrink(c, set, cd, left, w.lines, w.numbered) {
 			chosen = append(chosen, cd)
 			left -= cd.tokens
 		}
@@ -291,7 +293,7 @@ func layout(c *budget.Counter, set *Set, avail int, w windows, r *Result, mark b
 	tFirst := w.lineAt(tailStart)
 
 	data := make([]byte, 0, len(headText)+len(tailText)+1024)
-	hp := set.Fold(headText, 1)
+	hp := set.fold(headText, 1, w.numbered)
 	data = append(data, Join(hp)...)
 	data = append(data, endLine(mark(p.Gap))...)
 	p.Shown = append(p.Shown, Span{Start: 0, End: int64(hl), FirstLine: 1, LastLine: max(bytes.Count(headText, []byte{'\n'}), 1), What: "head"})
@@ -322,7 +324,7 @@ func layout(c *budget.Counter, set *Set, avail int, w windows, r *Result, mark b
 	if p.More > 0 {
 		data = append(data, moreLine(p.More, from, to)...)
 	}
-	tp := set.Fold(tailText, tFirst)
+	tp := set.fold(tailText, tFirst, w.numbered)
 	data = append(data, Join(tp)...)
 	p.Shown = append(p.Shown, Span{Start: tailStart, End: w.size, FirstLine: tFirst, LastLine: w.lines, What: "tail"})
 	p.Data = data
@@ -371,8 +373,8 @@ func clipBlock(b *Block, hl, ts int64) *candidate {
 }
 
 // render sets cd's text: a label line, then its lines folded.
-func render(c *budget.Counter, set *Set, cd *candidate, lines int) {
-	pieces := set.Fold(cd.raw, cd.first)
+func render(c *budget.Counter, set *Set, cd *candidate, lines int, numbered bool) {
+	pieces := set.fold(cd.raw, cd.first, numbered)
 	label := labelLine(cd.b, cd.first, cd.last, lines)
 	cd.text = append(label, Join(pieces)...)
 	cd.tokens = c.Count(cd.text)
@@ -380,7 +382,7 @@ func render(c *budget.Counter, set *Set, cd *candidate, lines int) {
 
 // shrink cuts cd to its first lines so that it fits tokens, keeping at least
 // the matched line's start; false if not even one line fits.
-func shrink(c *budget.Counter, set *Set, cd *candidate, tokens, lines int) bool {
+func shrink(c *budget.Counter, set *Set, cd *candidate, tokens, lines int, numbered bool) bool {
 	full := *cd
 	lo, hi := 0, bytes.Count(full.raw, []byte{'\n'}) // lines that fit, found by bisection
 	var best *candidate
@@ -390,7 +392,7 @@ func shrink(c *budget.Counter, set *Set, cd *candidate, tokens, lines int) bool 
 		t.raw = firstLines(full.raw, mid)
 		t.last = full.first + mid - 1
 		t.end = full.start + int64(len(t.raw))
-		render(c, set, &t, lines)
+		render(c, set, &t, lines, numbered)
 		if t.tokens <= tokens {
 			lo, best = mid, &t
 		} else {

@@ -137,3 +137,46 @@ func TestComposeNoSalience(t *testing.T) {
 		}
 	}
 }
+
+// safe_read's numbered lines fold as the command's output does: a passing
+// go test -v log read as a file costs a small fraction of the budget too,
+// and the lines it shows keep their numbers.
+func TestComposeNumberedPassing(t *testing.T) {
+	c := budget.Default()
+	var v bytes.Buffer
+	n := 0
+	line := func(format string, a ...any) {
+		n++
+		fmt.Fprintf(&v, "%6d\t"+format+"\n", append([]any{n}, a...)...)
+	}
+	for i := range 5000 {
+		line("=== RUN   TestHandler/case_%d", i)
+		line("    handler_test.go:%d: served in %dms", 10+i%50, i%9)
+		line("--- PASS: TestHandler/case_%d (0.00s)", i)
+	}
+	line("PASS")
+	line("ok  \texample.com/srv\t1.234s")
+	text := v.Bytes()
+	head, tail := ends(text, budget.Window(2000))
+	sc := Default().NewScanner()
+	sc.Numbered = true
+	sc.Write(text)
+	r := sc.Close()
+	nl := int64(bytes.Count(text, []byte{'\n'}))
+	p := Compose(c, 2000, head, tail, int64(len(text)), nl, r, testMark)
+	if !p.Folded || p.Tokens > 300 || c.Count(p.Data) != p.Tokens {
+		t.Fatalf("numbered passing log: %d tokens (folded %v):\n%s", p.Tokens, p.Folded, p.Data)
+	}
+	for _, want := range []string{"passing tests (lines 1-", " 15001\tPASS\n", " 15002\tok  \texample.com/srv"} {
+		if !strings.Contains(string(p.Data), want) {
+			t.Errorf("numbered passing page lacks %q:\n%s", want, p.Data)
+		}
+	}
+	// Read as unnumbered, the same lines are not known for progress: the
+	// Scanner's Numbered is what folds them.
+	sc = Default().NewScanner()
+	sc.Write(text)
+	if q := Compose(c, 2000, head, tail, int64(len(text)), nl, sc.Close(), testMark); q.Folded {
+		t.Errorf("numbered lines read as unnumbered folded:\n%s", q.Data)
+	}
+}

@@ -43,7 +43,12 @@ const minSimilar = 3
 func Fold(text []byte, firstLine int) []Piece { return defaultSet.Fold(text, firstLine) }
 
 // Fold is the package's Fold with the rules of s.
-func (s *Set) Fold(text []byte, firstLine int) []Piece {
+func (s *Set) Fold(text []byte, firstLine int) []Piece { return s.fold(text, firstLine, false) }
+
+// fold is Fold, for lines that start with their numbers when numbered
+// (safe_read's rendering): the rules and the folds see each line without its
+// number, and a line shown keeps it.
+func (s *Set) fold(text []byte, firstLine int, numbered bool) []Piece {
 	lines := splitLines(text)
 	if len(lines) == 0 {
 		return nil
@@ -53,7 +58,15 @@ func (s *Set) Fold(text []byte, firstLine int) []Piece {
 	keep := make([]bool, n) // failures and their context
 	var m matcher
 	after := 0
-	for i, l := range lines {
+	// body is what of line i rules see.
+	body := func(i int) []byte {
+		if numbered {
+			return stripNumber(lines[i])
+		}
+		return lines[i]
+	}
+	for i := range lines {
+		l := body(i)
 		ri, c := m.match(s, l, after > 0 || i > 0 && keep[i-1])
 		class[i] = c
 		if ri >= 0 && s.rules[ri].Kind == Failure {
@@ -86,12 +99,12 @@ func (s *Set) Fold(text []byte, firstLine int) []Piece {
 	// A passing test's log lines (go test -v prints them between its
 	// "=== RUN" and its "--- PASS") are indented, between progress lines.
 	for i := 0; i < n; {
-		if noise[i] || keep[i] || !indented(lines[i]) {
+		if noise[i] || keep[i] || !indented(body(i)) {
 			i++
 			continue
 		}
 		j := i
-		for j < n && !noise[j] && !keep[j] && indented(lines[j]) {
+		for j < n && !noise[j] && !keep[j] && indented(body(j)) {
 			j++
 		}
 		if i > 0 && noise[i-1] && j < n && noise[j] {
@@ -126,10 +139,10 @@ func (s *Set) Fold(text []byte, firstLine int) []Piece {
 			continue
 		}
 		// Similar lines after this one.
-		keyA = normalize(keyA[:0], matchText(lines[i]))
+		keyA = normalize(keyA[:0], matchText(body(i)))
 		j := i + 1
 		for ; j < n && !keep[j] && !noise[j]; j++ {
-			keyB = normalize(keyB[:0], matchText(lines[j]))
+			keyB = normalize(keyB[:0], matchText(body(j)))
 			if !bytes.Equal(keyA, keyB) {
 				break
 			}

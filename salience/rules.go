@@ -68,7 +68,11 @@ var Rules = []Rule{
 	// prints them before the verdict; the block stops at the test's
 	// "=== RUN") and below it (without -v they follow the verdict).
 	{Name: "test-fail", Family: "go", Kind: Failure, Before: 10, After: 8, Prefix: "--- FAIL:"},
-	{Name: "pkg-fail", Family: "go", Kind: Summary, Prefix: "FAIL\t", Col0: true},
+	// A failing package's verdict ("FAIL\tpkg\t0.1s", "FAIL\tpkg [build
+	// failed]") is a failure, not only a summary: with many packages it sits
+	// in the middle, and it is the one line that names a package that did
+	// not build.
+	{Name: "pkg-fail", Family: "go", Kind: Failure, Prefix: "FAIL\t", Col0: true},
 	{Name: "fail", Family: "go", Kind: Summary, Prefix: "FAIL", Col0: true, Re: `^FAIL\s*$`},
 	{Name: "pkg-ok", Family: "go", Kind: Summary, Prefix: "ok  ", Col0: true, Re: `^ok\s+\S+`},
 	{Name: "pass", Family: "go", Kind: Summary, Prefix: "PASS", Col0: true, Re: `^PASS\s*$`},
@@ -119,6 +123,9 @@ var Rules = []Rule{
 	{Name: "ok", Family: "unittest", Kind: Summary, Prefix: "OK", Col0: true, Re: `^OK( \(.*\))?\s*$`},
 	{Name: "fail", Family: "unittest", Kind: Failure, After: 12, Prefix: "FAIL: ", Col0: true},
 	{Name: "error", Family: "unittest", Kind: Failure, After: 12, Prefix: "ERROR: ", Col0: true, Re: `^ERROR: \S+ \(`},
+	// Verbose runs (-v) give each test a line: "test_x (mod.Case.test_x) ... FAIL".
+	{Name: "verbose-fail", Family: "unittest", Kind: Failure, Contains: " ... FAIL", Re: `^\S+ \(\S+\) \.\.\. FAIL$`},
+	{Name: "verbose-error", Family: "unittest", Kind: Failure, Contains: " ... ERROR", Re: `^\S+ \(\S+\) \.\.\. ERROR$`},
 
 	// pytest
 	{Name: "summary", Family: "pytest", Kind: Summary, Prefix: "=", Col0: true, Re: `^=+ .*\b(passed|failed|errors?|skipped|xfailed|xpassed|deselected|no tests ran)\b.* =+\s*$`},
@@ -131,13 +138,16 @@ var Rules = []Rule{
 	// npm, pnpm, yarn
 	{Name: "code", Family: "npm", Kind: Summary, Prefix: "npm error code ", Col0: true},
 	{Name: "err-code", Family: "npm", Kind: Summary, Prefix: "npm ERR! code ", Col0: true},
-	{Name: "error", Family: "npm", Kind: Failure, After: 4, Prefix: "npm error", Col0: true},
-	{Name: "err", Family: "npm", Kind: Failure, After: 4, Prefix: "npm ERR!", Col0: true},
+	// Before 1: the "code" line npm prints right above the message.
+	{Name: "error", Family: "npm", Kind: Failure, Before: 1, After: 4, Prefix: "npm error", Col0: true},
+	{Name: "err", Family: "npm", Kind: Failure, Before: 1, After: 4, Prefix: "npm ERR!", Col0: true},
 	{Name: "pnpm", Family: "npm", Kind: Failure, After: 4, Contains: "ERR_PNPM_"},
 	{Name: "yarn", Family: "npm", Kind: Failure, After: 2, Prefix: "error ", Col0: true},
 
 	// make
-	{Name: "stop", Family: "make", Kind: Failure, Before: 2, Contains: ": ***", Re: `^g?make(\[\d+\])?: \*\*\*`},
+	// make stops right after the recipe that failed, whose own output
+	// (a diff, a linter's list) is the cause: keep more of it.
+	{Name: "stop", Family: "make", Kind: Failure, Before: 12, Contains: ": ***", Re: `^g?make(\[\d+\])?: \*\*\*`},
 
 	// shells
 	{Name: "not-found", Family: "shell", Kind: Failure, Before: 1, After: 1, Contains: "command not found"},

@@ -105,6 +105,10 @@ func TestRules(t *testing.T) {
 		"unittest": {
 			{"FAIL: test_upper (test_str.TestStr.test_upper)", "unittest/fail", false},
 			{"ERROR: test_split (test_str.TestStr.test_split)", "unittest/error", false},
+			{"test_upper (test_str.TestStr.test_upper) ... FAIL", "unittest/verbose-fail", false},
+			{"test_split (test_str.TestStr.test_split) ... ERROR", "unittest/verbose-error", false},
+			{"test_lower (test_str.TestStr.test_lower) ... ok", "", false},
+			{"test_upper (test_str.TestStr.test_upper) ... FAILED in 3s", "", false},
 			{"FAILED (failures=1, errors=1)", "unittest/summary", false},
 			{"Ran 3 tests in 0.001s", "unittest/ran", false},
 			{"OK", "unittest/ok", false},

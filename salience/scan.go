@@ -55,7 +55,8 @@ type Result struct {
 	// and Quiet all lines of passing tests' progress, verdicts included.
 	Passing, Quiet int
 
-	set *Set // whose rules found the blocks, for folding them
+	set      *Set // whose rules found the blocks, for folding them
+	numbered bool // the output's lines start with their numbers
 }
 
 // Dropped returns how many Failure blocks the Result does not hold.
@@ -169,7 +170,7 @@ func (sc *Scanner) Close() *Result {
 	}
 	sc.finish()
 	r := sc.res
-	r.Lines, r.Bytes, r.set = sc.n, sc.off, sc.set
+	r.Lines, r.Bytes, r.set, r.numbered = sc.n, sc.off, sc.set, sc.Numbered
 	r.Blocks = append([]Block(nil), sc.first...)
 	k := min(sc.lastN, KeepBlocks)
 	for i := range k {

@@ -62,7 +62,11 @@ func TestScannerGoLog(t *testing.T) {
 	if r.Passing != 100 || r.Lines != bytes.Count(text, []byte{'\n'}) || r.Bytes != int64(len(text)) {
 		t.Errorf("passing %d lines %d bytes %d", r.Passing, r.Lines, r.Bytes)
 	}
-	if len(r.Summary) != 2 || string(r.Summary[1].Text) != "FAIL\n" {
+	// The package's verdict is a failure line, in the last block.
+	if !strings.Contains(string(r.Blocks[1].Text), "FAIL\texample.com") {
+		t.Errorf("the package's verdict is not in the last block: %q", r.Blocks[1].Text)
+	}
+	if len(r.Summary) != 1 || string(r.Summary[0].Text) != "FAIL\n" {
 		t.Errorf("summary %+v", r.Summary)
 	}
 }
