@@ -76,7 +76,8 @@ bench:
 	$(GO) test -count=1 -run '^$$' -bench Search -benchtime 200x -v ./daemon/store/sqlite
 	$(GO) test -count=1 -run '^$$' -bench 'Download|SmallRequest' -benchtime 5x -v ./daemon/egress
 	$(GO) test -count=1 -run '^$$' -bench Pipeline10MB -benchtime 5x -v ./daemon/respond
-	$(SUDO) $(GO) test -tags e2e -count=1 -run '^$$' -bench 'RoundTrip|SafeRead10MB|Wrap|DevWarm' -benchtime 1x -v ./e2e
+	$(GO) test -count=1 -run '^$$' -bench ScanKinds -benchtime 10x -v ./salience
+	$(SUDO) $(GO) test -tags e2e -count=1 -run '^$$' -bench 'RoundTrip|SafeRead10MB|Salience10MB|Wrap|DevWarm' -benchtime 1x -v ./e2e
 
 # Regenerate the gRPC code and docs/errors.md.
 generate: tools

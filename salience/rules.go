@@ -249,6 +249,15 @@ func Compile(extra []UserRule) (*Set, error) {
 		if u.Pattern == "" {
 			return nil, fmt.Errorf("salience rule %q: empty pattern", name)
 		}
+		// A pattern that starts with a literal ("QUIRK-[0-9]+") has its
+		// lines found by that literal, as the built-in rules are: the
+		// expression then runs only on lines that hold it, and the sparse
+		// scan of a read's middle need not read every line.
+		if re, err := regexp.Compile(u.Pattern); err == nil {
+			if lit, _ := re.LiteralPrefix(); len(lit) >= 2 {
+				r.Contains = lit
+			}
+		}
 		rs = append(rs, r)
 	}
 	set, err := newSet(rs)

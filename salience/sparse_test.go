@@ -27,11 +27,18 @@ func checkSparse(t *testing.T, s *Set, text []byte) {
 // The sparse scan finds the failure blocks a full scan finds, in logs of
 // every kind, with failures near each other, at the ends, and none.
 func TestSparseMatchesFull(t *testing.T) {
-	user, err := Compile([]UserRule{{Name: "u", Pattern: `boom`, Before: 3}})
+	user, err := Compile([]UserRule{{Name: "u", Pattern: `boom`, Before: 3}, {Name: "v", Pattern: `ok \S+ (x|y)`, After: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if user.sparse.ok {
+	if !user.sparse.ok {
+		t.Fatal("patterns that start with a literal are found by it")
+	}
+	bare, err := Compile([]UserRule{{Name: "w", Pattern: `\bboom`, Before: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bare.sparse.ok {
 		t.Fatal("a rule that is only a pattern has no literal: the sparse scan must read every line")
 	}
 	corpora := [][]byte{goLog(30), tenMB()[:2<<20], []byte(strings.Join(diffLines, "\n")), nil, []byte("x"), []byte("\n\n")}
@@ -99,6 +106,7 @@ func TestSparseMatchesFull(t *testing.T) {
 	for _, text := range corpora {
 		checkSparse(t, Default(), text)
 		checkSparse(t, user, text)
+		checkSparse(t, bare, text)
 	}
 }
 
@@ -135,4 +143,36 @@ func TestSparseHalfPanics(t *testing.T) {
 	}()
 	Default().ScanFailures(text)
 	t.Fatal("ScanFailures returned")
+}
+
+// BenchmarkScanKinds measures the full and the sparse scan side by side on
+// 10 MB of three kinds of text: a go test -v log, an npm install's
+// warnings, and Go source (where "fmt.Errorf(" is on every function).
+func BenchmarkScanKinds(b *testing.B) {
+	var npm, src strings.Builder
+	for i := 0; npm.Len() < 10<<20; i++ {
+		fmt.Fprintf(&npm, "npm warn deprecated inflight@1.0.%d: This module is not supported, and leaks memory. Do not use it.\n", i)
+	}
+	for i := 0; src.Len() < 10<<20; i++ {
+		fmt.Fprintf(&src, "func handle%d(w http.ResponseWriter, r *http.Request) error {\n\tif err := parse(r); err != nil {\n\t\treturn fmt.Errorf(\"parse: %%w\", err)\n\t}\n\treturn nil\n}\n\n", i)
+	}
+	for _, k := range []struct {
+		name string
+		text []byte
+	}{{"gotest", tenMB()}, {"npm", []byte(npm.String())}, {"gosource", []byte(src.String())}} {
+		b.Run(k.name+"/full", func(b *testing.B) {
+			b.SetBytes(int64(len(k.text)))
+			for b.Loop() {
+				sc := Default().NewScanner()
+				sc.Write(k.text)
+				sc.Close()
+			}
+		})
+		b.Run(k.name+"/sparse", func(b *testing.B) {
+			b.SetBytes(int64(len(k.text)))
+			for b.Loop() {
+				Default().ScanFailures(k.text)
+			}
+		})
+	}
 }
