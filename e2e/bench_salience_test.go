@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -79,27 +78,14 @@ func BenchmarkSalience10MB(b *testing.B) {
 			if r.code != 0 {
 				b.Fatalf("roundtrip %s: %s", c.what, r)
 			}
-			var rep struct {
-				On struct {
-					MedianNS int64 `json:"median_ns"`
-					P90NS    int64 `json:"p90_ns"`
-				} `json:"safe_bash_true"` // the first daemon's numbers
-				Baselines []struct {
-					MedianNS int64   `json:"median_ns"`
-					P90NS    int64   `json:"p90_ns"`
-					Ratio    float64 `json:"safe_bash_over_this"`
-				} `json:"baselines"`
-			}
-			if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || len(rep.Baselines) != 1 {
-				b.Fatalf("roundtrip output: %v\n%s", err, r.stdout)
-			}
+			rep := readRoundtrip(b, r.stdout, 1) // Contextd: the daemon with the pass
 			off := rep.Baselines[0]
 			key := strings.Fields(c.what)[0]
-			b.ReportMetric(float64(rep.On.MedianNS)/1e6, key+"-salience-ms")
+			b.ReportMetric(float64(rep.Contextd.MedianNS)/1e6, key+"-salience-ms")
 			b.ReportMetric(float64(off.MedianNS)/1e6, key+"-head-tail-ms")
 			b.ReportMetric(off.Ratio, key+"-ratio")
 			b.Logf("%s, 10 MB, median of %d rotated: with the salience pass %.1f ms (p90 %.1f), head and tail %.1f ms (p90 %.1f): %.3fx",
-				c.what, runs, float64(rep.On.MedianNS)/1e6, float64(rep.On.P90NS)/1e6, float64(off.MedianNS)/1e6, float64(off.P90NS)/1e6, off.Ratio)
+				c.what, runs, float64(rep.Contextd.MedianNS)/1e6, float64(rep.Contextd.P90NS)/1e6, float64(off.MedianNS)/1e6, float64(off.P90NS)/1e6, off.Ratio)
 		}
 	}
 }

@@ -22,22 +22,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		if r.code != 0 {
 			b.Fatalf("roundtrip: %s", r)
 		}
-		var rep struct {
-			N        int `json:"n"`
-			Contextd struct {
-				MedianNS int64 `json:"median_ns"`
-				P90NS    int64 `json:"p90_ns"`
-			} `json:"safe_bash_true"`
-			Baselines []struct {
-				Name     string  `json:"name"`
-				MedianNS int64   `json:"median_ns"`
-				P90NS    int64   `json:"p90_ns"`
-				Ratio    float64 `json:"safe_bash_over_this"`
-			} `json:"baselines"`
-		}
-		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || len(rep.Baselines) != 2 {
-			b.Fatalf("roundtrip output: %v\n%s", err, r.stdout)
-		}
+		rep := readRoundtrip(b, r.stdout, 2)
 		bash, bwrap := rep.Baselines[0], rep.Baselines[1]
 		b.ReportMetric(float64(rep.Contextd.MedianNS)/1e6, "safe_bash-ms")
 		b.ReportMetric(float64(bash.MedianNS)/1e6, "bash-ms")
@@ -76,20 +61,7 @@ func BenchmarkSafeRead10MB(b *testing.B) {
 		if r.code != 0 {
 			b.Fatalf("roundtrip -read: %s", r)
 		}
-		var rep struct {
-			Contextd struct {
-				MedianNS int64 `json:"median_ns"`
-				P90NS    int64 `json:"p90_ns"`
-			} `json:"safe_bash_true"` // the measured tool, safe_read here
-			Baselines []struct {
-				Name     string  `json:"name"`
-				MedianNS int64   `json:"median_ns"`
-				Ratio    float64 `json:"safe_bash_over_this"`
-			} `json:"baselines"`
-		}
-		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || len(rep.Baselines) != 2 {
-			b.Fatalf("roundtrip output: %v\n%s", err, r.stdout)
-		}
+		rep := readRoundtrip(b, r.stdout, 2) // Contextd: safe_read here
 		sr, ct, tr := float64(rep.Contextd.MedianNS)/1e6, float64(rep.Baselines[0].MedianNS)/1e6, float64(rep.Baselines[1].MedianNS)/1e6
 		b.ReportMetric(sr, "safe_read-ms")
 		b.ReportMetric(ct, "cat-ms")
@@ -98,4 +70,30 @@ func BenchmarkSafeRead10MB(b *testing.B) {
 		b.Logf("10 MB file, median of 40 rotated: safe_read %.1f ms (p90 %.1f), cat %.1f ms (%.2fx), true %.1f ms",
 			sr, float64(rep.Contextd.P90NS)/1e6, ct, rep.Baselines[0].Ratio, tr)
 	}
+}
+
+// roundtripReport is bench/roundtrip's -json report: the measured command
+// (named safe_bash_true whatever it is) and its baselines.
+type roundtripReport struct {
+	N        int `json:"n"`
+	Contextd struct {
+		MedianNS int64 `json:"median_ns"`
+		P90NS    int64 `json:"p90_ns"`
+	} `json:"safe_bash_true"`
+	Baselines []struct {
+		Name     string  `json:"name"`
+		MedianNS int64   `json:"median_ns"`
+		P90NS    int64   `json:"p90_ns"`
+		Ratio    float64 `json:"safe_bash_over_this"`
+	} `json:"baselines"`
+}
+
+// readRoundtrip decodes a report that must have baselines baselines.
+func readRoundtrip(b *testing.B, out string, baselines int) roundtripReport {
+	b.Helper()
+	var rep roundtripReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Baselines) != baselines {
+		b.Fatalf("roundtrip output: %v\n%s", err, out)
+	}
+	return rep
 }

@@ -249,24 +249,8 @@ func TestReadMapped(t *testing.T) {
 // A mapped file that shrinks under the reader fails the read with an error
 // saying so, not a crash.
 func TestReadMappedShrinks(t *testing.T) {
-	_, dir, _, _ := gapFile(t, 2<<20)
-	p := filepath.Join(dir, "log.txt")
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	err = guardFault("log.txt", func() error {
-		b, release, err := mapWhole(f)
-		if b == nil || err != nil {
-			t.Fatalf("a 2 MiB file was not mapped: %v", err)
-		}
-		defer release()
-		if err := os.Truncate(p, 100); err != nil {
-			t.Fatal(err)
-		}
+	err := shrinkUnder(t, 2<<20, func(int64) int64 { return 100 }, func(b []byte) {
 		_ = bytes.Count(b, []byte{'\n'}) // touches the lost pages
-		return nil
 	})
 	if !errors.Is(err, catalog.ErrIO) || !strings.Contains(err.Error(), "shrank while it was read") {
 		t.Fatalf("a file truncated under the mapping: %v", err)
@@ -400,28 +384,37 @@ func TestReadMappedShrinksDuringScan(t *testing.T) {
 	// goroutine's fault comes back is TestSparseHalfPanics's: here the
 	// sample of the text the search starts with faults first.)
 	for _, cut := range []int64{4<<20 - 100, 32 << 10} {
-		_, dir, file, _ := gapFile(t, 4<<20)
-		keep := int64(len(file)) - cut
-		p := filepath.Join(dir, "log.txt")
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		err = guardFault("log.txt", func() error {
-			b, release, err := mapWhole(f)
-			if b == nil || err != nil {
-				t.Fatalf("a 4 MiB file was not mapped: %v", err)
-			}
-			defer release()
-			if err := os.Truncate(p, keep); err != nil {
-				t.Fatal(err)
-			}
+		err := shrinkUnder(t, 4<<20, func(n int64) int64 { return n - cut }, func(b []byte) {
 			salience.Default().ScanFailures(b)
-			return nil
 		})
 		if !errors.Is(err, catalog.ErrIO) || !strings.Contains(err.Error(), "shrank while it was read") {
-			t.Fatalf("a file cut to %d bytes under the sparse scan: %v", keep, err)
+			t.Fatalf("a file cut by %d bytes under the sparse scan: %v", cut, err)
 		}
 	}
+}
+
+// shrinkUnder maps a log of size bytes, cuts it to keep(its length) and
+// has touch read the mapping, under guardFault; it returns guardFault's
+// error.
+func shrinkUnder(t *testing.T, size int, keep func(n int64) int64, touch func(b []byte)) error {
+	t.Helper()
+	_, dir, file, _ := gapFile(t, size)
+	p := filepath.Join(dir, "log.txt")
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	return guardFault("log.txt", func() error {
+		b, release, err := mapWhole(f)
+		if b == nil || err != nil {
+			t.Fatalf("a %d-byte file was not mapped: %v", len(file), err)
+		}
+		defer release()
+		if err := os.Truncate(p, keep(int64(len(file)))); err != nil {
+			t.Fatal(err)
+		}
+		touch(b)
+		return nil
+	})
 }
