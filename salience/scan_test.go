@@ -9,18 +9,7 @@ import (
 )
 
 // scan feeds text to a Scanner in chunks of size (0: whole).
-func scan(s *Set, text []byte, size int) *Result {
-	sc := s.NewScanner()
-	if size <= 0 {
-		size = len(text) + 1
-	}
-	for len(text) > 0 {
-		n := min(size, len(text))
-		sc.Write(text[:n])
-		text = text[n:]
-	}
-	return sc.Close()
-}
+func scan(s *Set, text []byte, size int) *Result { return scanWith(s, text, size, false, false) }
 
 // goLog is a go test -v log with passing tests around two failures.
 func goLog(passing int) []byte {
