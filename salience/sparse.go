@@ -339,49 +339,58 @@ const parallelFrom = 1 << 20
 
 // triggerRange is triggerLines for the lines that start in text[from:to]
 // (from is a line start).
+//
+// Every pass works on a segment at a time, and none reads a line twice
+// over: each goes on from where it left off in the last segment (past the
+// end of the last line it found, which may lie segments ahead), and the
+// bounds of the line an anchor hit is on, and the triggers already tried on
+// it, are kept (lineCache). A text of one 10 MB line costs what one of many
+// lines does.
 func (s *Set) triggerRange(text []byte, from, to int, p *anchorPlan, limit int) (starts []int, ok bool) {
 	x := &s.sparse
+	lineAt := from // the next line start of the line pass
+	// resume is where each of the other passes goes on: the escape and
+	// carriage-return passes, then the anchors'.
+	resume := make([]int, 2+len(p.bytes))
+	var lc lineCache
+	found := func(ls int) {
+		if n := len(starts); n == 0 || starts[n-1] != ls {
+			starts = append(starts, ls)
+		}
+	}
 	for seg := from; seg < to; seg += sparseSegment {
 		segEnd := min(seg+sparseSegment, to)
 		// The lines that start in the segment, for the prefixed triggers.
-		for ls := seg; ls < segEnd; {
-			if seg > from && ls == seg && text[ls-1] != '\n' {
-				// The segment starts mid-line: that line was the last one's.
-				k := bytes.IndexByte(text[ls:], '\n')
-				if k < 0 {
-					break
-				}
-				ls += k + 1
-				continue
-			}
+		for lineAt < segEnd {
+			ls := lineAt
 			e := len(text)
 			if k := bytes.IndexByte(text[ls:], '\n'); k >= 0 {
 				e = ls + k
 			}
+			lineAt = e + 1
 			line := text[ls:e]
 			t := trimIndent(line)
 			if len(t) > 0 && len(x.prefixed[t[0]]) > 0 && s.prefixStarts(line, t) {
-				starts = append(starts, ls)
+				found(ls)
 			}
-			ls = e + 1
 		}
 		// Lines the Scanner sees otherwise than they are.
-		for _, c := range []byte{0x1b, '\r'} {
-			for off := seg; off < segEnd; {
+		for i, c := range []byte{0x1b, '\r'} {
+			off := max(seg, resume[i])
+			for off < segEnd {
 				j := bytes.IndexByte(text[off:segEnd], c)
 				if j < 0 {
 					break
 				}
-				starts = append(starts, bytes.LastIndexByte(text[:off+j], '\n')+1)
-				k := bytes.IndexByte(text[off+j:], '\n')
-				if k < 0 {
-					break
-				}
-				off += j + k + 1
+				ls, le := lc.bounds(text, off+j)
+				found(ls)
+				off = le + 1
 			}
+			resume[i] = off
 		}
-		for _, b := range p.bytes {
-			for off := seg; off < segEnd; {
+		for i, b := range p.bytes {
+			off := max(seg, resume[2+i])
+			for off < segEnd {
 				j := bytes.IndexByte(text[off:segEnd], b)
 				if j < 0 {
 					break
@@ -392,12 +401,13 @@ func (s *Set) triggerRange(text []byte, from, to int, p *anchorPlan, limit int) 
 					(pos == 0 || !hasBit(p.prev[b], text[pos-1])) {
 					continue
 				}
-				if e, hit := s.tryAnchor(text, pos, p.by[b]); hit {
-					starts = append(starts, bytes.LastIndexByte(text[:pos], '\n')+1)
+				if s.tryAnchor(text, pos, p.by[b], &lc) {
+					found(lc.ls)
 					// Nothing more to learn from this line.
-					off = e + 1
+					off = lc.le + 1
 				}
 			}
+			resume[2+i] = off
 		}
 		if len(starts) > limit {
 			return nil, false
@@ -406,16 +416,34 @@ func (s *Set) triggerRange(text []byte, from, to int, p *anchorPlan, limit int) 
 	return starts, true
 }
 
+// lineCache is the line an anchor hit was last on, and the triggers
+// already tried on it: a long line with many hits is bounded and tried
+// once, not once a hit.
+type lineCache struct {
+	ls, le int // text[ls:le] is the line, le at its '\n' or the end
+	valid  bool
+	tried  []int
+}
+
+// bounds returns the line pos is on, keeping it.
+func (lc *lineCache) bounds(text []byte, pos int) (ls, le int) {
+	if lc.valid && lc.ls <= pos && pos <= lc.le {
+		return lc.ls, lc.le
+	}
+	lc.ls = bytes.LastIndexByte(text[:pos], '\n') + 1
+	lc.le = len(text)
+	if i := bytes.IndexByte(text[pos:], '\n'); i >= 0 {
+		lc.le = pos + i
+	}
+	lc.valid, lc.tried = true, lc.tried[:0]
+	return lc.ls, lc.le
+}
+
 // tryAnchor reports whether the anchor byte at text[pos] is in one of its
-// triggers' literals on a line that may start a block; e is the end of that
-// line, or -1 when no literal was there.
-func (s *Set) tryAnchor(text []byte, pos int, as []anchored) (e int, hit bool) {
-	e = -1
-	tried := -1 // a trigger whose rules the line failed
+// triggers' literals on a line that may start a block; that line is then
+// lc's.
+func (s *Set) tryAnchor(text []byte, pos int, as []anchored, lc *lineCache) bool {
 	for _, a := range as {
-		if a.trig == tried {
-			continue
-		}
 		st := pos - a.off
 		q := pos + a.d2
 		t := &s.sparse.trig[a.trig]
@@ -423,22 +451,19 @@ func (s *Set) tryAnchor(text []byte, pos int, as []anchored) (e int, hit bool) {
 			string(text[st:st+len(t.lit)]) != t.lit {
 			continue
 		}
-		tried = a.trig
-		ls := bytes.LastIndexByte(text[:st], '\n') + 1
+		ls, le := lc.bounds(text, pos)
+		if slices.Contains(lc.tried, a.trig) {
+			continue
+		}
+		lc.tried = append(lc.tried, a.trig)
 		if t.col0 && (text[ls] == ' ' || text[ls] == '\t') {
 			continue
 		}
-		if e < 0 {
-			e = len(text)
-			if i := bytes.IndexByte(text[pos:], '\n'); i >= 0 {
-				e = pos + i
-			}
-		}
-		if s.mayStart(text[ls:e], t) {
-			return e, true
+		if s.mayStart(text[ls:le], t) {
+			return true
 		}
 	}
-	return e, false
+	return false
 }
 
 // prefixStarts reports whether the line may start a block by one of the
