@@ -54,6 +54,9 @@ var diffLines = []string{
 	"process exited with code 3", "    at Object.<anonymous> (a.js:1:1)", "at x", "\tat y",
 	"", " ", "\t", "plain text line", "2024-05-01 10:00:00 compiling handler.go with -O2 -g",
 	"\x1b[31m  ● sum › adds\x1b[0m", "\x1b[32m✓\x1b[0m ok", "Err\x1b[0mor: x", "progress 10%\rprogress 100%\rError: done",
+	"FAILURE: Build failed with an exception.", "BUILD FAILED in 3s", "not ok 3 - adds", "  not ok 1 - x", "FAILED: build/x.o",
+	"CMake Error at CMakeLists.txt:3 (x):", "E: Unable to locate package foo", "fatal: not a git repository", "  ✗ adds", "✘ x",
+	"tests/a.py::test_x FAILED   [ 58%]", "tests/a.py::test_y ERROR", "tests/a.py::test_z PASSED   [ 59%]",
 	"Error: x\r", "--- PASS: T (0.00s)\r", "     12\tError: numbered", "  318\ttest a ... FAILED", "a\x00b", "\xe2\x9c", "PASSED x",
 }
 

@@ -133,6 +133,9 @@ var Rules = []Rule{
 	{Name: "error", Family: "pytest", Kind: Failure, Prefix: "ERROR ", Col0: true},
 	{Name: "test", Family: "pytest", Kind: Failure, After: 4, Prefix: "___", Col0: true, Re: `^_{3,} .+ _{3,}\s*$`},
 	{Name: "assert", Family: "pytest", Kind: Failure, Before: 4, After: 2, Prefix: "E ", Col0: true},
+	// -v gives each test a line: "tests/test_a.py::test_x FAILED   [ 58%]".
+	{Name: "verbose-failed", Family: "pytest", Kind: Failure, Contains: " FAILED", Re: `^\S+::\S+.* FAILED(\s+\[\s*\d+%\])?\s*$`},
+	{Name: "verbose-error", Family: "pytest", Kind: Failure, Contains: " ERROR", Re: `^\S+::\S+.* ERROR(\s+\[\s*\d+%\])?\s*$`},
 	{Name: "traceback", Family: "python", Kind: Failure, After: 20, Prefix: "Traceback (most recent call last):"},
 
 	// npm, pnpm, yarn
@@ -154,6 +157,19 @@ var Rules = []Rule{
 	{Name: "sh-not-found", Family: "shell", Kind: Failure, Before: 1, After: 1, Contains: ": not found", Re: `^\S*sh: \d+: .*: not found`},
 	{Name: "no-such-file", Family: "shell", Kind: Failure, Before: 1, After: 1, Contains: "No such file or directory", Re: `^\S*sh(: line \d+)?: `},
 	{Name: "permission", Family: "shell", Kind: Failure, Before: 1, After: 1, Contains: "Permission denied", Re: `^\S*sh(: line \d+)?: `},
+
+	// Other build tools and runners: Gradle, TAP (node-tap, bats, prove),
+	// ninja, CMake, apt, git and the like ("fatal: not a git repository"),
+	// and the crosses of ava, uvu and bats.
+	{Name: "failure", Family: "gradle", Kind: Failure, After: 8, Prefix: "FAILURE: ", Col0: true},
+	{Name: "build-failed", Family: "gradle", Kind: Failure, Prefix: "BUILD FAILED", Col0: true},
+	{Name: "not-ok", Family: "tap", Kind: Failure, After: 6, Prefix: "not ok ", Re: `^\s*not ok \d+`},
+	{Name: "failed", Family: "ninja", Kind: Failure, After: 4, Prefix: "FAILED: ", Col0: true},
+	{Name: "error", Family: "cmake", Kind: Failure, After: 4, Prefix: "CMake Error", Col0: true},
+	{Name: "error", Family: "apt", Kind: Failure, Before: 1, Prefix: "E: ", Col0: true},
+	{Name: "fatal", Family: "generic", Kind: Failure, After: 2, Prefix: "fatal: ", Col0: true},
+	{Name: "cross", Family: "generic", Kind: Failure, After: 4, Prefix: "✗ "},
+	{Name: "cross", Family: "generic", Kind: Failure, After: 4, Prefix: "✘ "},
 
 	// Generic: last, so that a family's own rule names the line.
 	// "TypeError: x", "Error [ERR_X]: y", not "fmt.Errorf(": each form has
