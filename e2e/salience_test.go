@@ -135,7 +135,7 @@ func TestSalienceCorpus(t *testing.T) {
 			t.Logf("%-26s salience: %d/%d failure lines, %4d tokens | head+tail: %d/%d, %4d tokens",
 				k, n, len(c.Failure), e.TokensUsed, nOff, len(c.Failure), o.TokensUsed)
 			if n > 0 && len(missing) > 0 {
-				t.Logf("%-26s not shown: %q", k, missing)
+				t.Errorf("%s: the first page shows %d of the failure lines; not %q:\n%s", k, n, missing, e.Data)
 			}
 			if !c.Passing && n == 0 {
 				t.Errorf("%s: the first page shows none of the failure lines %q:\n%s", k, missing, e.Data)
