@@ -16,19 +16,10 @@ import (
 // runners print their verdict. Checked on seq and on logs that real test
 // runners (node's and Python's) wrote, read through safe_bash and safe_read.
 func TestBudgetDefault(t *testing.T) {
-	cfgPath := filepath.Join(env.home, ".config", "contextd", "config.toml")
-	orig, err := os.ReadFile(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		userSh(t, "cat > ~/.config/contextd/config.toml <<'EOF'\n"+string(orig)+"EOF")
-		systemctl(t, "stop", "contextd.service")
-	})
 	// The suite's timers stay; the budgets are the defaults.
-	cfg := "idle_timeout = \"10m\"\ndrain_timeout = \"1s\"\nlog_level = \"debug\"\n"
-	mustCode(t, userSh(t, "cat > ~/.config/contextd/config.toml <<'EOF'\n"+cfg+"EOF"), 0)
-	mustCode(t, systemctl(t, "stop", "contextd.service"), 0) // the next call starts a daemon with this config
+	swapConfig(t, func(string) string {
+		return "idle_timeout = \"10m\"\ndrain_timeout = \"1s\"\nlog_level = \"debug\"\n"
+	})
 
 	// seq, in the text format an agent reads, at the default and a smaller budget.
 	for _, args := range [][]string{{"seq 1 100000"}, {"--max-tokens", "500", "seq 1 100000"}} {

@@ -162,29 +162,6 @@ func testCA(t *testing.T) (caFile string, cert *tls.Certificate) {
 	return caFile, &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
-// withConfig appends toml to the suite's configuration and stops the
-// daemon, so that the next call starts one that reads it (and the user's
-// toolchain files) afresh; the cleanup puts the suite's configuration back
-// and stops that daemon too.
-func withConfig(t *testing.T, toml string) {
-	t.Helper()
-	cfgPath := filepath.Join(env.home, ".config", "contextd", "config.toml")
-	orig, err := os.ReadFile(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		userSh(t, "cat > ~/.config/contextd/config.toml <<'EOF'\n"+string(orig)+"EOF")
-		systemctl(t, "stop", "contextd.service")
-		systemctl(t, "reset-failed", "contextd.service", "contextd.socket")
-		systemctl(t, "start", "contextd.socket")
-	})
-	if toml != "" {
-		mustCode(t, userSh(t, "cat >> ~/.config/contextd/config.toml <<'EOF'\n\n"+toml+"\nEOF"), 0)
-	}
-	mustCode(t, systemctl(t, "stop", "contextd.service"), 0)
-}
-
 // egressWorkspace makes a node project of the test user's: a workspace
 // whose package.json turns the node preset (and so ~/.npmrc's scrubbed copy)
 // on.

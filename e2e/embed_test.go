@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,20 +23,11 @@ func TestDenseMemorySearch(t *testing.T) {
 	srv := embedtest.New(t, "ollama", "e2e-model", 256)
 	srv.Key = key
 
-	cfgPath := filepath.Join(env.home, ".config", "contextd", "config.toml")
-	orig, err := os.ReadFile(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		userSh(t, "cat > ~/.config/contextd/config.toml <<'EOF'\n"+string(orig)+"EOF")
-		systemctl(t, "unset-environment", keyVar)
-		systemctl(t, "stop", "contextd.service")
-	})
-	embedCfg := string(orig) + "\n[store]\nembed_api = \"ollama\"\nembed_url = \"" + srv.URL + "\"\nembed_model = \"e2e-model\"\nembed_api_key_env = \"" + keyVar + "\"\n"
-	mustCode(t, userSh(t, "cat > ~/.config/contextd/config.toml <<'EOF'\n"+embedCfg+"EOF"), 0)
+	// The environment is set before the daemon that reads the
+	// configuration starts (the next call's), and unset after it stops.
 	mustCode(t, systemctl(t, "set-environment", keyVar+"="+key), 0)
-	mustCode(t, systemctl(t, "stop", "contextd.service"), 0) // the next call starts a daemon with this config
+	t.Cleanup(func() { systemctl(t, "unset-environment", keyVar) })
+	withConfig(t, "[store]\nembed_api = \"ollama\"\nembed_url = \""+srv.URL+"\"\nembed_model = \"e2e-model\"\nembed_api_key_env = \""+keyVar+"\"")
 
 	sess := []string{"CONTEXTD_SESSION=e2e-dense"}
 	tag := randomFrom(t, "abcdefghijklmnopqrstuvwxyz", 8)

@@ -319,3 +319,30 @@ func mustContain(t testing.TB, what, s string, subs ...string) {
 		}
 	}
 }
+
+// swapConfig replaces the test user's configuration with edit(the suite's)
+// and stops the daemon, so that the next call starts one that reads it (and
+// the user's toolchain files) afresh; the cleanup puts the suite's
+// configuration back and stops that daemon too. It returns the suite's.
+func swapConfig(t *testing.T, edit func(orig string) string) string {
+	t.Helper()
+	orig, err := os.ReadFile(filepath.Join(env.home, ".config", "contextd", "config.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		userSh(t, "cat > ~/.config/contextd/config.toml <<'EOF'\n"+string(orig)+"EOF")
+		systemctl(t, "stop", "contextd.service")
+		systemctl(t, "reset-failed", "contextd.service", "contextd.socket")
+		systemctl(t, "start", "contextd.socket")
+	})
+	mustCode(t, userSh(t, "cat > ~/.config/contextd/config.toml <<'EOF'\n"+edit(string(orig))+"EOF"), 0)
+	mustCode(t, systemctl(t, "stop", "contextd.service"), 0)
+	return string(orig)
+}
+
+// withConfig appends toml to the suite's configuration (swapConfig).
+func withConfig(t *testing.T, toml string) {
+	t.Helper()
+	swapConfig(t, func(orig string) string { return orig + "\n" + toml + "\n" })
+}

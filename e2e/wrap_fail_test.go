@@ -159,18 +159,8 @@ func TestWrapFailNotVisible(t *testing.T) {
 	mustContain(t, "mcp sessions show", show.stdout, "\n- Failed: "+line+"\n", "initialize", "is not visible in the sandbox")
 
 	// What the message says to do works: show the directory, restart.
-	cfgPath := filepath.Join(env.home, ".config", "contextd", "config.toml")
-	orig, err := os.ReadFile(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		userSh(t, "cat > ~/.config/contextd/config.toml <<'EOF'\n"+string(orig)+"EOF")
-		systemctl(t, "stop", "contextd.service")
-	})
-	cfg := string(orig) + fmt.Sprintf("\n[mcp.servers.outside]\nread_only = [%q]\n", root)
-	mustCode(t, userSh(t, "cat > ~/.config/contextd/config.toml <<'EOF'\n"+cfg+"EOF"), 0)
-	mustCode(t, systemctl(t, "restart", "contextd.service"), 0)
+	withConfig(t, fmt.Sprintf("[mcp.servers.outside]\nread_only = [%q]", root))
+	mustCode(t, systemctl(t, "start", "contextd.service"), 0)
 	r = wrapClient(t, wrapped("outside", bin)...)
 	mustCode(t, r, 0)
 	mustContain(t, "the client of the wrapped server, shown", r.stdout, `"name":"outside"`)
