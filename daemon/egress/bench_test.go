@@ -53,6 +53,21 @@ func proxyTransport(proxyAddr string) *http.Transport {
 	return &http.Transport{DisableCompression: true, Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: proxyAddr})}
 }
 
+// drain fetches u with c and returns how many bytes its body had (read, not
+// kept: get of proxy_test.go keeps them).
+func drain(b *testing.B, c *http.Client, u string) int64 {
+	resp, err := c.Get(u)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err != nil {
+		b.Fatalf("read %d bytes: %v", n, err)
+	}
+	return n
+}
+
 func BenchmarkDownload(b *testing.B) {
 	chunk := make([]byte, 1<<20)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -78,14 +93,8 @@ func BenchmarkDownload(b *testing.B) {
 			defer bc.tr.CloseIdleConnections()
 			start := time.Now()
 			for b.Loop() {
-				resp, err := c.Get(up.URL)
-				if err != nil {
-					b.Fatal(err)
-				}
-				n, err := io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if err != nil || n != downloadSize {
-					b.Fatalf("read %d bytes: %v", n, err)
+				if n := drain(b, c, up.URL); n != downloadSize {
+					b.Fatalf("read %d bytes", n)
 				}
 			}
 			mb := float64(downloadSize) * float64(b.N) / (1 << 20)
@@ -114,20 +123,12 @@ func BenchmarkSmallRequest(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			c := &http.Client{Transport: bc.tr}
 			defer bc.tr.CloseIdleConnections()
-			get := func() {
-				resp, err := c.Get(up.URL)
-				if err != nil {
-					b.Fatal(err)
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
-			get() // open the connection outside the measurement
+			drain(b, c, up.URL) // open the connection outside the measurement
 			b.ResetTimer()
 			start := time.Now()
 			for b.Loop() {
 				for range perOp {
-					get()
+					drain(b, c, up.URL)
 				}
 			}
 			us := float64(time.Since(start).Microseconds()) / float64(b.N*perOp)
