@@ -13,8 +13,9 @@ import (
 // line through the rules. Every trigger (a Failure rule that can start a
 // block: not Follow) needs a literal in its line, its Contains or its
 // Prefix; a line that holds none of them cannot start a block. So the
-// text is searched for those literals (vectorized byte searches on each
-// literal's rarest byte, the fast path's way), each line that holds one is
+// text is searched for those literals (prefixes at each line start; the
+// others by vectorized searches for a few anchor bytes, chosen per text so
+// that they are rare in it and cover every literal), each line that holds one is
 // tried against the literal's rules, and a Scanner is run only over windows
 // around the lines that pass, wide enough that it sees what it would see
 // scanning everything: the context before (maxContext lines) and every line
@@ -109,10 +110,12 @@ type anchored struct {
 	c2            byte
 }
 
-// Costs, in nanoseconds per byte of text, of one more vectorized search of
-// a cache-resident segment, and of one hit of it (the search restarted,
-// the literal compared). Measured on the development VM (2026-11-26):
-// 20 searches of 10 MB in 64 KiB segments took 6.7 ms, one 1.9 ms.
+// Costs, in nanoseconds: searchCost per byte of text for one more
+// vectorized search of a cache-resident segment (on the development VM,
+// 2026-11-26, 20 searches of 10 MB in 64 KiB segments took 6.7 ms, one
+// 1.9 ms), and hitCost per hit of it (the search restarted, the literal and
+// the line tried; profiled at 30-60 ns, taken high so that a common byte
+// is chosen only when nothing rarer covers its literals).
 const (
 	searchCost = 0.025
 	hitCost    = 60.0
