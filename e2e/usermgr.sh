@@ -279,8 +279,10 @@ wait_ready() {
 			if [[ ($st == running || $st == degraded) && -S /run/user/$U_UID/bus ]]; then
 				return 0
 			fi
-		elif [[ $mode == ns && -e $state/pid ]]; then
+		elif [[ $mode == ns && -e $state/pid ]] && ! alive "$(cat "$state/pid" 2>/dev/null)"; then
 			# The manager had started and is gone again: no point in waiting.
+			# (A process that is alive but not yet the manager, still
+			# setpriv or root's before its exec, is starting: wait on.)
 			fail_boot "$state" "$mode" "systemd --user (pid $(cat "$state/pid")) exited during startup"
 		fi
 		if ((SECONDS >= deadline)); then
