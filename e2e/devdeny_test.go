@@ -114,10 +114,13 @@ func plantDenyList(t *testing.T, prefix string) []plantedSecret {
 // denyProbe is a script that tries to read every planted secret (each file,
 // each directory's listing and entries), runs extra, then searches every tree
 // a sandboxed command may see for the run's prefix. The prefix is written so
-// that the script's own text does not match it.
-func denyProbe(secrets []plantedSecret, prefix, extra string) string {
+// that the script's own text does not match it. Everything the script sees
+// goes to the workspace file out, not to the call's output: the output is
+// scrubbed, and a planted secret redacted there would pass for one the
+// sandbox never held. The test reads out on the host's disk.
+func denyProbe(secrets []plantedSecret, prefix, extra, out string) string {
 	var b strings.Builder
-	b.WriteString("exec 2>&1\n")
+	fmt.Fprintf(&b, "exec >%s 2>&1\n", shq(out))
 	for _, s := range secrets {
 		fmt.Fprintf(&b, "cat -- %s\n", shq(s.file))
 		if s.file != s.path {
@@ -136,14 +139,34 @@ echo PROBE-DONE
 	return b.String()
 }
 
-// noSecretSeen fails t for every planted secret the output holds, and for
-// every file the search found but control, a file of the workspace that
-// holds the prefix too: the search must find it, or it proves nothing.
-func noSecretSeen(t *testing.T, what string, r result, secrets []plantedSecret, prefix, control string) {
+// probeOut is a fresh name for a probe's record in workspace ws: what the
+// sandboxed script saw, written by it and read here from the host's disk.
+func probeOut(t *testing.T, ws string) string {
 	t.Helper()
-	out := r.stdout + r.stderr
+	p := filepath.Join(ws, "probe-"+devTag(8)+".out")
+	t.Cleanup(func() { os.Remove(p) })
+	return p
+}
+
+// probeSaw is the record the probe of call r wrote at p (denyProbe), as the
+// host reads it: unscrubbed, so a secret the sandbox held is there as it is.
+func probeSaw(t *testing.T, r result, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("the probe left no record at %s: %v; the call: %s", p, err, r)
+	}
+	return string(b)
+}
+
+// noSecretSeen fails t for every planted secret out (the probe's record, as
+// probeSaw read it) holds, and for every file the search found but control,
+// a file of the workspace that holds the prefix too: the search must find it,
+// or it proves nothing.
+func noSecretSeen(t *testing.T, what string, out string, secrets []plantedSecret, prefix, control string) {
+	t.Helper()
 	if !strings.Contains(out, "PROBE-DONE") {
-		t.Errorf("%s: the probe did not run to its end: %s", what, r)
+		t.Errorf("%s: the probe did not run to its end: %s", what, tailOf(out, 4000))
 	}
 	if !strings.Contains(out, "GREPHIT "+control+"\n") {
 		t.Errorf("%s: the search inside did not find the control %s, which holds the prefix in plain sight", what, control)
@@ -222,9 +245,11 @@ func TestDevDenyList(t *testing.T) {
 		extra := linkReads.String() +
 			`echo "CONTROL-ALIAS $(git config --show-origin --get alias.ctxdshort)"
 test -d "$(go env GOMODCACHE)/github.com/spf13" && echo CONTROL-GOMOD`
-		r := devBox(t, ws, nil, denyProbe(secrets, prefix, extra))
-		noSecretSeen(t, "every preset", r, secrets, prefix, control)
-		mustContain(t, "the controls' output", r.stdout, "CONTROL-ALIAS file:"+filepath.Join(env.home, ".config", "git", "config")+"\tlog --oneline\n", "CONTROL-GOMOD\n")
+		out := probeOut(t, ws)
+		r := devBox(t, ws, nil, denyProbe(secrets, prefix, extra, out))
+		saw := probeSaw(t, r, out)
+		noSecretSeen(t, "every preset", saw, secrets, prefix, control)
+		mustContain(t, "the controls' output", saw, "CONTROL-ALIAS file:"+filepath.Join(env.home, ".config", "git", "config")+"\tlog --oneline\n", "CONTROL-GOMOD\n")
 	})
 
 	t.Run("PATH", func(t *testing.T) {
@@ -280,9 +305,11 @@ test -d "$(go env GOMODCACHE)/github.com/spf13" && echo CONTROL-GOMOD`
 		}, ":")
 		extra := `for tl in ctxd-leak-ssh ctxd-leak-aws ctxd-leak-gpg; do "$tl"; done
 echo "CONTROL-TOOL $(ctxd-ok)"`
-		r := devBox(t, ws, []string{"PATH=" + path}, denyProbe(leaks, prefix, extra))
-		noSecretSeen(t, "PATH into deny-listed directories", r, leaks, prefix, control)
-		mustContain(t, "the control's output", r.stdout, "CONTROL-TOOL tool-ok\n")
+		out := probeOut(t, ws)
+		r := devBox(t, ws, []string{"PATH=" + path}, denyProbe(leaks, prefix, extra, out))
+		saw := probeSaw(t, r, out)
+		noSecretSeen(t, "PATH into deny-listed directories", saw, leaks, prefix, control)
+		mustContain(t, "the control's output", saw, "CONTROL-TOOL tool-ok\n")
 	})
 
 	t.Run("toolchain variables", func(t *testing.T) {
@@ -300,8 +327,9 @@ echo "CONTROL-TOOL $(ctxd-ok)"`
 			"PIP_CACHE_DIR=" + h(".kube"),
 			"GRADLE_USER_HOME=" + h(".azure"),
 		}
-		r := devBox(t, ws, vars, denyProbe(secrets, prefix, ""))
-		noSecretSeen(t, "toolchain variables", r, secrets, prefix, control)
+		out := probeOut(t, ws)
+		r := devBox(t, ws, vars, denyProbe(secrets, prefix, "", out))
+		noSecretSeen(t, "toolchain variables", probeSaw(t, r, out), secrets, prefix, control)
 	})
 }
 
