@@ -79,6 +79,7 @@ type WriteResult struct {
 	Path    string      // path relative to the root that was written (after a symlink)
 	Created bool        // the file did not exist before
 	Mode    os.FileMode // permission bits of the written file
+	File    FileID      // the file written (a new inode: the write renames a new file into place)
 }
 
 // DefaultMode is the mode of files WriteFile creates.
@@ -91,8 +92,22 @@ const DefaultMode = 0o644
 // workspace. A symlink at rel is followed, confined like any lookup, and its target
 // replaced; the link stays.
 func (r *Root) WriteFile(rel string, data []byte) (WriteResult, error) {
+	return r.WriteFileOver(rel, data, "")
+}
+
+// ErrNotThatFile is WriteFileOver's refusal: the path names another file than
+// the one expected.
+var ErrNotThatFile = errors.New("the path names another file than the one expected")
+
+// WriteFileOver is WriteFile that replaces only the file whose FileID.Key is
+// expect ("": any file, or none). The target is identified once every link
+// is followed, from the directory the new file is then renamed into, so a
+// link or directory swapped in since expect was taken is caught; anything
+// else (a missing target included) is refused with an error wrapping
+// ErrNotThatFile and catalog.ErrPolicy, and nothing is written.
+func (r *Root) WriteFileOver(rel string, data []byte, expect string) (WriteResult, error) {
 	for hops := 0; ; hops++ {
-		res, next, err := r.writeOnce(rel, data)
+		res, next, err := r.writeOnce(rel, data, expect)
 		if err != nil || next == "" {
 			return res, err
 		}
@@ -103,7 +118,7 @@ func (r *Root) WriteFile(rel string, data []byte) (WriteResult, error) {
 	}
 }
 
-func (r *Root) writeOnce(rel string, data []byte) (WriteResult, string, error) {
+func (r *Root) writeOnce(rel string, data []byte, expect string) (WriteResult, string, error) {
 	dirRel, base := path.Split(rel)
 	if base == "" || base == "." || base == ".." {
 		return WriteResult{}, "", fmt.Errorf("%q does not name a file: %w", rel, catalog.ErrBadInput)
@@ -129,6 +144,19 @@ func (r *Root) writeOnce(rel string, data []byte) (WriteResult, string, error) {
 	default:
 		res.Mode = os.FileMode(st.Mode & 0o7777)
 	}
+	if expect != "" {
+		var key string
+		if !res.Created {
+			id, err := entryID(dirfd, base, &st)
+			if err != nil {
+				return WriteResult{}, "", fmt.Errorf("%s: %w", rel, err)
+			}
+			key = id.Key()
+		}
+		if key != expect {
+			return WriteResult{}, "", fmt.Errorf("%s: %w: %w", rel, ErrNotThatFile, catalog.ErrPolicy)
+		}
+	}
 
 	tmp, err := tempName(base)
 	if err != nil {
@@ -153,6 +181,16 @@ func (r *Root) writeOnce(rel string, data []byte) (WriteResult, string, error) {
 	if err := unix.Fchmod(fd, uint32(res.Mode)); err != nil {
 		f.Close()
 		return WriteResult{}, "", fmt.Errorf("%s: %w", rel, errnoErr("fchmod", err))
+	}
+	var nst unix.Stat_t
+	if err := unix.Fstat(fd, &nst); err != nil {
+		f.Close()
+		return WriteResult{}, "", fmt.Errorf("%s: %w", rel, errnoErr("fstat", err))
+	}
+	// The new file's identity under the name it is renamed to.
+	if res.File, err = entryID(dirfd, base, &nst); err != nil {
+		f.Close()
+		return WriteResult{}, "", fmt.Errorf("%s: %w", rel, err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()

@@ -48,10 +48,14 @@ func (c *readCall) Run(ctx context.Context, env *Env) Outcome {
 		return Outcome{Err: fmt.Errorf("safe_read: %w", err)}
 	}
 	op := toolproto.Op{Tool: "safe_read", Root: env.Place.Root, Rel: rel, Display: c.in.Path, Window: env.Window}
-	// Secrets read from this file may be written back to it (safe_write).
+	// Secrets read from this file may be written back to it (safe_write):
+	// they are tied to the file the sandbox reports it opened (its device,
+	// inode and resolved path), not to the path as written, which a link
+	// or a renamed directory can point elsewhere by the time of the write.
+	// Until that report nothing is tied to any file.
 	source := filepath.Join(env.Place.Root, rel)
 	if env.Layer != nil {
-		env.Layer.Source = source
+		env.Layer.Source = ""
 	}
 	if env.Salience != nil {
 		op.Salience = &toolproto.Salience{Rules: env.Salience.UserRules()}
@@ -65,7 +69,11 @@ func (c *readCall) Run(ctx context.Context, env *Env) Outcome {
 	if _, ok := env.Out.(holeWriter); !ok {
 		op.Window = 0 // an output that cannot hold a gap gets every byte
 	}
-	o := runFileOp(ctx, env, op, source)
+	o := runFileOp(ctx, env, op, "")
 	o.Source = source
+	if key := o.File.Key(); key != "" && o.Err == nil && env.Vault != nil {
+		env.Vault.Opened(source, key)
+		env.Vault.Opened(o.File.Path, key)
+	}
 	return o
 }

@@ -45,11 +45,19 @@ func (c *writeCall) Run(ctx context.Context, env *Env) Outcome {
 		return Outcome{Err: fmt.Errorf("safe_write: %w", err)}
 	}
 	// Placeholders the agent read from this very file get their secrets
-	// back; others are written as they are, and the caller is told.
+	// back; others are written as they are, and the caller is told. "This
+	// very file" is the one the read of this path opened: the sandbox
+	// replaces it and nothing else (Op.Over), so that a link or directory
+	// swapped in since cannot carry its secrets into another file.
+	name := filepath.Join(env.Place.Root, rel)
 	content := *c.in.Content
-	var warnings []string
+	var warnings, put []string
+	var over string
 	if env.Vault != nil {
-		out, _, unresolved := env.Vault.Restore([]byte(content), filepath.Join(env.Place.Root, rel))
+		over = env.Vault.FileOf(name)
+		var out []byte
+		var unresolved []string
+		out, put, unresolved = env.Vault.RestoreFile([]byte(content), over)
 		content = string(out)
 		if len(unresolved) > 0 {
 			warnings = append(warnings, fmt.Sprintf(
@@ -57,8 +65,18 @@ func (c *writeCall) Run(ctx context.Context, env *Env) Outcome {
 				len(unresolved), strings.Join(firstN(unresolved, 3), ", "), c.in.Path))
 		}
 	}
-	o := runFileOp(ctx, env, toolproto.Op{Tool: "safe_write", Root: env.Place.Root, Rel: rel, Display: c.in.Path, Content: &content}, "")
+	if len(put) == 0 {
+		over = "" // no secret of a file in content: any target will do
+	}
+	o := runFileOp(ctx, env, toolproto.Op{Tool: "safe_write", Root: env.Place.Root, Rel: rel, Display: c.in.Path, Content: &content, Over: over}, "")
 	o.Warnings = warnings
+	if key := o.File.Key(); key != "" && o.Err == nil && len(put) > 0 {
+		// The write made a new file (a new inode) that holds these
+		// secrets: the next write by this path may put them back there.
+		env.Vault.Bind(put, key)
+		env.Vault.Opened(name, key)
+		env.Vault.Opened(o.File.Path, key)
+	}
 	return o
 }
 

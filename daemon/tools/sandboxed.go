@@ -92,8 +92,8 @@ func runFileOp(ctx context.Context, env *Env, op toolproto.Op, source string) Ou
 
 // runSandboxed runs op in its sandbox (spec holds what differs per tool) and
 // decodes the tool's frames: text goes to env.Out, each secret the tool took
-// out becomes the session's placeholder for it (tied to source, the file the
-// output comes from, or "").
+// out becomes the session's placeholder for it, tied to source, or, for a
+// read, to the file the tool reports it opened.
 func runSandboxed(ctx context.Context, env *Env, op toolproto.Op, source string, spec runner.Spec) Outcome {
 	op.Rules = env.Rules
 	in, err := json.Marshal(op)
@@ -101,11 +101,27 @@ func runSandboxed(ctx context.Context, env *Env, op toolproto.Op, source string,
 		return Outcome{Err: fmt.Errorf("%s: encode operation: %v: %w", op.Tool, err, catalog.ErrInternal)}
 	}
 	var stderr bytes.Buffer
+	var opened workspace.FileID
 	frames := &toolproto.Reader{
 		OnText: func(p []byte, _ bool) error { _, err := env.Out.Write(p); return err },
 		OnSecret: func(s toolproto.Secret) error {
 			_, err := io.WriteString(env.Out, env.Vault.Placeholder(s.Rule, string(s.Secret), source))
 			return err
+		},
+		// The file the tool opened, once: a read's secrets are tied to
+		// it from here on (see safe_read), in both layers.
+		OnFile: func(id workspace.FileID) error {
+			if opened.Key() != "" {
+				return fmt.Errorf("%s: a second file frame: %w", op.Tool, catalog.ErrInternal)
+			}
+			opened = id
+			if op.Tool == "safe_read" && op.Gap == nil {
+				source = id.Key()
+				if env.Layer != nil {
+					env.Layer.Source = source
+				}
+			}
+			return nil
 		},
 	}
 	if hw, ok := env.Out.(holeWriter); ok && op.Window > 0 {
@@ -135,7 +151,7 @@ func runSandboxed(ctx context.Context, env *Env, op toolproto.Op, source string,
 	spec.Limits = env.limits(op.Tool)
 	ex, err := env.Runner.Run(ctx, spec)
 	meta, gotMeta := frames.Meta()
-	o := Outcome{Layers: ex.Layers, Stages: meta.Stages}
+	o := Outcome{Layers: ex.Layers, Stages: meta.Stages, File: opened}
 	if o.Stages != nil {
 		o.Stages["daemon_side"] = float64(tw.spent.Microseconds()) / 1000
 	}

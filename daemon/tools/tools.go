@@ -100,6 +100,9 @@ type Outcome struct {
 	Layers sandboxinfo.Layers
 	// Source is the file the output came from ("" for command output).
 	Source string
+	// File is the file the tool opened (safe_read) or made (safe_write),
+	// as the sandbox saw it; zero when it did not say.
+	File workspace.FileID
 	// Findings are the tool's own scrub's catches by rule.
 	Findings map[string]int
 	// Warnings for the caller (not failures).

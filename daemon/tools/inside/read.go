@@ -62,6 +62,14 @@ func readMapped(root *workspace.Root, op toolproto.Op, sc *scrub.Scrubber, fw *t
 		return fmt.Errorf("safe_read: %w", err)
 	}
 	defer f.Close()
+	// The file opened, before any secret of it: safe_write puts a secret
+	// back only into this file. A file that cannot be named gets no frame,
+	// and its secrets can be put back nowhere.
+	if id, err := workspace.Identify(f); err == nil {
+		if err := fw.File(id); err != nil {
+			return err
+		}
+	}
 	br := bufio.NewReaderSize(f, 64<<10)
 	head, _ := br.Peek(sniffLen)
 	if bytes.IndexByte(head, 0) >= 0 {

@@ -2,6 +2,7 @@ package inside
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 
 	"github.com/contextd/contextd/catalog"
@@ -16,9 +17,18 @@ func writeFile(root *workspace.Root, op toolproto.Op, sc *scrub.Scrubber, fw *to
 		return fmt.Errorf("safe_write: no content: %w", catalog.ErrInternal)
 	}
 	data := []byte(*op.Content)
-	res, err := root.WriteFile(op.Rel, data)
+	// The secrets put back in data were read from the file op.Over names:
+	// the write replaces that file or none.
+	res, err := root.WriteFileOver(op.Rel, data, op.Over)
+	if errors.Is(err, workspace.ErrNotThatFile) {
+		return fmt.Errorf("safe_write: %s is no longer the file its placeholders were read from (a link, a directory or the file itself was changed since): nothing was written; read it again, then write: %w",
+			op.Display, catalog.ErrPolicy)
+	}
 	if err != nil {
 		return fmt.Errorf("safe_write: %w", err)
+	}
+	if err := fw.File(res.File); err != nil {
+		return err
 	}
 	verb := "replaced"
 	if res.Created {

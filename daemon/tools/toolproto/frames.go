@@ -21,6 +21,11 @@ const (
 	// frameSecret is a secret the tool took out at this point of the text:
 	// JSON Secret. The daemon writes the session's placeholder here.
 	frameSecret = 'S'
+	// frameFile names the file the tool opened (JSON workspace.FileID):
+	// safe_read sends it before any text, so that the secrets that follow
+	// are tied to that file; safe_write after the write, for the file it
+	// made.
+	frameFile = 'F'
 	// frameMeta is the tool's report (JSON Meta), the last frame.
 	frameMeta = 'M'
 )

@@ -17,6 +17,10 @@ type Op struct {
 	Offset  int     `json:"offset,omitempty"`
 	Limit   int     `json:"limit,omitempty"`
 	Content *string `json:"content,omitempty"`
+	// Over (safe_write): the workspace.FileID.Key of the file the secrets
+	// put back in Content were read from; the write replaces that file or
+	// nothing. "": Content holds no secret of a file.
+	Over string `json:"over,omitempty"`
 
 	// safe_bash: the shell command, run in Dir with Env.
 	Shell   string   `json:"shell,omitempty"`

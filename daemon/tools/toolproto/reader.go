@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+
+	"github.com/contextd/contextd/workspace"
 )
 
 // Reader is the daemon's side: an io.Writer that takes the tool's stdout in
@@ -17,6 +19,8 @@ type Reader struct {
 	OnText   func(p []byte, scrubbed bool) error
 	OnSecret func(s Secret) error
 	OnGap    func(g Gap) error // nil: a gap is a malformed frame
+	// OnFile takes a file frame; nil: file frames are checked and dropped.
+	OnFile func(id workspace.FileID) error
 
 	meta    Meta
 	gotMeta bool
@@ -58,7 +62,7 @@ func (r *Reader) Write(p []byte) (int, error) {
 			r.hdr, r.body = r.hdr[:0], r.body[:0]
 			switch r.kind {
 			case frameText, frameRaw:
-			case frameSecret, frameMeta, frameGap:
+			case frameSecret, frameMeta, frameGap, frameFile:
 				if size > maxSmallFrame {
 					r.err = errBadFrame
 					return 0, r.err
@@ -86,7 +90,7 @@ func (r *Reader) Write(p []byte) (int, error) {
 		}
 		if r.left == 0 {
 			r.inBody = false
-			if r.kind == frameSecret || r.kind == frameMeta || r.kind == frameGap {
+			if r.kind != frameText && r.kind != frameRaw {
 				if err := r.handle(r.kind, r.body); err != nil {
 					r.err = err
 					return 0, err
@@ -111,6 +115,15 @@ func (r *Reader) handle(kind byte, p []byte) error {
 			return errBadFrame
 		}
 		return r.OnGap(g)
+	case frameFile:
+		var id workspace.FileID
+		if json.Unmarshal(p, &id) != nil || id.Key() == "" {
+			return errBadFrame
+		}
+		if r.OnFile == nil {
+			return nil
+		}
+		return r.OnFile(id)
 	case frameMeta:
 		if err := json.Unmarshal(p, &r.meta); err != nil {
 			return errBadFrame

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/scrub"
+	"github.com/contextd/contextd/workspace"
 )
 
 // Writer is the tool's side: it writes the frames of the tool's output,
@@ -93,6 +94,12 @@ func (f *Writer) Secret(rule string, secret []byte) error {
 func (f *Writer) Gap(g Gap) error {
 	b, _ := json.Marshal(g)
 	return f.frame(frameGap, b)
+}
+
+// File writes a file frame: the file the tool opened (or made).
+func (f *Writer) File(id workspace.FileID) error {
+	b, _ := json.Marshal(id)
+	return f.frame(frameFile, b)
 }
 
 // Meta writes the report, the findings and stages counted here included,
