@@ -144,3 +144,34 @@ func TestPlaceholderSyntax(t *testing.T) {
 		t.Errorf("FindPlaceholders: %v", got)
 	}
 }
+
+// RestoreFile puts back only secrets tied to the file named, nothing for
+// "" (a file the vault knows no identity of), and says which it put back;
+// Bind and Opened carry them to the file a write made.
+func TestVaultRestoreFile(t *testing.T) {
+	v := NewVault()
+	a := v.Placeholder("r", "secret-a", "1:10:/w/.env")
+	b := v.Placeholder("r", "secret-b", "") // seen in command output
+	text := []byte(a + " " + b + " " + a)
+	if out, put, un := v.RestoreFile(text, ""); string(out) != string(text) || len(put) != 0 || len(un) != 2 {
+		t.Fatalf("no file: %q put %v unresolved %v", out, put, un)
+	}
+	out, put, un := v.RestoreFile(text, "1:10:/w/.env")
+	if string(out) != "secret-a "+b+" secret-a" || len(put) != 1 || put[0] != a || len(un) != 1 || un[0] != b {
+		t.Fatalf("the file read: %q put %v unresolved %v", out, put, un)
+	}
+	if out, put, _ := v.RestoreFile(text, "1:11:/w/.env"); string(out) != string(text) || len(put) != 0 {
+		t.Fatalf("another inode under the same path: %q put %v", out, put)
+	}
+	v.Opened("/w/.env", "1:10:/w/.env")
+	if got := v.FileOf("/w/.env"); got != "1:10:/w/.env" {
+		t.Fatalf("FileOf: %q", got)
+	}
+	v.Bind(put, "1:12:/w/.env")
+	if out, _, _ := v.RestoreFile([]byte(a), "1:12:/w/.env"); string(out) != "secret-a" {
+		t.Fatalf("after Bind: %q", out)
+	}
+	if out, _, _ := v.RestoreFile([]byte(b), "1:12:/w/.env"); string(out) != b {
+		t.Fatalf("Bind gave the new file a secret it was not given: %q", out)
+	}
+}
