@@ -19,6 +19,9 @@ type Budgeter interface {
 	// was left out and how to get it) and cut true. server and tool say whose
 	// result it is. An error blocks the result (fail closed).
 	Fit(ctx context.Context, server, tool string, text []byte) (out []byte, cut bool, err error)
+	// Over reports whether text (a whole message the engine cannot cut)
+	// is over the budget, and the budget in tokens.
+	Over(text []byte) (limit int, over bool)
 }
 
 // CounterBudgeter is a Budgeter on contextd's token counter: a result over
@@ -87,6 +90,25 @@ func (c *CounterBudgeter) Fit(ctx context.Context, server, tool string, text []b
 		return text, false, nil
 	}
 	return bytes.Clone(data), true, nil
+}
+
+// Over implements Budgeter: the text's tokens against the budget (raised to
+// budget.MinBudget as a cut would be), counted no further than needed.
+func (c *CounterBudgeter) Over(text []byte) (int, bool) {
+	counter := c.Counter
+	if counter == nil {
+		counter = budget.Default()
+	}
+	tokens := c.Tokens
+	if tokens <= 0 {
+		tokens = 2000
+	}
+	tokens = max(tokens, budget.MinBudget)
+	if len(text) <= tokens {
+		return tokens, false // every token holds at least one byte
+	}
+	_, over := counter.CountUpTo(text, tokens)
+	return tokens, over
 }
 
 // page cuts text, over tokens, to its first page: head and tail, or with

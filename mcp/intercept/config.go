@@ -34,9 +34,13 @@ type Config struct {
 	// tools/call requests before they reach the server. Key scrub_arguments;
 	// default true.
 	ScrubArguments bool `toml:"scrub_arguments"`
-	// Budget cuts the text of tools/call results to the token budget the
-	// daemon's Budgeter gives them, with a note on how to get the rest. Key
-	// budget; default true.
+	// Budget holds every message of the server to the token budget the
+	// daemon's Budgeter gives: the text of tools/call and resources/read
+	// results is cut, with a note on how to get the rest; any other result
+	// or error over it is replaced by an error naming the budget, a request
+	// of the server's is refused, a notification dropped (tools/list
+	// results excepted: the allowlist and pins judge them). Key budget;
+	// default true.
 	Budget bool `toml:"budget"`
 	// Pin pins each tool's description and schemas on first sight and refuses
 	// calls to a tool whose pinned hash changed until the user approves the

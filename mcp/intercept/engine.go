@@ -46,7 +46,8 @@ type Options struct {
 	// Scrubber finds secrets. Required while ScrubResults or ScrubArguments
 	// is on: New refuses to build an engine that would let secrets through.
 	Scrubber Scrubber
-	// Budgeter cuts tools/call results; nil means results are not cut.
+	// Budgeter bounds the server's messages (see Config.Budget); nil means
+	// nothing is bounded.
 	Budgeter Budgeter
 	// Pins keeps tool pins; nil means a MemoryPins of the engine's own, so
 	// that pins last for this session only.
@@ -377,8 +378,8 @@ func (e *Engine) builtins(ctx context.Context, dir jsonrpc.Direction, d *decisio
 			d.add(RuleScrub)
 		}
 	}
-	if e.cfg.Budget && e.o.Budgeter != nil && env.kind == jsonrpc.KindResponse && d.req != nil && d.req.method == "tools/call" {
-		if err := e.fitResult(ctx, d); err != nil {
+	if e.cfg.Budget && e.o.Budgeter != nil {
+		if err := e.bound(ctx, d); err != nil {
 			d.add(RuleBudget)
 			return err
 		}
@@ -386,10 +387,85 @@ func (e *Engine) builtins(ctx context.Context, dir jsonrpc.Direction, d *decisio
 	return nil
 }
 
+// bound holds a server's message to the budget, each kind as its shape
+// allows: a tools/call result's text, and a resources/read result's text
+// contents, are cut like safe_bash's output (the rest kept for pages); any
+// other result, or a resources/read result still over once its text is cut
+// (binary blobs), is answered with a JSON-RPC error naming the budget; a
+// request of the server's (sampling/createMessage, elicitation/create...)
+// is refused, the error going back to the server; a notification (logging,
+// progress, resources/updated...) is dropped. Each is recorded under the
+// budget rule. A tools/list result is not bounded here: the allowlist and
+// the pins judge it, and a client that lost it would lose the server.
+func (e *Engine) bound(ctx context.Context, d *decision) error {
+	env := d.env
+	method := ""
+	if d.req != nil {
+		method = d.req.method
+	}
+	switch env.kind {
+	case jsonrpc.KindResponse:
+		switch {
+		case method == "tools/call":
+			// Items that are not text (images, embedded resources) pass
+			// as they always did: the budget is the text's.
+			_, err := e.fitResult(ctx, d, contentPath, true)
+			return err
+		case method == "tools/list" || d.req == nil && looksLikeToolList(d.raw):
+			return nil
+		}
+		rest := d.raw
+		if method == "resources/read" {
+			var err error
+			if rest, err = e.fitResult(ctx, d, contentsPath, false); err != nil {
+				return err
+			}
+		}
+		// What is left over the budget once text is cut (for a resource:
+		// the result without its text, whose cut fits).
+		if limit, over := e.o.Budgeter.Over(rest); over {
+			what := "the result"
+			if method != "" {
+				what = "the " + method + " result"
+			}
+			d.raw = errorResponse(env.id, ErrCodeRefused, fmt.Sprintf(
+				"contextd withheld %s of server %q: it is over the budget of %d tokens (configuration key %s), and its shape has no text to cut",
+				what, e.o.Server, limit, budgetKey), RuleBudget)
+			d.add(RuleBudget)
+		}
+	case jsonrpc.KindError:
+		if limit, over := e.o.Budgeter.Over(d.raw); over {
+			d.raw = errorResponse(env.id, ErrCodeRefused, fmt.Sprintf(
+				"contextd withheld an error of server %q: it is over the budget of %d tokens (configuration key %s)",
+				e.o.Server, limit, budgetKey), RuleBudget)
+			d.add(RuleBudget)
+		}
+	case jsonrpc.KindRequest:
+		if limit, over := e.o.Budgeter.Over(d.raw); over {
+			d.drop = true
+			d.reply = errorResponse(env.id, ErrCodeRefused, fmt.Sprintf(
+				"contextd refused the %s request: it is over the client's budget of %d tokens (configuration key %s)",
+				env.method, limit, budgetKey), RuleBudget)
+			d.add(RuleBudget)
+		}
+	case jsonrpc.KindNotification:
+		if _, over := e.o.Budgeter.Over(d.raw); over {
+			d.drop = true // no one to answer; the record shows the drop
+			d.add(RuleBudget)
+		}
+	}
+	return nil
+}
+
+// budgetKey is the configuration key of a wrapped server's budget, for the
+// messages that name it.
+const budgetKey = "mcp.max_tokens"
+
 var (
 	argumentsPath = MustPath("params.arguments")
 	toolsPath     = MustPath("result.tools")
 	contentPath   = MustPath("result.content")
+	contentsPath  = MustPath("result.contents")
 	structPath    = MustPath("result.structuredContent")
 )
 
@@ -614,21 +690,25 @@ func pinStoreErr(err error) error {
 	return fmt.Errorf("tool pins: %w: %w", err, catalog.ErrStoreUnavailable)
 }
 
-// fitResult cuts the text content of a tools/call result to its budget.
-// Text items are joined (one line break between them) and cut as one text;
-// the cut text replaces the first, the others are taken out, and items of
-// other types (images, resources) stay. structuredContent, which repeats the
-// result in another form, is taken out of a cut result: kept, it would carry
-// the whole output past the budget.
-func (e *Engine) fitResult(ctx context.Context, d *decision) error {
+// fitResult cuts the text items of a result to its budget: the array at
+// path (a tools/call result's content, whose text items have type "text";
+// typed false, a resources/read result's contents, whose text items are
+// those with a text). Text items are joined (one line break between them)
+// and cut as one text; the cut text replaces the first, the others are taken
+// out, and items of other types (images, resources, blobs) stay.
+// structuredContent, which repeats the result in another form, is taken out
+// of a cut result: kept, it would carry the whole output past the budget.
+// It returns the result without its text items (all of it when it has none),
+// for the caller to bound what the cut does not.
+func (e *Engine) fitResult(ctx context.Context, d *decision, path Path, typed bool) (rest []byte, err error) {
 	b := d.raw
 	s, end, err := jsonscan.Document(b)
 	if err != nil {
-		return err
+		return b, err
 	}
-	cs, ce, ok, err := lookup(b, s, end, contentPath)
+	cs, ce, ok, err := lookup(b, s, end, path)
 	if err != nil || !ok || b[cs] != '[' {
-		return err
+		return b, err
 	}
 	type item struct {
 		a, z int
@@ -639,11 +719,15 @@ func (e *Engine) fitResult(ctx context.Context, d *decision) error {
 	if _, err := jsonscan.Array(b, cs, 0, func(_, a, z int) error {
 		it := item{a: a, z: z}
 		if b[a] == '{' {
-			tm, ok, err := jsonscan.Find(b, a, "type")
-			if err != nil {
-				return err
+			isText := !typed
+			if typed {
+				tm, ok, err := jsonscan.Find(b, a, "type")
+				if err != nil {
+					return err
+				}
+				isText = ok && string(b[tm.Start:tm.End]) == `"text"`
 			}
-			if ok && string(b[tm.Start:tm.End]) == `"text"` {
+			if isText {
 				xm, ok, err := jsonscan.Find(b, a, "text")
 				if err != nil {
 					return err
@@ -661,21 +745,28 @@ func (e *Engine) fitResult(ctx context.Context, d *decision) error {
 		items = append(items, it)
 		return nil
 	}); err != nil {
-		return fmt.Errorf("tools/call result: %v: %w", err, catalog.ErrBadInput)
+		return b, fmt.Errorf("%s result: %v: %w", d.req.method, err, catalog.ErrBadInput)
 	}
 	if len(texts) == 0 {
-		return nil
+		return b, nil
 	}
-	tool := ""
-	if d.req != nil {
-		tool = d.req.tool
+	var others [][]byte
+	for _, it := range items {
+		if !it.text {
+			others = append(others, b[it.a:it.z:it.z])
+		}
+	}
+	rest = splice(b, cs, ce, joinArray(others))
+	tool := d.req.tool
+	if tool == "" {
+		tool = d.req.method // a resource's text: what the pages are named by
 	}
 	out, cut, err := e.o.Budgeter.Fit(ctx, e.o.Server, tool, bytes.Join(texts, []byte{'\n'}))
 	if err != nil {
-		return fmt.Errorf("budget of %q's result: %w", tool, err)
+		return b, fmt.Errorf("budget of %q's result: %w", tool, err)
 	}
 	if !cut {
-		return nil
+		return rest, nil
 	}
 	var kept [][]byte
 	first := true
@@ -687,18 +778,18 @@ func (e *Engine) fitResult(ctx context.Context, d *decision) error {
 			}
 			first = false
 			if el, err = setPath(el, Path{{Name: "text", Index: -1}}, quote(string(out))); err != nil {
-				return err
+				return b, err
 			}
 		}
 		kept = append(kept, el)
 	}
 	nb := splice(b, cs, ce, joinArray(kept))
 	if nb, _, err = deletePath(nb, structPath); err != nil {
-		return err
+		return b, err
 	}
 	d.raw = nb
 	d.add(RuleBudget)
-	return nil
+	return rest, nil
 }
 
 // userRules applies the first of the user's rules that matches.

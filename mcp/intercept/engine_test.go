@@ -413,11 +413,6 @@ func TestBudget(t *testing.T) {
 	if v := s.send(s2c, small); v.Action != relay.Forward {
 		t.Errorf("small result: %+v", v)
 	}
-	// Results of other methods are not cut.
-	s.send(c2s, `{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"x"}}`)
-	if v := s.send(s2c, strings.Replace(res, `"id":1`, `"id":3`, 1)); v.Action != relay.Forward {
-		t.Errorf("resources/read result was cut: %+v", v.Rule)
-	}
 }
 
 func rulesConfig(t *testing.T, rules string) *intercept.Config {
@@ -711,12 +706,12 @@ func TestBudgetMCPHint(t *testing.T) {
 
 // TestBatchAnswersEachRequest: each element of a batch of responses is
 // decided as an answer to its own request, as the relay matched it: the
-// tools/call result is cut to the budget, the resources/read result beside
-// it is not.
+// tools/call result is cut to the budget, the tools/list result beside it
+// (which the budget leaves to the allowlist and pins) is not.
 func TestBatchAnswersEachRequest(t *testing.T) {
 	s := newSession(t, &intercept.Options{Budgeter: &intercept.CounterBudgeter{Counter: budget.Default(), Tokens: 200}})
 	long := strings.Repeat("a line of a long output\n", 2000)
-	s.send(c2s, `[{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"x"}},`+call(2, "big", `{}`)+`]`)
+	s.send(c2s, `[{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}},`+call(2, "big", `{}`)+`]`)
 	v := s.send(s2c, `[`+textResult(1, long)+`,`+textResult(2, long)+`]`)
 	var got []struct {
 		ID     int
@@ -726,7 +721,7 @@ func TestBatchAnswersEachRequest(t *testing.T) {
 		t.Fatalf("batch of results: %v %s (%v)", v.Action, v.Rule, err)
 	}
 	if got[0].ID != 1 || got[0].Result.Content[0].Text != long {
-		t.Errorf("the resources/read result was changed")
+		t.Errorf("the tools/list result was changed")
 	}
 	if got[1].ID != 2 || len(got[1].Result.Content[0].Text) >= len(long) {
 		t.Errorf("the tools/call result was not cut")
