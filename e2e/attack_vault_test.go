@@ -73,48 +73,36 @@ func TestAttackVaultSwap(t *testing.T) {
 		mustCode(t, tool(t, "safe_bash", "", "cd "+shq(top)+" && "+script), 0)
 	}
 
-	t.Run("symlink swapped in", func(t *testing.T) {
+	// Each attack: the .env read at dir/.env, the swap made from safe_bash
+	// after the read, and the directory the write would carry the secrets
+	// into, which must hold none of them afterwards.
+	attacks := []struct {
+		name, dir, swap, victim string
+	}{
 		// The .env read becomes a link to a page the user publishes.
-		sess := []string{"CONTEXTD_SESSION=e2e-vault-link-" + devTag(6)}
-		mkfile("a/.env", file)
-		mkfile("public/index.html", page)
-		text := vaultPlaceholders(t, sess, top+"/a/.env")
-		sh("mv a/.env a/.env.orig && ln -s ../public/index.html a/.env")
-		w := jsonTool(t, sess, "safe_write", text, top+"/a/.env")
-		secretsOnDisk(t, "a link swapped in", filepath.Join(root, "public"), secrets)
-		if w.Error == nil {
-			t.Errorf("safe_write through the swapped link was not refused: %+v", w)
-		}
-	})
-
-	t.Run("directory swapped for a link", func(t *testing.T) {
+		{"symlink swapped in", "a", "mv a/.env a/.env.orig && ln -s ../public/index.html a/.env", "public"},
 		// The directory of the .env read is renamed and its name made a
 		// link to a public directory, where the write would create .env.
-		sess := []string{"CONTEXTD_SESSION=e2e-vault-dir-" + devTag(6)}
-		mkfile("b/.env", file)
-		mkfile("site/index.html", page)
-		text := vaultPlaceholders(t, sess, top+"/b/.env")
-		sh("mv b b-old && ln -s site b")
-		w := jsonTool(t, sess, "safe_write", text, top+"/b/.env")
-		secretsOnDisk(t, "a directory swapped for a link", filepath.Join(root, "site"), secrets)
-		if w.Error == nil {
-			t.Errorf("safe_write through the swapped directory was not refused: %+v", w)
-		}
-	})
-
-	t.Run("file replaced in place", func(t *testing.T) {
+		{"directory swapped for a link", "b", "mv b b-old && ln -s site b", "site"},
 		// The .env read is replaced by another file under the same name
 		// (a new inode): its placeholders do not come from that file.
-		sess := []string{"CONTEXTD_SESSION=e2e-vault-replaced-" + devTag(6)}
-		mkfile("c/.env", file)
-		text := vaultPlaceholders(t, sess, top+"/c/.env")
-		sh("mv c/.env c-env.orig && printf 'PUBLIC=1\\n' > c/.env")
-		w := jsonTool(t, sess, "safe_write", text, top+"/c/.env")
-		secretsOnDisk(t, "a file replaced under the same name", filepath.Join(root, "c"), secrets)
-		if w.Error == nil {
-			t.Errorf("safe_write over the replaced file was not refused: %+v", w)
-		}
-	})
+		{"file replaced in place", "c", "mv c/.env c-env.orig && printf 'PUBLIC=1\\n' > c/.env", "c"},
+	}
+	mkfile("public/index.html", page)
+	mkfile("site/index.html", page)
+	for _, at := range attacks {
+		t.Run(at.name, func(t *testing.T) {
+			sess := []string{"CONTEXTD_SESSION=e2e-vault-" + devTag(8)}
+			mkfile(at.dir+"/.env", file)
+			text := vaultPlaceholders(t, sess, top+"/"+at.dir+"/.env")
+			sh(at.swap)
+			w := jsonTool(t, sess, "safe_write", text, top+"/"+at.dir+"/.env")
+			secretsOnDisk(t, at.name, filepath.Join(root, at.victim), secrets)
+			if w.Error == nil {
+				t.Errorf("safe_write after the swap was not refused: %+v", w)
+			}
+		})
+	}
 
 	t.Run("control: the same file, written twice", func(t *testing.T) {
 		// Without a swap the secrets come back, byte for byte, and still do

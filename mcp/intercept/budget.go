@@ -51,8 +51,8 @@ type CounterBudgeter struct {
 	Salience *salience.Set
 }
 
-// Fit implements Budgeter.
-func (c *CounterBudgeter) Fit(ctx context.Context, server, tool string, text []byte) ([]byte, bool, error) {
+// settings returns the counter and the budget, defaults filled in.
+func (c *CounterBudgeter) settings() (*budget.Counter, int) {
 	counter := c.Counter
 	if counter == nil {
 		counter = budget.Default()
@@ -61,6 +61,12 @@ func (c *CounterBudgeter) Fit(ctx context.Context, server, tool string, text []b
 	if tokens <= 0 {
 		tokens = 2000
 	}
+	return counter, tokens
+}
+
+// Fit implements Budgeter.
+func (c *CounterBudgeter) Fit(ctx context.Context, server, tool string, text []byte) ([]byte, bool, error) {
+	counter, tokens := c.settings()
 	if len(text) <= tokens {
 		// Every token holds at least one byte: this fits uncounted.
 		return text, false, nil
@@ -95,14 +101,7 @@ func (c *CounterBudgeter) Fit(ctx context.Context, server, tool string, text []b
 // Over implements Budgeter: the text's tokens against the budget (raised to
 // budget.MinBudget as a cut would be), counted no further than needed.
 func (c *CounterBudgeter) Over(text []byte) (int, bool) {
-	counter := c.Counter
-	if counter == nil {
-		counter = budget.Default()
-	}
-	tokens := c.Tokens
-	if tokens <= 0 {
-		tokens = 2000
-	}
+	counter, tokens := c.settings()
 	tokens = max(tokens, budget.MinBudget)
 	if len(text) <= tokens {
 		return tokens, false // every token holds at least one byte
