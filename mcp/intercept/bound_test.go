@@ -89,6 +89,18 @@ func TestBudgetEveryServerMessage(t *testing.T) {
 	s.send(c2s, call(6, "t", `{}`))
 	withheld("an error", s.send(s2c, `{"jsonrpc":"2.0","id":6,"error":{"code":-32000,"message":`+q(flood)+`}}`), 6)
 
+	// A tools/call result: its text is cut and its structuredContent goes
+	// with the cut; an image passes as it is; an embedded resource as long
+	// as the flood has no text to cut, and withholds the result.
+	s.send(c2s, call(8, "shot", `{}`))
+	img := strings.Repeat("iVBO", 5000)
+	v = s.send(s2c, `{"jsonrpc":"2.0","id":8,"result":{"content":[{"type":"text","text":`+q(flood)+`},{"type":"image","mimeType":"image/png","data":"`+img+`"}],"structuredContent":{"log":`+q(flood)+`}}}`)
+	if v.Action != relay.Modify || v.Rule != intercept.RuleBudget || !strings.Contains(string(v.Raw), img) || strings.Contains(string(v.Raw), "structuredContent") {
+		t.Errorf("tools/call with text, an image and structuredContent: %+v %.300s", v, v.Raw)
+	}
+	s.send(c2s, call(9, "embed", `{}`))
+	withheld("tools/call with a flooding embedded resource", s.send(s2c, `{"jsonrpc":"2.0","id":9,"result":{"content":[{"type":"text","text":"see the resource"},{"type":"resource","resource":{"uri":"x://r","text":`+q(flood)+`}}]}}`), 9)
+
 	// Notifications: dropped.
 	for _, n := range []string{
 		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":` + q(flood) + `}}`,

@@ -36,8 +36,9 @@ type Config struct {
 	ScrubArguments bool `toml:"scrub_arguments"`
 	// Budget holds every message of the server to the token budget the
 	// daemon's Budgeter gives: the text of tools/call and resources/read
-	// results is cut, with a note on how to get the rest; any other result
-	// or error over it is replaced by an error naming the budget, a request
+	// results is cut, with a note on how to get the rest (images and audio
+	// pass as they are); any other result, or one still over once its text
+	// is cut, or an error over it, is replaced by an error naming the budget, a request
 	// of the server's is refused, a notification dropped (tools/list
 	// results excepted: the allowlist and pins judge them). Key budget;
 	// default true.

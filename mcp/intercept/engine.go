@@ -390,8 +390,9 @@ func (e *Engine) builtins(ctx context.Context, dir jsonrpc.Direction, d *decisio
 // bound holds a server's message to the budget, each kind as its shape
 // allows: a tools/call result's text, and a resources/read result's text
 // contents, are cut like safe_bash's output (the rest kept for pages); any
-// other result, or a resources/read result still over once its text is cut
-// (binary blobs), is answered with a JSON-RPC error naming the budget; a
+// other result, or one still over once its text is cut (embedded resources,
+// binary blobs; a tools/call result's images and audio do not count), is
+// answered with a JSON-RPC error naming the budget; a
 // request of the server's (sampling/createMessage, elicitation/create...)
 // is refused, the error going back to the server; a notification (logging,
 // progress, resources/updated...) is dropped. Each is recorded under the
@@ -406,16 +407,20 @@ func (e *Engine) bound(ctx context.Context, d *decision) error {
 	switch env.kind {
 	case jsonrpc.KindResponse:
 		switch {
-		case method == "tools/call":
-			// Items that are not text (images, embedded resources) pass
-			// as they always did: the budget is the text's.
-			_, err := e.fitResult(ctx, d, contentPath, true)
-			return err
 		case method == "tools/list" || d.req == nil && looksLikeToolList(d.raw):
 			return nil
 		}
 		rest := d.raw
-		if method == "resources/read" {
+		switch method {
+		case "tools/call":
+			// Images and audio pass as they are (a client shows them as
+			// media; [mcp] max_message_bytes bounds them); embedded
+			// resources and the rest count.
+			var err error
+			if rest, err = e.fitResult(ctx, d, contentPath, true); err != nil {
+				return err
+			}
+		case "resources/read":
 			var err error
 			if rest, err = e.fitResult(ctx, d, contentsPath, false); err != nil {
 				return err
@@ -711,8 +716,9 @@ func (e *Engine) fitResult(ctx context.Context, d *decision, path Path, typed bo
 		return b, err
 	}
 	type item struct {
-		a, z int
-		text bool
+		a, z  int
+		text  bool
+		media bool // an image or audio item, which a client shows as such, not as text
 	}
 	var items []item
 	var texts [][]byte
@@ -726,6 +732,7 @@ func (e *Engine) fitResult(ctx context.Context, d *decision, path Path, typed bo
 					return err
 				}
 				isText = ok && string(b[tm.Start:tm.End]) == `"text"`
+				it.media = ok && (string(b[tm.Start:tm.End]) == `"image"` || string(b[tm.Start:tm.End]) == `"audio"`)
 			}
 			if isText {
 				xm, ok, err := jsonscan.Find(b, a, "text")
@@ -747,16 +754,16 @@ func (e *Engine) fitResult(ctx context.Context, d *decision, path Path, typed bo
 	}); err != nil {
 		return b, fmt.Errorf("%s result: %v: %w", d.req.method, err, catalog.ErrBadInput)
 	}
-	if len(texts) == 0 {
-		return b, nil
-	}
 	var others [][]byte
 	for _, it := range items {
-		if !it.text {
+		if !it.text && !it.media {
 			others = append(others, b[it.a:it.z:it.z])
 		}
 	}
 	rest = splice(b, cs, ce, joinArray(others))
+	if len(texts) == 0 {
+		return rest, nil
+	}
 	tool := d.req.tool
 	if tool == "" {
 		tool = d.req.method // a resource's text: what the pages are named by
@@ -785,6 +792,9 @@ func (e *Engine) fitResult(ctx context.Context, d *decision, path Path, typed bo
 	}
 	nb := splice(b, cs, ce, joinArray(kept))
 	if nb, _, err = deletePath(nb, structPath); err != nil {
+		return b, err
+	}
+	if rest, _, err = deletePath(rest, structPath); err != nil {
 		return b, err
 	}
 	d.raw = nb
