@@ -131,3 +131,27 @@ func TestBudgetEveryServerMessage(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkLogNotification measures what the engine does with a log
+// notification of about 6 KB, over the budget's byte count (so it is
+// counted) but well under its tokens: scrubbed, counted, passed on.
+func BenchmarkLogNotification(b *testing.B) {
+	s := newSession(b, &intercept.Options{Budgeter: &intercept.CounterBudgeter{Counter: budget.Default(), Tokens: 2000}})
+	var data strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&data, "step %d of the build: compiled package %d of 100\n", i, i)
+	}
+	j, _ := json.Marshal(data.String())
+	n := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":` + string(j) + `}}`
+	if v := s.send(s2c, n); v.Action != relay.Forward {
+		b.Fatalf("the notification was touched: %+v", v)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := s.e.Handle(ctx, s.next(s2c, n)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
