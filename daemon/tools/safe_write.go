@@ -57,8 +57,10 @@ func (c *writeCall) Run(ctx context.Context, env *Env) Outcome {
 				len(unresolved), strings.Join(firstN(unresolved, 3), ", "), c.in.Path))
 		}
 	}
-	o := runFileOp(ctx, env, toolproto.Op{Tool: "safe_write", Root: env.Place.Root, Rel: rel, Display: c.in.Path, Content: &content}, "")
-	o.Warnings = warnings
+	o := guardGit("safe_write", env, func() Outcome {
+		return runFileOp(ctx, env, toolproto.Op{Tool: "safe_write", Root: env.Place.Root, Rel: rel, Display: c.in.Path, Content: &content}, "")
+	})
+	o.Warnings = append(warnings, o.Warnings...)
 	return o
 }
 
