@@ -183,7 +183,14 @@ func (s *Snapshot) read(rfd int, p string) (node, error) {
 	n := node{kind: k, perm: st.Mode & 0o7777, ino: st.Ino}
 	switch k {
 	case kindFile:
-		data, err := readAt(rfd, p, 1<<62)
+		if st.Size > maxKeep {
+			// Too large to keep: its identity and change time stand for
+			// its bytes (ctime cannot be set back by the user), so a
+			// change is seen without reading it on every call.
+			n.sum = sha256.Sum256([]byte(fmt.Sprintf("%d:%d:%d.%d", st.Ino, st.Size, st.Ctim.Sec, st.Ctim.Nsec)))
+			return n, nil
+		}
+		data, err := readAt(rfd, p, maxKeep)
 		if err != nil {
 			if gone(err) {
 				return node{kind: kindMissing}, nil
