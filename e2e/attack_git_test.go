@@ -72,11 +72,11 @@ var gitAttacks = []gitAttack{
 	{
 		// The issue's own reproduction.
 		name:   "rename",
-		attack: `cp -a .git /tmp/g && plant /tmp/g/config && hook /tmp/g/hooks; mv .git .git.old; cp -a /tmp/g .git; ls -a`,
+		attack: `cp -a .git /tmp/g && plant /tmp/g/config && hook /tmp/g/hooks; mv .git .git.old && cp -a /tmp/g .git; ls -a`,
 	},
 	{
 		name:   "gitdir-file",
-		attack: `cp -a .git evil && plant evil/config && hook evil/hooks; mv .git .git.old; echo 'gitdir: evil' > .git; rm -rf .git; echo 'gitdir: evil' > .git; ls -a`,
+		attack: `cp -a .git evil && plant evil/config && hook evil/hooks; mv .git .git.old && echo 'gitdir: evil' > .git; rmdir .git && echo 'gitdir: evil' > .git; ls -a`,
 	},
 	{
 		name:   "rename-exchange",
@@ -94,8 +94,8 @@ var gitAttacks = []gitAttack{
 		name:  "submodule-rename",
 		setup: submoduleSetup,
 		attack: `cp -a .git/modules/sub /tmp/s && plant /tmp/s/config && hook /tmp/s/hooks
-mv .git/modules/sub .git/modules/sub.old; cp -a /tmp/s .git/modules/sub
-mv .git/modules .git/modules.old; mkdir -p .git/modules; cp -a /tmp/s .git/modules/sub; ls -a .git/modules`,
+mv .git/modules/sub .git/modules/sub.old && cp -a /tmp/s .git/modules/sub
+mv .git/modules .git/modules.old && mkdir -p .git/modules && cp -a /tmp/s .git/modules/sub; ls -a .git/modules`,
 		host:  submoduleHost,
 		watch: []string{"sub/.git"},
 	},
@@ -104,8 +104,9 @@ mv .git/modules .git/modules.old; mkdir -p .git/modules; cp -a /tmp/s .git/modul
 		name:  "submodule-gitfile",
 		setup: submoduleSetup,
 		attack: `cp -a .git/modules/sub sub/evilgit && git config -f sub/evilgit/config --unset core.worktree; plant sub/evilgit/config; hook sub/evilgit/hooks
-echo "gitdir: evilgit" > sub/.git || { mv sub/.git sub/.git.old; echo "gitdir: evilgit" > sub/.git; }
-exchange sub/.git sub/evilgit; ls -a sub`,
+echo "gitdir: evilgit" > sub/.git || { mv sub/.git sub/.git.old && echo "gitdir: evilgit" > sub/.git; }
+exchange sub/.git sub/evilgit
+mv sub sub.old && mkdir sub && cp -a sub.old/evilgit sub/.git; ls -a sub`,
 		host:  submoduleHost,
 		watch: []string{"sub/.git"},
 	},
@@ -116,9 +117,10 @@ exchange sub/.git sub/evilgit; ls -a sub`,
 echo ../../../evilc > .git/worktrees/wt/commondir
 plant .git/worktrees/wt/config.worktree
 cp -a .git/worktrees/wt /tmp/w && echo ../../../evilc > /tmp/w/commondir
-mv .git/worktrees/wt .git/worktrees/wt.old; cp -a /tmp/w .git/worktrees/wt
-mv .git/worktrees .git/worktrees.old; mkdir -p .git/worktrees; cp -a /tmp/w .git/worktrees/wt
-echo "gitdir: $PWD/evilc" > wt/.git; mv wt/.git wt/.git.old; echo "gitdir: $PWD/evilc" > wt/.git; ls -a .git/worktrees wt`,
+mv .git/worktrees/wt .git/worktrees/wt.old && cp -a /tmp/w .git/worktrees/wt
+mv .git/worktrees .git/worktrees.old && mkdir -p .git/worktrees && cp -a /tmp/w .git/worktrees/wt
+echo "gitdir: $PWD/evilc" > wt/.git || { mv wt/.git wt/.git.old && echo "gitdir: $PWD/evilc" > wt/.git; }
+mv wt wt.old && mkdir wt && echo "gitdir: $PWD/evilc" > wt/.git; ls -a .git/worktrees wt`,
 		host:  `cd wt && git status; git diff; git log -1; git -c user.name=u -c user.email=u@example.com commit -q --allow-empty -m host; true`,
 		watch: []string{"wt/.git"},
 	},
@@ -126,7 +128,7 @@ echo "gitdir: $PWD/evilc" > wt/.git; mv wt/.git wt/.git.old; echo "gitdir: $PWD/
 		// core.hooksPath names a directory of the workspace that exists.
 		name:   "hookspath",
 		setup:  `mkdir .husky && printf '#!/bin/sh\nexit 0\n' > .husky/pre-commit && chmod +x .husky/pre-commit && git config core.hooksPath .husky`,
-		attack: `hook .husky; mv .husky .husky.old; hook .husky; ls -a .husky`,
+		attack: `hook .husky; mv .husky .husky.old && hook .husky; ls -a .husky`,
 		watch:  []string{".husky"},
 	},
 	{
