@@ -443,7 +443,8 @@ func (s *Snapshot) restoreGit(rfd int, q *quarantine) Change {
 		return c
 	}
 	if rel == ".git" {
-		return Change{} // unreachable: the caller saw another inode there
+		c.Err = errors.New("the original .git directory is at its place, yet another inode is seen there")
+		return c
 	}
 	now, _ := s.read(rfd, ".git")
 	if now.kind != kindMissing {
