@@ -332,3 +332,16 @@ func runs(k string) bool {
 	return b == "config" || b == "config.worktree" || b == "commondir" || b == ".git" || k == "inc.cfg" ||
 		strings.Contains(k, "hooks/")
 }
+
+// A relative core.hooksPath in the user's own config applies to every
+// repository: it is watched too.
+func TestFindUserHooksPath(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	write(t, filepath.Join(home, ".gitconfig"), "[core]\n\thooksPath = .githooks\n", 0o644)
+	dir := repo(t)
+	if l := Find(dir); !slices.Contains(l.Dirs, ".githooks") {
+		t.Errorf("dirs %v lack .githooks", l.Dirs)
+	}
+}

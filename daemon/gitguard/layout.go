@@ -52,6 +52,13 @@ func Find(root string) Layout {
 			f.gitdir(g)
 		}
 	}
+	// The user's own config may point a relative core.hooksPath into
+	// every repository (git takes it from the work tree).
+	for _, g := range userConfigs() {
+		if data, err := os.ReadFile(g); err == nil && len(f.gitdirs) > 0 {
+			f.hooksPath(ParseConfig(data), ".")
+		}
+	}
 	if data, ok := f.read(".gitmodules"); ok {
 		for _, e := range ParseConfig(data) {
 			if e.Section == "submodule" && e.Key == "path" {
@@ -143,19 +150,10 @@ func (f *finder) config(file, worktree string, depth int) {
 	if !ok {
 		return
 	}
-	for _, e := range ParseConfig(data) {
+	entries := ParseConfig(data)
+	f.hooksPath(entries, worktree)
+	for _, e := range entries {
 		switch {
-		case e.Section == "core" && e.Subsection == "" && e.Key == "hookspath" && e.Value != "":
-			p := e.Value
-			if !filepath.IsAbs(p) {
-				if worktree == "" || strings.HasPrefix(p, "~") {
-					continue
-				}
-				p = filepath.Join(f.root, worktree, p)
-			}
-			if rel, ok := f.inside(p); ok && rel != "." {
-				f.dirs = append(f.dirs, rel)
-			}
 		case (e.Section == "include" && e.Subsection == "" || e.Section == "includeif") && e.Key == "path" && e.Value != "":
 			p := e.Value
 			if strings.HasPrefix(p, "~") {
@@ -170,6 +168,41 @@ func (f *finder) config(file, worktree string, depth int) {
 			}
 		}
 	}
+}
+
+// hooksPath adds the directories core.hooksPath names in the workspace
+// (relative to worktree, "" when unknown).
+func (f *finder) hooksPath(entries []Entry, worktree string) {
+	for _, e := range entries {
+		if e.Section != "core" || e.Subsection != "" || e.Key != "hookspath" || e.Value == "" {
+			continue
+		}
+		p := e.Value
+		if !filepath.IsAbs(p) {
+			if worktree == "" || strings.HasPrefix(p, "~") {
+				continue
+			}
+			p = filepath.Join(f.root, worktree, p)
+		}
+		if rel, ok := f.inside(p); ok && rel != "." {
+			f.dirs = append(f.dirs, rel)
+		}
+	}
+}
+
+// userConfigs are the user's global git config files, where git looks.
+func userConfigs() []string {
+	var out []string
+	if h, err := os.UserHomeDir(); err == nil {
+		out = append(out, filepath.Join(h, ".gitconfig"))
+		if x := os.Getenv("XDG_CONFIG_HOME"); !filepath.IsAbs(x) {
+			out = append(out, filepath.Join(h, ".config", "git", "config"))
+		}
+	}
+	if x := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
+		out = append(out, filepath.Join(x, "git", "config"))
+	}
+	return out
 }
 
 // gitFileTarget reads a "gitdir: X" file and returns X relative to the
