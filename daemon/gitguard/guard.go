@@ -319,26 +319,48 @@ func (s *Snapshot) Check(quarantineDir string) Report {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
+	// beforeOf is what p was, and false when it predates the call without
+	// having been watched (a path that only the call's changes made the
+	// guard look at, such as a submodule path added to .gitmodules: not
+	// the call's doing).
+	beforeOf := func(p string) (node, bool) {
+		if b, known := s.nodes[p]; known {
+			return b, true
+		}
+		if after[p].kind == kindMissing || !s.changedSince(rfd, p) {
+			return node{}, false
+		}
+		return node{kind: kindMissing}, true
+	}
+	// A repository the call created where there was none goes as a whole
+	// when anything in it could run: half of one is no use to anyone.
+	var gitEvil []string
+	if b := s.nodes[".git"]; b.kind == kindMissing && after[".git"].kind != kindMissing {
+		for _, p := range paths {
+			if b, ok := beforeOf(p); ok && strings.HasPrefix(p, ".git/") && b.kind == kindMissing && !benign(s.root, p, after[p], la) {
+				gitEvil = append(gitEvil, p)
+			}
+		}
+	}
+	wholeGit := len(gitEvil) > 0
 	var removed []string // what a revert removed: nothing below it needs one
+	var made []string    // directories the call created, left as benign
 	for _, p := range paths {
 		now := after[p]
-		before, known := s.nodes[p]
-		if !known {
-			// Not watched before the call: new, unless it predates the
-			// call (a path that only the call's changes made the guard
-			// look at, such as a submodule path added to .gitmodules).
-			if now.kind == kindMissing || !s.changedSince(rfd, p) {
-				continue
-			}
-			before = node{kind: kindMissing}
-		}
-		if before.same(now) || below(p, removed) {
+		before, ok := beforeOf(p)
+		if !ok || before.same(now) || below(p, removed) {
 			continue
 		}
-		if before.kind == kindMissing && benign(s.root, p, now, la) {
+		if before.kind == kindMissing && !(p == ".git" && wholeGit) && benign(s.root, p, now, la) {
+			if now.kind == kindDir {
+				made = append(made, p)
+			}
 			continue
 		}
 		c := Change{Path: p, What: what(before, now)}
+		if p == ".git" && wholeGit {
+			c.What = "created (with " + strings.Join(gitEvil, ", ") + " in it)"
+		}
 		c.Err = s.revert(rfd, p, before, now, q)
 		c.Reverted = c.Err == nil
 		if before.kind != kindDir && now.kind != kindMissing {
@@ -347,8 +369,27 @@ func (s *Snapshot) Check(quarantineDir string) Report {
 		}
 		r.Changes = append(r.Changes, c)
 	}
+	// A directory the call made only to hold what was reverted goes too
+	// (rmdir: one with anything else left in it stays).
+	for i := len(made) - 1; i >= 0; i-- {
+		if revertedBelow(made[i], r.Changes) {
+			if dfd, name, err := parentBeneath(rfd, made[i]); err == nil {
+				unix.Unlinkat(dfd, name, unix.AT_REMOVEDIR)
+				unix.Close(dfd)
+			}
+		}
+	}
 	r.Quarantine = q.dir
 	return r
+}
+
+func revertedBelow(dir string, cs []Change) bool {
+	for _, c := range cs {
+		if c.Reverted && strings.HasPrefix(c.Path, dir+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 func what(before, now node) string {
