@@ -318,3 +318,37 @@ func gitAudited(t *testing.T, path string) {
 }
 
 func inode(fi os.FileInfo) uint64 { return fi.Sys().(*syscall.Stat_t).Ino }
+
+// TestAttackGitSafeWrite: safe_write is guarded the same way: a file it
+// creates where git would run it is reverted and named, one it would
+// overwrite in git's read-only entries is refused.
+func TestAttackGitSafeWrite(t *testing.T) {
+	dir := filepath.Join(env.home, "gg-safewrite")
+	marker := filepath.Join(env.home, "gg-pwned-safewrite")
+	t.Cleanup(func() { userSh(t, fmt.Sprintf("rm -rf %q %q", dir, marker)) })
+	mustCode(t, userSh(t, fmt.Sprintf(`rm -rf %q %q && mkdir %q && cd %q && git init -q && git config core.hooksPath .githooks && git -c user.name=u -c user.email=u@example.com commit -q --allow-empty -m init`, dir, marker, dir, dir)), 0)
+	before := gitEntries(t, dir, []string{".git", ".githooks"})
+	link := filepath.Join(env.project, ".claude", "tools", "safe_write", "safe_write")
+	hook := "#!/bin/sh\ntouch " + marker + "\n"
+	w := runAs(t, dir, nil, "", link, ".githooks/pre-commit", "--content", hook)
+	t.Logf("safe_write .githooks/pre-commit: %s", w)
+	if !strings.Contains(w.stdout+w.stderr, ".githooks/pre-commit") {
+		t.Errorf("the result does not name the reverted .githooks/pre-commit: %s", w)
+	}
+	gitAudited(t, ".githooks/pre-commit")
+	w = runAs(t, dir, nil, "", link, ".git/hooks/post-commit", "--content", hook)
+	if w.code != 77 {
+		t.Errorf("safe_write into .git/hooks: want exit 77 (read-only), got %s", w)
+	}
+	w = runAs(t, dir, nil, "", link, ".git/commondir", "--content", "../evil\n")
+	if !strings.Contains(w.stdout+w.stderr, ".git/commondir") {
+		t.Errorf("the result does not name the reverted .git/commondir: %s", w)
+	}
+	for _, d := range diffEntries(before, gitEntries(t, dir, []string{".git", ".githooks"})) {
+		t.Errorf("changed on the host: %s", d)
+	}
+	h := runAs(t, dir, nil, "", "bash", "-c", hostGit)
+	if _, err := os.Lstat(marker); err == nil {
+		t.Errorf("the host's git ran a planted hook; host git: %s", h)
+	}
+}
