@@ -72,6 +72,9 @@
 //     namespace may not clear (EPERM otherwise). A path that is a symlink
 //     (/bin -> usr/bin on merged-/usr systems) is recreated as that symlink.
 //   - Spec.ReadWrite: extra bind mounts, read-write (from config).
+//   - Spec.Pins: workspace paths bound read-write onto themselves, after
+//     the workspace, so that they cannot be renamed or replaced; one that
+//     resolves outside the workspace by then stops the setup.
 //   - $HOME (Spec.Home): an empty tmpfs, mode 0700, owned by the user: the
 //     real home (~/.ssh, ~/.aws, shell history, ...) is invisible, while
 //     $HOME stays a writable scratch directory for programs that need one.

@@ -183,6 +183,20 @@ func (b *rootBuilder) plan(s *Spec) *SetupError {
 	// the workspace's place in the list decides only its ties with the
 	// read-only and read-write paths above: it wins them, as before.
 	b.entries = append(b.entries, ws)
+	for _, p := range s.Pins {
+		e, se := hostEntry(p, kindBindRW, "pinned path", true)
+		if se != nil {
+			return se
+		}
+		if e == nil || e.kind == kindSymlink {
+			continue // gone or a link since it was listed: nothing to pin
+		}
+		b.entries = append(b.entries, e)
+		if e.dest == ws.dest || !within(e.dest, ws.dest) {
+			return &SetupError{Step: StepMounts, Path: "pinned path " + p, Errno: unix.EXDEV,
+				Msg: "it now resolves to " + e.dest + ", outside the workspace " + ws.dest + " (a link planted on its way?)"}
+		}
+	}
 	if s.Home != "" {
 		home, err := canonical(s.Home)
 		if err != nil {

@@ -74,6 +74,15 @@ type Spec struct {
 	// ReadWrite are extra host paths bind-mounted read-write (from config).
 	// Missing paths are skipped.
 	ReadWrite []string `json:"readWrite,omitempty"`
+	// Pins are paths inside Workspace bound read-write onto themselves: a
+	// mount point cannot be renamed, exchanged or removed (EBUSY), so the
+	// command can change what is in them but not replace them (the
+	// workspace's .git, which the host's git trusts). Each must still
+	// resolve inside Workspace when the sandbox opens it, or the sandbox
+	// does not start (a path swapped for a link since the caller listed it
+	// must not show anything else read-write); a missing one or a symbolic
+	// link is skipped. Absolute.
+	Pins []string `json:"pins,omitempty"`
 	// Binds show host files or directories at another path (Bind).
 	Binds []Bind `json:"binds,omitempty"`
 	// Overlays show host directories through an overlay whose writes go
@@ -233,7 +242,7 @@ func (s *Spec) normalize(precompiled bool) (*Spec, *SetupError) {
 	if c.ReadOnly == nil {
 		c.ReadOnly = DefaultReadOnly
 	}
-	for _, list := range [][]string{c.ReadOnly, c.ReadWrite} {
+	for _, list := range [][]string{c.ReadOnly, c.ReadWrite, c.Pins} {
 		for _, p := range list {
 			if err := checkExtraPath(p); err != nil {
 				return nil, err

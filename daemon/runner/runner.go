@@ -57,6 +57,9 @@ type Spec struct {
 	Home      string
 	// ReadOnly and ReadWrite are extra host paths to show (from config).
 	ReadOnly, ReadWrite []string
+	// Pins are workspace paths bound onto themselves so that they cannot
+	// be renamed, exchanged or removed (ns.Spec.Pins).
+	Pins []string
 	// HomeDir, when set, is shown at Home in place of an empty tmpfs: the
 	// workspace's persistent scratch home.
 	HomeDir string

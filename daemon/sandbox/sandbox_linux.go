@@ -72,6 +72,7 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 		Workspace: s.Workspace,
 		Home:      s.Home,
 		ReadWrite: s.ReadWrite,
+		Pins:      s.Pins,
 		Network:   s.Network,
 		Listen:    s.Listen,
 		Seccomp:   profJSON,

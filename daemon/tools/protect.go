@@ -1,10 +1,8 @@
 package tools
 
 import (
-	"bufio"
 	"os"
 	"path/filepath"
-	"strings"
 )
 
 // protectedPaths are workspace paths that every tool call sees read-only, because
@@ -17,17 +15,14 @@ import (
 //     its plugins are code it loads) name the MCP servers and hooks the
 //     agent starts on the host; contextd-proxy install writes them, and an
 //     installed project is marked trusted;
-//   - .git/hooks are run by the user's git, and so is the directory
-//     core.hooksPath names when it lies in the workspace (.husky);
-//   - .git/config can name programs git runs (core.fsmonitor, core.hooksPath,
-//     core.sshCommand, aliases with "!"), on every `git status` of an editor.
+//   - git's entries (hooks, config, and their submodule and worktree
+//     counterparts) are listed apart, by gitProtected (protect_git.go).
 //
 // A call that could rewrite them would have its payload run unsandboxed on the
 // next agent call or git command.
 var protectedPaths = []string{
 	".claude", ".mcp.json",
 	".codex", ".gemini", "opencode.json", "opencode.jsonc", ".opencode",
-	".git/config", ".git/hooks",
 }
 
 // Protected is protected, for contextd sandbox show.
@@ -47,40 +42,6 @@ func protected(root string) []string {
 	for _, d := range protectedPaths {
 		add(filepath.Join(root, d))
 	}
-	if hp := hooksPath(filepath.Join(root, ".git/config")); hp != "" {
-		if !filepath.IsAbs(hp) {
-			hp = filepath.Join(root, hp)
-		}
-		hp = filepath.Clean(hp)
-		if hp != root && strings.HasPrefix(hp, root+"/") {
-			add(hp)
-		}
-	}
-	return out
-}
-
-// hooksPath returns core.hooksPath from a repository's config file, "" when
-// it sets none. It reads the plain form git writes (`[core]` then
-// `hooksPath = X`, the key case-insensitive); a value it cannot read leaves
-// the hooks to .git/hooks, which is protected anyway.
-func hooksPath(config string) string {
-	f, err := os.Open(config)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	inCore, val := false, ""
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if strings.HasPrefix(line, "[") {
-			inCore = strings.EqualFold(strings.TrimSpace(strings.Trim(line, "[]")), "core")
-			continue
-		}
-		k, v, ok := strings.Cut(line, "=")
-		if inCore && ok && strings.EqualFold(strings.TrimSpace(k), "hookspath") {
-			val = strings.Trim(strings.TrimSpace(v), `"`) // the last one wins, as in git
-		}
-	}
-	return val
+	ro, _ := gitProtected(root)
+	return append(out, ro...)
 }

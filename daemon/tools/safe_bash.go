@@ -74,10 +74,12 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 	}
 	op := toolproto.Op{Tool: "safe_bash", Root: env.Place.Root, Shell: cfg.Shell, Command: c.in.Command,
 		Dir: dir, Env: Environ(env)}
+	_, pins := gitProtected(env.Place.Root)
 	spec := runner.Spec{
 		Dir:       dir,
 		ReadOnly:  append(protected(env.Place.Root), cfg.ReadOnly...),
 		ReadWrite: cfg.ReadWrite,
+		Pins:      pins,
 		Network:   c.in.Network,
 		Timeout:   timeout,
 	}
@@ -120,7 +122,7 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 		// command has its loopback and nothing else. Said, not hidden.
 		warnings = append(warnings, fmt.Sprintf("no egress proxy (%v): the command has no network beyond its own loopback", env.NetErr))
 	}
-	o := runSandboxed(ctx, env, op, "", spec)
+	o := guardGit("safe_bash", env, func() Outcome { return runSandboxed(ctx, env, op, "", spec) })
 	o.Warnings = append(o.Warnings, warnings...)
 	if finish != nil {
 		sum := finish()

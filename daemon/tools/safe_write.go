@@ -68,8 +68,10 @@ func (c *writeCall) Run(ctx context.Context, env *Env) Outcome {
 	if len(put) == 0 {
 		over = "" // no secret of a file in content: any target will do
 	}
-	o := runFileOp(ctx, env, toolproto.Op{Tool: "safe_write", Root: env.Place.Root, Rel: rel, Display: c.in.Path, Content: &content, Over: over}, "")
-	o.Warnings = warnings
+	o := guardGit("safe_write", env, func() Outcome {
+		return runFileOp(ctx, env, toolproto.Op{Tool: "safe_write", Root: env.Place.Root, Rel: rel, Display: c.in.Path, Content: &content, Over: over}, "")
+	})
+	o.Warnings = append(warnings, o.Warnings...)
 	if key := o.File.Key(); key != "" && o.Err == nil && len(put) > 0 {
 		// The write made a new file (a new inode) that holds these
 		// secrets: the next write by this path may put them back there.

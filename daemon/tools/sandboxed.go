@@ -82,10 +82,12 @@ func FillGap(ctx context.Context, env *Env, source []byte, off int64, p []byte) 
 // back into an outcome. source is the file the output comes from, for the
 // placeholders of the secrets in it ("" when none).
 func runFileOp(ctx context.Context, env *Env, op toolproto.Op, source string) Outcome {
+	_, pins := gitProtected(env.Place.Root)
 	return runSandboxed(ctx, env, op, source, runner.Spec{
 		Dir:      env.Place.Root,
 		Env:      []string{"PATH=/usr/bin:/bin"},
 		ReadOnly: protected(env.Place.Root),
+		Pins:     pins,
 		Timeout:  env.Config.Tools.FileTimeout.Duration,
 	})
 }
