@@ -166,3 +166,19 @@ func TestLightOutputFrames(t *testing.T) {
 		}
 	}
 }
+
+// A client that is slow to say its first bytes, as a proxy starved by a burst
+// of parallel calls is, is still answered: 12 s after connecting is within
+// the handshake's bound (it was 10 s, and such calls were closed unanswered).
+func TestLightSlowClientAnswered(t *testing.T) {
+	path, _, _ := start(t, config.Default(), context.Background())
+	c, err := client.Dial(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	time.Sleep(12 * time.Second)
+	if _, err := c.Status(context.Background()); err != nil {
+		t.Fatalf("a client that spoke 12 s after connecting: %v", err)
+	}
+}

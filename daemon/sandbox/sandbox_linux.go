@@ -23,6 +23,7 @@ import (
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/scope"
+	"github.com/contextd/contextd/internal/drain"
 	"github.com/contextd/contextd/ns"
 	"github.com/contextd/contextd/profiles"
 	"github.com/contextd/contextd/sandboxinfo"
@@ -49,7 +50,9 @@ type Runner struct {
 // over when it is needed.
 const stopTimeout = 5 * time.Second
 
-// drainGrace is how long output may keep arriving after the sandbox ended.
+// drainGrace is how long the output pipes may stay empty and open after the
+// sandbox ended before the call stops reading them (package drain: what is
+// already in them is read however long the caller takes).
 const drainGrace = 2 * time.Second
 
 // Run implements runner.Runner.
@@ -221,7 +224,8 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 		s.Started(ex.Layers)
 	}
 	var copies sync.WaitGroup
-	copyOut := func(dst io.Writer, src *os.File) {
+	var drains []*drain.Reader
+	copyOut := func(dst io.Writer, src *drain.Reader) {
 		defer copies.Done()
 		// Large reads: a tool's output arrives in fewer, larger writes to
 		// dst (the frame decoder, the response pipe).
@@ -229,13 +233,16 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 		defer copyBufs.Put(buf)
 		io.CopyBuffer(dst, onlyReader{src}, *buf)
 	}
-	if outR != nil {
-		copies.Add(1)
-		go copyOut(s.Output, outR)
-	}
-	if errR != nil {
-		copies.Add(1)
-		go copyOut(s.Stderr, errR)
+	for _, p := range []struct {
+		dst io.Writer
+		src *os.File
+	}{{s.Output, outR}, {s.Stderr, errR}} {
+		if p.src != nil {
+			d := drain.New(p.src, drainGrace)
+			drains = append(drains, d)
+			copies.Add(1)
+			go copyOut(p.dst, d)
+		}
 	}
 
 	type waited struct {
@@ -268,12 +275,8 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 		stopScope()
 		w = <-done
 	}
-	deadline := time.Now().Add(drainGrace)
-	if outR != nil {
-		outR.SetReadDeadline(deadline)
-	}
-	if errR != nil {
-		errR.SetReadDeadline(deadline)
+	for _, d := range drains {
+		d.Ended()
 	}
 	copies.Wait()
 

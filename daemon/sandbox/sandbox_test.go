@@ -765,3 +765,43 @@ func TestSetupErrorNamesStep(t *testing.T) {
 		})
 	}
 }
+
+// stallingWriter stalls on its first write, as the daemon's side of a call
+// (frame decoding, the response pipeline) does when 200 calls run at once.
+type stallingWriter struct {
+	buf   bytes.Buffer
+	stall time.Duration
+	first bool
+}
+
+func (s *stallingWriter) Write(p []byte) (int, error) {
+	if !s.first {
+		s.first = true
+		time.Sleep(s.stall)
+	}
+	return s.buf.Write(p)
+}
+
+// Everything a command wrote before it exited reaches the caller, even when
+// the caller is slower to take the first piece than the drain grace: the grace
+// bounds waiting for leftover writers, not the caller's own pace. (Before,
+// one read deadline was set when the sandbox ended, and the reads after a
+// slow write failed on it with the output's end still in the pipe: "the
+// sandboxed tool's output ended early" under a burst of calls.)
+func TestSlowCallerGetsAllOutput(t *testing.T) {
+	r := newRunner(nil, noScopeNote, nil)
+	ws := workspace(t)
+	// 768 KiB: more than one copy buffer (the copy comes back for the rest
+	// after its stalled first write), less than the 1 MiB pipe (the shell
+	// exits without waiting for the reader).
+	s := shSpec(t, ws, `head -c 786432 /dev/zero | tr '\0' x; printf END`)
+	w := &stallingWriter{stall: drainGrace + time.Second}
+	s.Output = w
+	ex, err := r.Run(context.Background(), s)
+	if err != nil || ex.Code != 0 {
+		t.Fatalf("Run: exit %d, %v", ex.Code, err)
+	}
+	if got := w.buf.Len(); got != 786432+3 || !bytes.HasSuffix(w.buf.Bytes(), []byte("END")) {
+		t.Fatalf("the caller got %d of %d bytes", got, 786432+3)
+	}
+}

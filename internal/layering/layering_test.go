@@ -68,7 +68,7 @@ var rules = []rule{
 		why:    "the protocols are the edge; clients of the public API link them without the daemon or the proxy",
 	},
 	{
-		from:   []string{"catalog/...", "scrub/...", "budget/...", "workspace/...", "peercred/...", "internal/ids/...", "internal/sqlitefile/...", "envallow/...", "toolspec/...", "sandboxinfo/..."},
+		from:   []string{"catalog/...", "scrub/...", "budget/...", "workspace/...", "peercred/...", "internal/ids/...", "internal/sqlitefile/...", "internal/drain/...", "envallow/...", "toolspec/...", "sandboxinfo/..."},
 		deep:   true,
 		forbid: []string{"daemon/", "proxy/", "mcp/", "wire/", "cmd/", "ns/", "inspect/"},
 		why:    "the shared leaves sit below every layer that uses them",

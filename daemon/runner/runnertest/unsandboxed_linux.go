@@ -16,6 +16,7 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/internal/drain"
 	"github.com/contextd/contextd/sandboxinfo"
 )
 
@@ -110,9 +111,10 @@ func (d Unsandboxed) Run(ctx context.Context, s runner.Spec) (runner.Exit, error
 	}
 	pgid := cmd.Process.Pid
 
+	dr := drain.New(r, drainGrace)
 	copied := make(chan error, 1)
 	go func() {
-		_, err := io.Copy(s.Output, r)
+		_, err := io.Copy(s.Output, dr)
 		copied <- err
 	}()
 	waited := make(chan error, 1)
@@ -140,7 +142,7 @@ func (d Unsandboxed) Run(ctx context.Context, s runner.Spec) (runner.Exit, error
 	// The shell is gone; whatever it left running in its group goes too, so nothing
 	// outlives the call and the pipe reaches EOF.
 	unix.Kill(-pgid, unix.SIGKILL)
-	r.SetReadDeadline(time.Now().Add(drainGrace))
+	dr.Ended()
 	<-copied
 
 	var ee *exec.ExitError

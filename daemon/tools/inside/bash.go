@@ -16,12 +16,14 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/tools/toolproto"
+	"github.com/contextd/contextd/internal/drain"
 	"github.com/contextd/contextd/scrub"
 )
 
-// drainGrace is how long the pump keeps reading after the shell exited, for
-// output still in the pipe. Processes the command left behind die with the
-// sandbox right after.
+// drainGrace is how long the pump waits for more output once the shell exited
+// and the pipe is empty: processes the command left behind may still write,
+// and die with the sandbox right after. What the shell wrote before it exited
+// is read whatever the pump's pace (package drain).
 const drainGrace = 100 * time.Millisecond
 
 // bashMain is safe_bash inside its sandbox: it runs the shell as a child (the
@@ -55,6 +57,7 @@ func bashMain(ctx context.Context, proc process, op toolproto.Op, stdout io.Writ
 	if err != nil {
 		return fmt.Errorf("safe_bash: start %s: %v: %w", op.Shell, err, catalog.ErrLaunch)
 	}
+	dr := drain.New(pr, drainGrace)
 	pumped := make(chan error, 1)
 	go func() {
 		// Each piece goes out at once: the caller sees a long command's
@@ -65,7 +68,7 @@ func bashMain(ctx context.Context, proc process, op toolproto.Op, stdout io.Writ
 			}
 			return fw.Flush()
 		})
-		_, err := io.Copy(st, pr)
+		_, err := io.Copy(st, dr)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			err = nil
 		}
@@ -87,7 +90,7 @@ func bashMain(ctx context.Context, proc process, op toolproto.Op, stdout io.Writ
 		}
 		syscall.Kill(-shell.Pid, syscall.SIGKILL) // what it left behind
 	}
-	pr.SetReadDeadline(time.Now().Add(drainGrace))
+	dr.Ended()
 	if err := <-pumped; err != nil {
 		return fmt.Errorf("safe_bash: output: %v: %w", err, catalog.ErrIO)
 	}
