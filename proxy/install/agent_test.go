@@ -729,7 +729,7 @@ func TestParseArgs(t *testing.T) {
 			t.Errorf("%q: error %v, want %v", tt.args, err, tt.err)
 			continue
 		}
-		if err == nil && (got != tt.want || help != tt.help) {
+		if err == nil && (!reflect.DeepEqual(got, tt.want) || help != tt.help) {
 			t.Errorf("%q: %+v help=%v, want %+v help=%v", tt.args, got, help, tt.want, tt.help)
 		}
 	}
