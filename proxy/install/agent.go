@@ -251,11 +251,15 @@ func Setup(ctx context.Context, o Options) (*AgentReport, error) {
 
 	// Plan: every file edit in memory, nothing written yet.
 	var edits []*fileEdit
-	planned := map[string]bool{} // a file two agents share (AGENTS.md) is planned once
+	planned := map[string]bool{}  // a file two agents share (AGENTS.md) is planned once
+	cfg := map[string]*fileEdit{} // each agent's configuration file (foreign.go)
 	for _, a := range agents {
 		es, err := planAgent(root, a, o, m)
 		if err != nil {
 			return nil, err
+		}
+		if _, ok := agentDirs[a]; ok && len(es) > 0 {
+			cfg[a] = es[0]
 		}
 		for _, e := range es {
 			if !planned[e.abs] {
@@ -263,6 +267,13 @@ func Setup(ctx context.Context, o Options) (*AgentReport, error) {
 				edits = append(edits, e)
 			}
 		}
+	}
+
+	// Configuration contextd did not write is adopted (and the project
+	// trusted) only with the user's consent.
+	accepted, err := checkForeign(root, o, agents, cfg)
+	if err != nil {
+		return rep, err
 	}
 
 	// Record first: if anything below fails half-way, uninstall still knows
@@ -314,6 +325,9 @@ func Setup(ctx context.Context, o Options) (*AgentReport, error) {
 		if err := e.write(root); err != nil {
 			return rep, err
 		}
+	}
+	if err := recordSeen(root, o, cfg, accepted); err != nil {
+		rep.warn("could not record the agents' files install wrote (%v); the next install asks about them again", err)
 	}
 	var toolErr error
 	if withTools {
