@@ -594,6 +594,9 @@ func Uninstall(ctx context.Context, o Options) (*AgentReport, error) {
 		left.MCP = left.MCP || m.MCP && e.File == ".mcp.json"
 	}
 	left.MCP = left.MCP || m.MCP && left.ClaudeLocal
+	if err := forgetSeen(root, o); err != nil {
+		rep.warn("could not update the record of the agents' files (%v)", err)
+	}
 	mp := filepath.Join(root, AgentManifestName)
 	if len(left.JSON) > 0 || len(left.TOML) > 0 || len(left.Markdown) > 0 || len(left.ToolsDirs) > 0 {
 		if err := writeAgentManifest(root, left); err != nil {

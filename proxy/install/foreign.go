@@ -334,3 +334,14 @@ func recordSeen(root string, o Options, cfg map[string]*fileEdit, accepted map[s
 	r.Files[root] = files
 	return o.writeSeen(r)
 }
+
+// forgetSeen drops the project's record (uninstall): a later install asks
+// about whatever is there then.
+func forgetSeen(root string, o Options) error {
+	r := o.readSeen()
+	if _, ok := r.Files[root]; !ok {
+		return nil
+	}
+	delete(r.Files, root)
+	return o.writeSeen(r)
+}
