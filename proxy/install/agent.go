@@ -232,8 +232,9 @@ func Setup(ctx context.Context, o Options) (*AgentReport, error) {
 	}
 	rep := &AgentReport{Root: root}
 	agents := []string{o.Agent}
+	var byFileOnly map[string]string
 	if o.Agent == AgentAuto {
-		agents = DetectAgents(root, o.lookPath())
+		agents, byFileOnly = detectAgents(root, o.lookPath())
 		rep.did(".", "--agent auto: wiring "+strings.Join(agents, ", "))
 	}
 	m, _, err := loadAgentManifest(root)
@@ -271,7 +272,7 @@ func Setup(ctx context.Context, o Options) (*AgentReport, error) {
 
 	// Configuration contextd did not write is adopted (and the project
 	// trusted) only with the user's consent.
-	accepted, err := checkForeign(root, o, agents, cfg)
+	accepted, err := checkForeign(root, o, agents, cfg, byFileOnly)
 	if err != nil {
 		return rep, err
 	}
@@ -402,32 +403,43 @@ func (o *Options) lookPath() func(string) (string, error) {
 // whose project configuration is there or whose CLI is on PATH; Claude Code
 // when none is found.
 func DetectAgents(root string, lookPath func(string) (string, error)) []string {
-	has := func(paths ...string) bool {
+	out, _ := detectAgents(root, lookPath)
+	return out
+}
+
+// detectAgents is DetectAgents, also naming the agents found only by their
+// files in the project (their CLI is not on PATH): an agent in the sandbox
+// may have created those, so wiring them needs the user's consent.
+func detectAgents(root string, lookPath func(string) (string, error)) (out []string, byFileOnly map[string]string) {
+	byFileOnly = map[string]string{}
+	found := func(agent, bin string, paths ...string) bool {
+		if _, err := lookPath(bin); err == nil {
+			return true
+		}
 		for _, p := range paths {
 			if _, err := os.Lstat(filepath.Join(root, p)); err == nil {
+				byFileOnly[agent] = p
 				return true
 			}
 		}
 		return false
 	}
-	onPath := func(bin string) bool { _, err := lookPath(bin); return err == nil }
-	var out []string
-	if has(".claude", ".mcp.json", "CLAUDE.md") || onPath("claude") {
+	if found(AgentClaude, "claude", ".claude", ".mcp.json", "CLAUDE.md") {
 		out = append(out, AgentClaude)
 	}
-	if has(".codex") || onPath("codex") {
+	if found(AgentCodex, "codex", ".codex") {
 		out = append(out, AgentCodex)
 	}
-	if has(".gemini", "GEMINI.md") || onPath("gemini") {
+	if found(AgentGemini, "gemini", ".gemini", "GEMINI.md") {
 		out = append(out, AgentGemini)
 	}
-	if has("opencode.json", "opencode.jsonc", ".opencode") || onPath("opencode") {
+	if found(AgentOpenCode, "opencode", "opencode.json", "opencode.jsonc", ".opencode") {
 		out = append(out, AgentOpenCode)
 	}
 	if len(out) == 0 {
 		out = []string{AgentClaude}
 	}
-	return out
+	return out, byFileOnly
 }
 
 // summarize reports the tools directory in one line per kind of action

@@ -310,3 +310,37 @@ func TestAskNeedsExplicitYes(t *testing.T) {
 		}
 	}
 }
+
+// --agent auto wires an agent found only by a file in the project (its CLI
+// is not on PATH) only with consent: an empty planted GEMINI.md or .codex/
+// would otherwise get the project trusted for that agent.
+func TestAutoDetectionByPlantedFileAsks(t *testing.T) {
+	for _, plant := range []string{"GEMINI.md", ".codex/"} {
+		files := map[string]string{"GEMINI.md": "# notes\n"}
+		if plant == ".codex/" {
+			files = nil
+		}
+		root, o, home := homeEnv(t, files)
+		if plant == ".codex/" {
+			if err := os.Mkdir(filepath.Join(root, ".codex"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		o.Agent = install.AgentAuto
+		before := snapshot(t, filepath.Dir(root))
+		_, err := install.Setup(context.Background(), o)
+		if !errors.Is(err, catalog.ErrConflict) || !strings.Contains(err.Error(), strings.TrimSuffix(plant, "/")) || !strings.Contains(err.Error(), "--yes") {
+			t.Errorf("%s planted: err %v, want ErrConflict naming it and --yes", plant, err)
+		}
+		sameTree(t, plant+" planted", snapshot(t, filepath.Dir(root)), before)
+		o.Yes = true
+		if _, err := install.Setup(context.Background(), o); err != nil {
+			t.Fatalf("%s with --yes: %v", plant, err)
+		}
+		o.Yes = false
+		if _, err := install.Setup(context.Background(), o); err != nil {
+			t.Errorf("%s: a re-run after consent asks again: %v", plant, err)
+		}
+		_ = home
+	}
+}

@@ -261,11 +261,18 @@ func (o *Options) writeSeen(r *seenRecord) error {
 // to adopt and gets the user's consent for them (Yes, or Confirm); without it
 // the error wraps ErrConflict and nothing was written. It returns the digests
 // to record once install wrote its files.
-func checkForeign(root string, o Options, agents []string, cfg map[string]*fileEdit) (map[string]string, error) {
+func checkForeign(root string, o Options, agents []string, cfg map[string]*fileEdit, byFileOnly map[string]string) (map[string]string, error) {
 	seen := o.readSeen().Files[root]
 	accepted := map[string]string{}
 	var foreign []string
 	for _, a := range agents {
+		if p, ok := byFileOnly[a]; ok && agentDirs[a] != "" {
+			// Not asked again once install wrote the agent's file and it is
+			// unchanged since.
+			if e := cfg[a]; e == nil || !e.exists || seen[e.rel] != sum(e.orig) {
+				foreign = append(foreign, fmt.Sprintf("%s: found in the project, but no %s on PATH: wiring %s only because of it (and trusting the project for it)", p, a, a))
+			}
+		}
 		if e := cfg[a]; e != nil && e.exists {
 			if seen[e.rel] == "" || seen[e.rel] != sum(e.orig) {
 				foreign = append(foreign, foreignIn(a, e, o.Proxy)...)
