@@ -335,8 +335,8 @@ func recordSeen(root string, o Options, cfg map[string]*fileEdit, accepted map[s
 			files[e.rel] = sum(e.out)
 		}
 	}
-	if reflect.DeepEqual(r.Files[root], files) {
-		return nil
+	if prev, ok := r.Files[root]; ok && reflect.DeepEqual(prev, files) || !ok && len(files) == 0 {
+		return nil // nothing new: the state directory is left alone
 	}
 	r.Files[root] = files
 	return o.writeSeen(r)
