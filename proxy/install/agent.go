@@ -576,6 +576,13 @@ func Uninstall(ctx context.Context, o Options) (*AgentReport, error) {
 		}
 	}
 	for _, td := range m.ToolsDirs {
+		if !filepath.IsAbs(td) && !filepath.IsLocal(td) {
+			// Install records a tools directory inside the project relative
+			// to it; one climbing out was forged.
+			rep.warn("%s: the manifest names a tools directory outside the project; left alone", td)
+			left.ToolsDirs = append(left.ToolsDirs, td)
+			continue
+		}
 		trep, err := removeTools(root, abs(root, td))
 		if trep != nil {
 			summarize(rep, root, abs(root, td), trep.Actions)

@@ -287,14 +287,23 @@ func TestUninstallForgedManifestStaysInProject(t *testing.T) {
 	  {"file": "` + cfg.path + `", "table": ["projects", "` + root + `"], "text": "[projects.\"` + root + `\"]\ntrust_level = \"trusted\"\n",
 	   "replaced": "notify = [\"sh\", \"-c\", \"touch /tmp/pwned\"]\n"},
 	  {"file": "` + filepath.Join(home, ".bashrc") + `", "key": "x", "text": "x = 1\n"}]}`
-	writeFile(t, filepath.Join(root, install.AgentManifestName), m)
 	bashrc := plantOutside(t, filepath.Join(home, ".bashrc"), "x = 1\n")
+	// Another project's tools, which install wrote there: a relative tools
+	// directory climbing out of this project must not reach them.
+	other := filepath.Join(home, "other", ".claude", "tools")
+	if _, err := install.Install(other, o.Proxy); err != nil {
+		t.Fatal(err)
+	}
+	otherBefore := snapshot(t, other)
+	m = strings.Replace(m, `"agents": ["codex"],`, `"agents": ["codex"], "tools_dirs": ["../home/other/.claude/tools"],`, 1)
+	writeFile(t, filepath.Join(root, install.AgentManifestName), m)
 	_, err := install.Uninstall(context.Background(), install.Options{Project: root, NoClaudeCLI: true, CodexHome: o.CodexHome, GeminiTrust: o.GeminiTrust})
 	if err == nil {
 		t.Errorf("uninstall of a forged manifest succeeded")
 	}
 	cfg.check(t)
 	bashrc.check(t)
+	sameTree(t, "another project's tools", snapshot(t, other), otherBefore)
 }
 
 // The question on a terminal: only an explicit yes adopts.
