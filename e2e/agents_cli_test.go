@@ -136,7 +136,8 @@ func TestAgentCodexCLI(t *testing.T) {
 	mustCode(t, r, 0)
 	mustContain(t, "codex debug prompt-input before install", r.stdout, "exec_command")
 
-	r = runAs(t, proj, vars, "", proxy, "install", "--agent", "codex")
+	// --yes: the project's own settings are the user's (install asks).
+	r = runAs(t, proj, vars, "", proxy, "install", "--agent", "codex", "--yes")
 	mustCode(t, r, 0)
 	mustContain(t, "install's report", r.stdout, "set sandbox_mode = \"read-only\"", "added features", "added mcp_servers.contextd", "trusted this project")
 
@@ -212,7 +213,8 @@ func TestAgentGeminiCLI(t *testing.T) {
 	mustCode(t, r, 0)
 	mustContain(t, "gemini --version", r.stdout, "0.61.0")
 
-	r = runAs(t, proj, vars, "", proxy, "install", "--agent", "gemini")
+	// --yes: the project's own settings are the user's (install asks).
+	r = runAs(t, proj, vars, "", proxy, "install", "--agent", "gemini", "--yes")
 	mustCode(t, r, 0)
 	mustContain(t, "install's report", r.stdout, "added mcpServers.contextd", "added run_shell_command to tools.exclude", "trusted this folder")
 
@@ -269,7 +271,8 @@ func TestAgentOpenCodeCLI(t *testing.T) {
 	mustCode(t, r, 0)
 	mustContain(t, "opencode --version", r.stdout, "1.18.33")
 
-	r = runAs(t, proj, vars, "", proxy, "install", "--agent", "opencode")
+	// --yes: the project's own settings are the user's (install asks).
+	r = runAs(t, proj, vars, "", proxy, "install", "--agent", "opencode", "--yes")
 	mustCode(t, r, 0)
 	mustContain(t, "install's report", r.stdout, "added mcp.contextd", "added permission.bash", "AGENTS.md")
 

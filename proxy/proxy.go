@@ -148,6 +148,9 @@ func runInstall(ctx context.Context, args []string, sio IO) error {
 		return fmt.Errorf("install: resolve own binary: %v: %w", err, catalog.ErrInternal)
 	}
 	o.Proxy = exe
+	if sio.StdinIsTerm {
+		o.Confirm = install.Ask(sio.Stdin, sio.Stderr)
+	}
 	rep, err := install.Setup(ctx, o)
 	printAgentReport(rep, sio)
 	return err

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/contextd/contextd/proxy/cli"
 
 	"github.com/contextd/contextd/catalog"
@@ -90,6 +92,16 @@ type Options struct {
 	// Path is the search path --agent auto looks for the agents' CLIs in.
 	// Default: $PATH.
 	Path string
+	// Yes adopts configuration contextd did not write (foreign entries, see
+	// foreign.go) without asking: the user reviewed it (--yes).
+	Yes bool
+	// Confirm shows the foreign entries to the user and returns their
+	// answer; nil (no terminal) refuses them unless Yes.
+	Confirm func(foreign []string) bool
+	// StateDir keeps the record of the agent files install wrote, outside
+	// any project (a sandboxed agent cannot forge it). Default:
+	// $XDG_STATE_HOME/contextd, else ~/.local/state/contextd.
+	StateDir string
 }
 
 // AgentReport is what Setup or Uninstall did.
@@ -220,11 +232,15 @@ func Setup(ctx context.Context, o Options) (*AgentReport, error) {
 	}
 	rep := &AgentReport{Root: root}
 	agents := []string{o.Agent}
+	var byFileOnly map[string]string
 	if o.Agent == AgentAuto {
-		agents = DetectAgents(root, o.lookPath())
+		agents, byFileOnly = detectAgents(root, o.lookPath())
 		rep.did(".", "--agent auto: wiring "+strings.Join(agents, ", "))
 	}
-	m := readAgentManifest(root)
+	m, _, err := loadAgentManifest(root)
+	if err != nil {
+		return nil, err
+	}
 	m.Proxy = o.Proxy
 	for _, a := range agents {
 		if !slices.Contains(m.Agents, a) {
@@ -236,11 +252,15 @@ func Setup(ctx context.Context, o Options) (*AgentReport, error) {
 
 	// Plan: every file edit in memory, nothing written yet.
 	var edits []*fileEdit
-	planned := map[string]bool{} // a file two agents share (AGENTS.md) is planned once
+	planned := map[string]bool{}  // a file two agents share (AGENTS.md) is planned once
+	cfg := map[string]*fileEdit{} // each agent's configuration file (foreign.go)
 	for _, a := range agents {
 		es, err := planAgent(root, a, o, m)
 		if err != nil {
 			return nil, err
+		}
+		if _, ok := agentDirs[a]; ok && len(es) > 0 {
+			cfg[a] = es[0]
 		}
 		for _, e := range es {
 			if !planned[e.abs] {
@@ -248,6 +268,13 @@ func Setup(ctx context.Context, o Options) (*AgentReport, error) {
 				edits = append(edits, e)
 			}
 		}
+	}
+
+	// Configuration contextd did not write is adopted (and the project
+	// trusted) only with the user's consent.
+	accepted, err := checkForeign(root, o, agents, cfg, byFileOnly)
+	if err != nil {
+		return rep, err
 	}
 
 	// Record first: if anything below fails half-way, uninstall still knows
@@ -296,14 +323,17 @@ func Setup(ctx context.Context, o Options) (*AgentReport, error) {
 		if !e.changed {
 			continue
 		}
-		if err := e.write(); err != nil {
+		if err := e.write(root); err != nil {
 			return rep, err
 		}
+	}
+	if err := recordSeen(root, o, cfg, accepted); err != nil {
+		rep.warn("could not record the agents' files install wrote (%v); the next install asks about them again", err)
 	}
 	var toolErr error
 	if withTools {
 		td := toolsDir(root, o.ToolsDir)
-		trep, err := Install(td, o.Proxy)
+		trep, err := installTools(root, td, o.Proxy)
 		if trep != nil {
 			summarize(rep, root, td, trep.Actions)
 		}
@@ -373,32 +403,43 @@ func (o *Options) lookPath() func(string) (string, error) {
 // whose project configuration is there or whose CLI is on PATH; Claude Code
 // when none is found.
 func DetectAgents(root string, lookPath func(string) (string, error)) []string {
-	has := func(paths ...string) bool {
+	out, _ := detectAgents(root, lookPath)
+	return out
+}
+
+// detectAgents is DetectAgents, also naming the agents found only by their
+// files in the project (their CLI is not on PATH): an agent in the sandbox
+// may have created those, so wiring them needs the user's consent.
+func detectAgents(root string, lookPath func(string) (string, error)) (out []string, byFileOnly map[string]string) {
+	byFileOnly = map[string]string{}
+	found := func(agent, bin string, paths ...string) bool {
+		if _, err := lookPath(bin); err == nil {
+			return true
+		}
 		for _, p := range paths {
 			if _, err := os.Lstat(filepath.Join(root, p)); err == nil {
+				byFileOnly[agent] = p
 				return true
 			}
 		}
 		return false
 	}
-	onPath := func(bin string) bool { _, err := lookPath(bin); return err == nil }
-	var out []string
-	if has(".claude", ".mcp.json", "CLAUDE.md") || onPath("claude") {
+	if found(AgentClaude, "claude", ".claude", ".mcp.json", "CLAUDE.md") {
 		out = append(out, AgentClaude)
 	}
-	if has(".codex") || onPath("codex") {
+	if found(AgentCodex, "codex", ".codex") {
 		out = append(out, AgentCodex)
 	}
-	if has(".gemini", "GEMINI.md") || onPath("gemini") {
+	if found(AgentGemini, "gemini", ".gemini", "GEMINI.md") {
 		out = append(out, AgentGemini)
 	}
-	if has("opencode.json", "opencode.jsonc", ".opencode") || onPath("opencode") {
+	if found(AgentOpenCode, "opencode", "opencode.json", "opencode.jsonc", ".opencode") {
 		out = append(out, AgentOpenCode)
 	}
 	if len(out) == 0 {
 		out = []string{AgentClaude}
 	}
-	return out
+	return out, byFileOnly
 }
 
 // summarize reports the tools directory in one line per kind of action
@@ -470,7 +511,10 @@ func Uninstall(ctx context.Context, o Options) (*AgentReport, error) {
 		return nil, err
 	}
 	rep := &AgentReport{Root: root}
-	m, found := readAgentManifestFound(root)
+	m, found, err := loadAgentManifest(root)
+	if err != nil {
+		return nil, err
+	}
 	if !found {
 		td := filepath.Join(root, DefaultDir)
 		if _, err := os.Stat(filepath.Join(td, ManifestName)); err != nil {
@@ -488,8 +532,14 @@ func Uninstall(ctx context.Context, o Options) (*AgentReport, error) {
 		left.ClaudeLocal = true
 		rep.warn("contextd is still registered with Claude Code for this project; remove it with: claude mcp remove --scope local %s", MCPServerName)
 	}
+	var outside []string // files outside the project whose entries were accepted
 	for i := len(m.Markdown) - 1; i >= 0; i-- {
 		e := m.Markdown[i]
+		if _, in, err := projectPath(root, e.File); err != nil || !in || filepath.IsAbs(e.File) {
+			rep.warn("%s: the manifest names a file install never writes; left alone", e.File)
+			left.Markdown = append([]mdEntry{e}, left.Markdown...)
+			continue
+		}
 		if err := undoSection(root, e, rep); err != nil {
 			rep.warn("%s: %v", e.File, err)
 			left.Markdown = append([]mdEntry{e}, left.Markdown...)
@@ -497,6 +547,14 @@ func Uninstall(ctx context.Context, o Options) (*AgentReport, error) {
 	}
 	for i := len(m.JSON) - 1; i >= 0; i-- {
 		e := m.JSON[i]
+		if !o.trustedJSON(root, e) {
+			rep.warn("%s: the manifest holds an entry (%s) install never writes there; left alone", e.File, strings.Join(e.Path, "."))
+			left.JSON = append([]jsonEntry{e}, left.JSON...)
+			continue
+		}
+		if filepath.IsAbs(e.File) {
+			outside = append(outside, e.File)
+		}
 		if err := undoJSON(root, e, rep); err != nil {
 			rep.warn("%s: %v", e.File, err)
 			left.JSON = append([]jsonEntry{e}, left.JSON...)
@@ -504,13 +562,28 @@ func Uninstall(ctx context.Context, o Options) (*AgentReport, error) {
 	}
 	for i := len(m.TOML) - 1; i >= 0; i-- {
 		e := m.TOML[i]
+		if !o.trustedTOML(root, e) {
+			rep.warn("%s: the manifest holds an entry (%s) install never writes there; left alone", e.File, strings.Join(append(slices.Clone(e.Table), e.Key), "."))
+			left.TOML = append([]tomlEntry{e}, left.TOML...)
+			continue
+		}
+		if filepath.IsAbs(e.File) {
+			outside = append(outside, e.File)
+		}
 		if err := undoTOML(root, e, rep); err != nil {
 			rep.warn("%s: %v", e.File, err)
 			left.TOML = append([]tomlEntry{e}, left.TOML...)
 		}
 	}
 	for _, td := range m.ToolsDirs {
-		trep, err := RemoveTools(abs(root, td))
+		if !filepath.IsAbs(td) && !filepath.IsLocal(td) {
+			// Install records a tools directory inside the project relative
+			// to it; one climbing out was forged.
+			rep.warn("%s: the manifest names a tools directory outside the project; left alone", td)
+			left.ToolsDirs = append(left.ToolsDirs, td)
+			continue
+		}
+		trep, err := removeTools(root, abs(root, td))
 		if trep != nil {
 			summarize(rep, root, abs(root, td), trep.Actions)
 		}
@@ -524,7 +597,11 @@ func Uninstall(ctx context.Context, o Options) (*AgentReport, error) {
 	dirs := slices.Clone(m.Dirs)
 	slices.SortFunc(dirs, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
 	for _, d := range dirs {
-		if err := os.Remove(abs(root, d)); err == nil {
+		if !trustedDir(root, abs(root, d), outside) {
+			rep.warn("%s: not a directory install creates; left alone", d)
+			continue
+		}
+		if err := removeIn(root, abs(root, d), true); err == nil {
 			rep.did(d, "removed (empty)")
 		} else if _, err := os.Lstat(abs(root, d)); err == nil {
 			left.Dirs = append(left.Dirs, d)
@@ -536,6 +613,9 @@ func Uninstall(ctx context.Context, o Options) (*AgentReport, error) {
 		left.MCP = left.MCP || m.MCP && e.File == ".mcp.json"
 	}
 	left.MCP = left.MCP || m.MCP && left.ClaudeLocal
+	if err := forgetSeen(root, o); err != nil {
+		rep.warn("could not update the record of the agents' files (%v)", err)
+	}
 	mp := filepath.Join(root, AgentManifestName)
 	if len(left.JSON) > 0 || len(left.TOML) > 0 || len(left.Markdown) > 0 || len(left.ToolsDirs) > 0 {
 		if err := writeAgentManifest(root, left); err != nil {
@@ -543,7 +623,7 @@ func Uninstall(ctx context.Context, o Options) (*AgentReport, error) {
 		}
 		return rep, fmt.Errorf("could not undo everything (see the warnings); %s keeps what is left, fix it and run uninstall again: %w", AgentManifestName, catalog.ErrConflict)
 	}
-	if err := os.Remove(mp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := removeIn(root, mp, false); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return rep, fmt.Errorf("remove %s: %v: %w", mp, err, catalog.ErrIO)
 	} else if err == nil {
 		rep.did(AgentManifestName, "removed")
@@ -559,17 +639,27 @@ func (o *Options) claudeBin() string {
 }
 
 func readAgentManifestFound(root string) (*agentManifest, bool) {
+	m, found, _ := loadAgentManifest(root)
+	return m, found
+}
+
+// loadAgentManifest reads the project's manifest; only a manifest that leads
+// out of the project (or cannot be read) is an error.
+func loadAgentManifest(root string) (*agentManifest, bool, error) {
 	m := &agentManifest{Version: 1, Kind: "contextd-agent"}
-	b, err := os.ReadFile(filepath.Join(root, AgentManifestName))
+	b, err := readIn(root, AgentManifestName)
+	if errors.Is(err, fs.ErrNotExist) {
+		return m, false, nil
+	}
 	if err != nil {
-		return m, false
+		return m, false, err
 	}
 	var got agentManifest
 	if json.Unmarshal(b, &got) != nil || got.Kind != "contextd-agent" {
 		// A damaged manifest proves nothing was ours.
-		return m, false
+		return m, false, nil
 	}
-	return &got, true
+	return &got, true, nil
 }
 
 func readAgentManifest(root string) *agentManifest {
@@ -590,7 +680,7 @@ func writeAgentManifest(root string, m *agentManifest) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %v: %w", AgentManifestName, err, catalog.ErrInternal)
 	}
-	return writeAtomic(filepath.Join(root, AgentManifestName), append(b, '\n'))
+	return writeIn(root, AgentManifestName, append(b, '\n'))
 }
 
 // writeAtomic replaces the file at p (through a symlink, at its target) with
@@ -642,7 +732,7 @@ type fileEdit struct {
 	record   func(*agentManifest)
 }
 
-func (e *fileEdit) write() error { return writeAtomic(e.abs, e.out) }
+func (e *fileEdit) write(root string) error { return writeIn(root, e.abs, e.out) }
 
 // jsonDoc is a JSON file being edited; a missing file reads as "{}\n".
 type jsonDoc struct {
@@ -655,15 +745,14 @@ type jsonDoc struct {
 
 func loadJSON(root, relPath string, jsonc bool) (*jsonDoc, error) {
 	d := &jsonDoc{rel: relPath, abs: abs(root, relPath), jsonc: jsonc}
-	b, err := os.ReadFile(d.abs)
+	b, err := readIn(root, relPath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		b = []byte("{}\n")
+	case errors.Is(err, catalog.ErrNotRegular):
+		return nil, fmt.Errorf("%s is not a regular file; nothing was changed: %w", relPath, catalog.ErrConflict)
 	case err != nil:
-		if fi, serr := os.Stat(d.abs); serr == nil && !fi.Mode().IsRegular() {
-			return nil, fmt.Errorf("%s is not a regular file; nothing was changed: %w", relPath, catalog.ErrConflict)
-		}
-		return nil, fmt.Errorf("read %s: %v: %w", relPath, err, catalog.ErrIO)
+		return nil, err
 	default:
 		d.exists = true
 	}
@@ -1068,8 +1157,7 @@ func openCodeV2Value(proxy string) []byte {
 
 // undoJSON removes one recorded entry if it is still as install wrote it.
 func undoJSON(root string, e jsonEntry, rep *AgentReport) error {
-	p := abs(root, e.File)
-	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+	if _, err := readIn(root, e.File); errors.Is(err, fs.ErrNotExist) {
 		rep.did(e.File, "already gone")
 		return nil
 	}
@@ -1150,14 +1238,14 @@ func undoJSON(root string, e jsonEntry, rep *AgentReport) error {
 		}
 	}
 	if e.CreatedFile && d.root.items() == 0 && string(bytes.TrimSpace(d.src)) == "{}" {
-		if err := os.Remove(d.abs); err != nil {
+		if err := removeIn(root, d.abs, false); err != nil {
 			return fmt.Errorf("remove %s: %v: %w", e.File, err, catalog.ErrIO)
 		}
 		rep.did(e.File, "removed (left empty)")
 		return nil
 	}
 	if !bytes.Equal(orig, d.src) {
-		return writeAtomic(d.abs, d.src)
+		return writeIn(root, d.abs, d.src)
 	}
 	return nil
 }
@@ -1166,8 +1254,22 @@ func undoJSON(root string, e jsonEntry, rep *AgentReport) error {
 // written (per dir's manifest), then the manifest and the directories left
 // empty.
 func RemoveTools(dir string) (*Report, error) {
+	return removeTools("", dir)
+}
+
+// removeTools is RemoveTools for the project at root ("" for none): a tools
+// directory inside it is reached only beneath its root.
+func removeTools(root, dir string) (*Report, error) {
 	rep := &Report{Dir: dir}
-	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	d, err := toolsDirAt(root, dir, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return rep, nil
+	}
+	if err != nil {
+		return rep, err
+	}
+	defer d.close()
+	b, err := d.readFile(ManifestName)
 	if errors.Is(err, fs.ErrNotExist) {
 		return rep, nil
 	}
@@ -1188,36 +1290,54 @@ func RemoveTools(dir string) (*Report, error) {
 		if !filepath.IsLocal(relp) {
 			continue // a manifest never names paths outside dir
 		}
-		p := filepath.Join(dir, relp)
 		subdirs[filepath.Dir(relp)] = true
-		want := m.Files[relp]
-		fi, err := os.Lstat(p)
+		sub, err := walkDir(d, filepath.Dir(relp), false)
 		if err != nil {
-			continue
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return rep, err
 		}
+		name := filepath.Base(relp)
+		want := m.Files[relp]
 		ours := false
-		if fi.Mode()&os.ModeSymlink != 0 {
-			cur, err := os.Readlink(p)
+		switch typ, err := sub.lstat(name); {
+		case err != nil || typ == 0:
+			sub.close()
+			continue
+		case typ == unix.S_IFLNK:
+			cur, err := sub.readlink(name)
 			ours = err == nil && want == "link:"+cur
-		} else if fi.Mode().IsRegular() {
-			data, err := os.ReadFile(p)
+		case typ == unix.S_IFREG:
+			data, err := sub.readFile(name)
 			ours = err == nil && want == "sha256:"+sum(data)
 		}
 		if !ours {
+			sub.close()
 			rep.Actions = append(rep.Actions, Action{relp, "kept (changed since install)"})
 			continue
 		}
-		if err := os.Remove(p); err != nil {
-			return rep, fmt.Errorf("remove %s: %v: %w", p, err, catalog.ErrIO)
+		err = sub.remove(name)
+		sub.close()
+		if err != nil {
+			return rep, fmt.Errorf("remove %s: %v: %w", filepath.Join(dir, relp), err, catalog.ErrIO)
 		}
 		rep.Actions = append(rep.Actions, Action{relp, "removed"})
 	}
-	if err := os.Remove(filepath.Join(dir, ManifestName)); err != nil {
+	if err := d.remove(ManifestName); err != nil {
 		return rep, fmt.Errorf("remove %s: %v: %w", ManifestName, err, catalog.ErrIO)
 	}
 	for sd := range subdirs {
-		if sd != "." {
-			os.Remove(filepath.Join(dir, sd)) // only succeeds when empty
+		if sd != "." && filepath.IsLocal(sd) && !strings.Contains(sd, "/") {
+			d.rmdir(sd) // only succeeds when empty
+		}
+	}
+	if root != "" {
+		if r, in, _ := projectPath(root, dir); in && r != "." {
+			if removeIn(root, dir, true) == nil {
+				rep.Actions = append(rep.Actions, Action{".", "removed (empty)"})
+			}
+			return rep, nil
 		}
 	}
 	if os.Remove(dir) == nil {

@@ -111,7 +111,9 @@ func sameTree(t *testing.T, what string, got, want map[string]string) {
 }
 
 func opts(root, bin string) install.Options {
-	return install.Options{Project: root, Proxy: bin, NoClaudeCLI: true}
+	// Yes: these tests merge into the user's own configuration, which the
+	// user agreed to (attack_test.go asks).
+	return install.Options{Project: root, Proxy: bin, NoClaudeCLI: true, Yes: true, StateDir: filepath.Join(filepath.Dir(root), "state")}
 }
 
 func decode(t *testing.T, what, s string) map[string]any {
@@ -712,6 +714,9 @@ func TestParseArgs(t *testing.T) {
 		{args: []string{"--agent", "opencode", "dir"}, err: catalog.ErrUsage},
 		{args: []string{"--agent", "codex", "dir"}, err: catalog.ErrUsage},
 		{args: []string{"--no-trust=1"}, err: catalog.ErrUsage},
+		{args: []string{"--agent", "codex", "--yes"}, want: install.Options{Agent: "codex", Yes: true}},
+		{args: []string{"--yes=1"}, err: catalog.ErrUsage},
+		{args: []string{"--yes"}, uninstall: true, err: catalog.ErrUsage},
 		{args: []string{"--no-trust"}, uninstall: true, err: catalog.ErrUsage},
 		{args: []string{"--bogus"}, err: catalog.ErrUsage},
 		{args: []string{"--project", "/p"}, uninstall: true, want: install.Options{Project: "/p"}},
@@ -729,7 +734,7 @@ func TestParseArgs(t *testing.T) {
 			t.Errorf("%q: error %v, want %v", tt.args, err, tt.err)
 			continue
 		}
-		if err == nil && (got != tt.want || help != tt.help) {
+		if err == nil && (!reflect.DeepEqual(got, tt.want) || help != tt.help) {
 			t.Errorf("%q: %+v help=%v, want %+v help=%v", tt.args, got, help, tt.want, tt.help)
 		}
 	}

@@ -40,7 +40,7 @@ func FuzzAgentConfig(f *testing.F) {
 		k := int(kind) % 3
 		root, bin := project(t, map[string]string{files[k]: src})
 		home := filepath.Join(filepath.Dir(root), "home")
-		o := install.Options{Project: root, Proxy: bin, NoClaudeCLI: true, Agent: agents[k], Path: home,
+		o := install.Options{Project: root, Proxy: bin, NoClaudeCLI: true, Agent: agents[k], Path: home, Yes: true, StateDir: filepath.Join(filepath.Dir(root), "state"),
 			CodexHome: filepath.Join(home, "codex"), GeminiTrust: filepath.Join(home, "gemini", "trusted.json")}
 		before := snapshot(t, root)
 		ctx := context.Background()

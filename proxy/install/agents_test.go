@@ -85,7 +85,7 @@ func newAgentEnv(t *testing.T, dir, agent string, force bool) *agentEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.o = install.Options{Project: root, Proxy: bin, NoClaudeCLI: true, Agent: agent, Force: force,
+	env.o = install.Options{Project: root, Proxy: bin, NoClaudeCLI: true, Agent: agent, Force: force, Yes: true, StateDir: filepath.Join(filepath.Dir(root), "state"),
 		CodexHome: filepath.Join(home, "codex"), GeminiTrust: filepath.Join(home, "gemini", "trustedFolders.json"), Path: nobin}
 	return env
 }

@@ -82,11 +82,13 @@ func findMDEntry(m *agentManifest, file string) *mdEntry {
 func planSection(root, relPath, section string, m *agentManifest, force bool) (*fileEdit, error) {
 	p := filepath.Join(root, relPath)
 	e := &fileEdit{rel: relPath, abs: p}
-	src, err := os.ReadFile(p)
+	src, err := readIn(root, relPath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, catalog.ErrNotRegular):
+		return nil, fmt.Errorf("%s is not a regular file; nothing was changed: %w", relPath, catalog.ErrConflict)
 	case err != nil:
-		return nil, fmt.Errorf("read %s: %v: %w", relPath, err, catalog.ErrIO)
+		return nil, err
 	default:
 		e.exists = true
 	}
@@ -160,13 +162,13 @@ func planSection(root, relPath, section string, m *agentManifest, force bool) (*
 // undoSection removes the section when it is still as install wrote it.
 func undoSection(root string, e mdEntry, rep *AgentReport) error {
 	p := filepath.Join(root, e.File)
-	src, err := os.ReadFile(p)
+	src, err := readIn(root, e.File)
 	if errors.Is(err, fs.ErrNotExist) {
 		rep.did(e.File, "already gone")
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("read %s: %v: %w", e.File, err, catalog.ErrIO)
+		return err
 	}
 	b, end, ok := findSection(src)
 	switch {
@@ -189,13 +191,13 @@ func undoSection(root string, e mdEntry, rep *AgentReport) error {
 		rep.did(e.File, "removed the contextd section")
 	}
 	if e.CreatedFile && len(bytes.TrimSpace(out)) == 0 {
-		if err := os.Remove(p); err != nil {
+		if err := removeIn(root, p, false); err != nil {
 			return fmt.Errorf("remove %s: %v: %w", e.File, err, catalog.ErrIO)
 		}
 		rep.did(e.File, "removed (left empty)")
 		return nil
 	}
-	return writeAtomic(p, out)
+	return writeIn(root, p, out)
 }
 
 // claudeTimeout bounds one run of the claude CLI (`mcp get` starts the server

@@ -1,7 +1,9 @@
 package install
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/contextd/contextd/catalog"
@@ -9,7 +11,7 @@ import (
 
 // InstallUsage and UninstallUsage are the synopses the errors and help print.
 const (
-	InstallUsage   = "contextd-proxy install [--agent auto|claude|codex|gemini|opencode|none] [--project DIR] [--force] [--no-trust] [TOOLS-DIR]"
+	InstallUsage   = "contextd-proxy install [--agent auto|claude|codex|gemini|opencode|none] [--project DIR] [--force] [--no-trust] [--yes] [TOOLS-DIR]"
 	UninstallUsage = "contextd-proxy uninstall [--project DIR]"
 )
 
@@ -79,6 +81,8 @@ func parseArgs(args []string, install bool) (Options, bool, error) {
 			o.Force = true
 		case install && name == "--no-trust" && !hasVal:
 			o.NoTrust = true
+		case install && name == "--yes" && !hasVal:
+			o.Yes = true
 		default:
 			return bad("unknown option %s", a)
 		}
@@ -97,4 +101,27 @@ func parseArgs(args []string, install bool) (Options, bool, error) {
 		o.ToolsDir = positional[0]
 	}
 	return o, false, nil
+}
+
+// Ask returns a Confirm that shows the foreign entries on out and reads the
+// user's answer from in (a terminal): only "y" or "yes" adopts them.
+func Ask(in io.Reader, out io.Writer) func([]string) bool {
+	return func(foreign []string) bool {
+		fmt.Fprintln(out, "contextd-proxy: this project holds agent configuration contextd did not write;")
+		fmt.Fprintln(out, "the agent runs it once install wires (and trusts) the project. An agent may have planted it:")
+		for i, f := range foreign {
+			if i == maxForeignShown {
+				fmt.Fprintf(out, "  (and %d more)\n", len(foreign)-i)
+				break
+			}
+			fmt.Fprintln(out, "  "+f)
+		}
+		fmt.Fprint(out, "Adopt it and trust the project? [y/N] ")
+		line, _ := bufio.NewReader(in).ReadString('\n')
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "y", "yes":
+			return true
+		}
+		return false
+	}
 }

@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/toolspec"
 )
@@ -50,51 +52,86 @@ type Report struct {
 // are left alone and listed in Conflicts; the error then wraps ErrConflict, after
 // everything else was installed.
 func Install(dir, proxy string) (*Report, error) {
+	return installTools("", dir, proxy)
+}
+
+// toolsDirAt opens the tools directory: beneath the project root when it lies
+// inside the project (a link on its way out of the project is refused),
+// else where the user pointed it.
+func toolsDirAt(root, dir string, create bool) (*dirAt, error) {
+	if root != "" {
+		if r, in, err := projectPath(root, dir); err != nil {
+			return nil, err
+		} else if in {
+			return openProjectDir(root, r, create)
+		}
+	}
+	if create {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("create %s: %v: %w", dir, err, catalog.ErrIO)
+		}
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, dirErr(dir, ".", err)
+	}
+	return &dirAt{fd: fd, path: dir}, nil
+}
+
+// installTools is Install for the project at root ("" for none).
+func installTools(root, dir, proxy string) (*Report, error) {
 	if !filepath.IsAbs(proxy) {
 		return nil, fmt.Errorf("proxy path %q is not absolute: %w", proxy, catalog.ErrInternal)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create %s: %v: %w", dir, err, catalog.ErrIO)
+	d, err := toolsDirAt(root, dir, true)
+	if err != nil {
+		return nil, err
 	}
-	m, err := readManifest(dir)
+	defer d.close()
+	m, err := readManifest(d)
 	if err != nil {
 		return nil, err
 	}
 	rep := &Report{Dir: dir}
 	for _, spec := range toolspec.All() {
-		if err := os.MkdirAll(filepath.Join(dir, spec.Name), 0o755); err != nil {
-			return rep, fmt.Errorf("create %s: %v: %w", filepath.Join(dir, spec.Name), err, catalog.ErrIO)
+		sub, err := walkDir(d, spec.Name, true)
+		if err != nil {
+			writeManifest(d, m)
+			return rep, err
 		}
 		items := []struct {
-			rel  string
+			name string
 			link string
 			data []byte
 		}{
-			{rel: filepath.Join(spec.Name, spec.Name), link: proxy},
-			{rel: filepath.Join(spec.Name, "schema.json"), data: spec.Schema},
-			{rel: filepath.Join(spec.Name, "TOOL.md"), data: spec.Doc},
+			{name: spec.Name, link: proxy},
+			{name: "schema.json", data: spec.Schema},
+			{name: "TOOL.md", data: spec.Doc},
 		}
 		for _, it := range items {
+			rel := filepath.Join(spec.Name, it.name)
 			var act Action
 			var err error
 			if it.link != "" {
-				act, err = placeLink(dir, it.rel, it.link, m)
+				act, err = placeLink(sub, rel, it.name, it.link, m)
 			} else {
-				act, err = placeFile(dir, it.rel, it.data, m)
+				act, err = placeFile(sub, rel, it.name, it.data, m)
 			}
 			if errors.Is(err, catalog.ErrConflict) {
-				rep.Conflicts = append(rep.Conflicts, it.rel)
-				rep.Actions = append(rep.Actions, Action{it.rel, "kept (not written by contextd)"})
+				rep.Conflicts = append(rep.Conflicts, rel)
+				rep.Actions = append(rep.Actions, Action{rel, "kept (not written by contextd)"})
 				continue
 			}
 			if err != nil {
-				writeManifest(dir, m)
+				sub.close()
+				writeManifest(d, m)
 				return rep, err
 			}
 			rep.Actions = append(rep.Actions, act)
 		}
+		sub.close()
 	}
-	if err := writeManifest(dir, m); err != nil {
+	if err := writeManifest(d, m); err != nil {
 		return rep, err
 	}
 	if len(rep.Conflicts) > 0 {
@@ -103,25 +140,24 @@ func Install(dir, proxy string) (*Report, error) {
 	return rep, nil
 }
 
-func placeLink(dir, rel, target string, m *manifest) (Action, error) {
-	p := filepath.Join(dir, rel)
+func placeLink(d *dirAt, rel, name, target string, m *manifest) (Action, error) {
 	want := "link:" + target
-	fi, err := os.Lstat(p)
+	typ, err := d.lstat(name)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if err := os.Symlink(target, p); err != nil {
-			return Action{}, fmt.Errorf("symlink %s: %v: %w", p, err, catalog.ErrIO)
+	case err != nil:
+		return Action{}, err
+	case typ == 0:
+		if err := d.put(name, nil, target); err != nil {
+			return Action{}, err
 		}
 		m.Files[rel] = want
 		return Action{rel, "created"}, nil
-	case err != nil:
-		return Action{}, fmt.Errorf("stat %s: %v: %w", p, err, catalog.ErrIO)
-	case fi.Mode()&os.ModeSymlink == 0:
+	case typ != unix.S_IFLNK:
 		return Action{}, catalog.ErrConflict
 	}
-	cur, err := os.Readlink(p)
+	cur, err := d.readlink(name)
 	if err != nil {
-		return Action{}, fmt.Errorf("readlink %s: %v: %w", p, err, catalog.ErrIO)
+		return Action{}, err
 	}
 	if cur == target {
 		m.Files[rel] = want
@@ -131,32 +167,24 @@ func placeLink(dir, rel, target string, m *manifest) (Action, error) {
 		return Action{}, catalog.ErrConflict
 	}
 	// Ours, pointing at an older proxy: replace it atomically.
-	tmp := p + ".contextd-new"
-	os.Remove(tmp)
-	if err := os.Symlink(target, tmp); err != nil {
-		return Action{}, fmt.Errorf("symlink %s: %v: %w", tmp, err, catalog.ErrIO)
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		os.Remove(tmp)
-		return Action{}, fmt.Errorf("rename %s: %v: %w", p, err, catalog.ErrIO)
+	if err := d.put(name, nil, target); err != nil {
+		return Action{}, err
 	}
 	m.Files[rel] = want
 	return Action{rel, "updated"}, nil
 }
 
-func placeFile(dir, rel string, data []byte, m *manifest) (Action, error) {
-	p := filepath.Join(dir, rel)
+func placeFile(d *dirAt, rel, name string, data []byte, m *manifest) (Action, error) {
 	want := "sha256:" + sum(data)
-	cur, err := os.ReadFile(p)
+	cur, err := d.readFile(name)
 	what := "created"
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, catalog.ErrNotRegular):
+		// A directory or a link where ours should be: not ours.
+		return Action{}, catalog.ErrConflict
 	case err != nil:
-		// A directory or an unreadable file where ours should be: not ours.
-		if fi, serr := os.Lstat(p); serr == nil && !fi.Mode().IsRegular() {
-			return Action{}, catalog.ErrConflict
-		}
-		return Action{}, fmt.Errorf("read %s: %v: %w", p, err, catalog.ErrIO)
+		return Action{}, err
 	case "sha256:"+sum(cur) == want:
 		m.Files[rel] = want
 		return Action{rel, "unchanged"}, nil
@@ -165,14 +193,8 @@ func placeFile(dir, rel string, data []byte, m *manifest) (Action, error) {
 	default:
 		what = "updated"
 	}
-	tmp := p + ".contextd-new"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		os.Remove(tmp)
-		return Action{}, fmt.Errorf("write %s: %v: %w", tmp, err, catalog.ErrIO)
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		os.Remove(tmp)
-		return Action{}, fmt.Errorf("rename %s: %v: %w", p, err, catalog.ErrIO)
+	if err := d.put(name, data, ""); err != nil {
+		return Action{}, err
 	}
 	m.Files[rel] = want
 	return Action{rel, what}, nil
@@ -183,9 +205,9 @@ func sum(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-func readManifest(dir string) (*manifest, error) {
+func readManifest(d *dirAt) (*manifest, error) {
 	m := &manifest{Version: 1, Files: map[string]string{}}
-	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	b, err := d.readFile(ManifestName)
 	if errors.Is(err, fs.ErrNotExist) {
 		return m, nil
 	}
@@ -199,20 +221,13 @@ func readManifest(dir string) (*manifest, error) {
 	return m, nil
 }
 
-func writeManifest(dir string, m *manifest) error {
+func writeManifest(d *dirAt, m *manifest) error {
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode manifest: %v: %w", err, catalog.ErrInternal)
 	}
-	p := filepath.Join(dir, ManifestName)
-	if cur, err := os.ReadFile(p); err == nil && string(cur) == string(b)+"\n" {
+	if cur, err := d.readFile(ManifestName); err == nil && string(cur) == string(b)+"\n" {
 		return nil // unchanged: a re-run leaves it alone
 	}
-	if err := os.WriteFile(p+".new", append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write %s: %v: %w", p, err, catalog.ErrIO)
-	}
-	if err := os.Rename(p+".new", p); err != nil {
-		return fmt.Errorf("rename %s: %v: %w", p, err, catalog.ErrIO)
-	}
-	return nil
+	return d.put(ManifestName, append(b, '\n'), "")
 }

@@ -92,7 +92,7 @@ func claudeState(root string) AgentState {
 
 func codexState(root string) AgentState {
 	var s AgentState
-	b, err := os.ReadFile(filepath.Join(root, CodexConfig))
+	b, err := readIn(root, CodexConfig) // beneath the root: a link out of the project is not read
 	if err != nil {
 		s.Detail = "no " + CodexConfig
 		return s

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -85,14 +84,13 @@ type tomlFile struct {
 
 func loadTOML(root, relPath string) (*tomlFile, error) {
 	f := &tomlFile{rel: relPath, abs: abs(root, relPath), nl: "\n"}
-	b, err := os.ReadFile(f.abs)
+	b, err := readIn(root, relPath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, catalog.ErrNotRegular):
+		return nil, fmt.Errorf("%s is not a regular file; nothing was changed: %w", relPath, catalog.ErrConflict)
 	case err != nil:
-		if fi, serr := os.Stat(f.abs); serr == nil && !fi.Mode().IsRegular() {
-			return nil, fmt.Errorf("%s is not a regular file; nothing was changed: %w", relPath, catalog.ErrConflict)
-		}
-		return nil, fmt.Errorf("read %s: %v: %w", relPath, err, catalog.ErrIO)
+		return nil, err
 	default:
 		f.exists = true
 	}
@@ -373,13 +371,13 @@ func stmtValueText(line string) string {
 // install wrote it.
 func undoTOML(root string, e tomlEntry, rep *AgentReport) error {
 	p := abs(root, e.File)
-	b, err := os.ReadFile(p)
+	b, err := readIn(root, e.File)
 	if errors.Is(err, fs.ErrNotExist) {
 		rep.did(e.File, "already gone")
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("read %s: %v: %w", e.File, err, catalog.ErrIO)
+		return err
 	}
 	out, what, err := undoTOMLEntry(e.File, string(b), e)
 	if err != nil {
@@ -390,13 +388,13 @@ func undoTOML(root string, e tomlEntry, rep *AgentReport) error {
 		return nil
 	}
 	if e.CreatedFile && strings.TrimSpace(out) == "" {
-		if err := os.Remove(p); err != nil {
+		if err := removeIn(root, p, false); err != nil {
 			return fmt.Errorf("remove %s: %v: %w", e.File, err, catalog.ErrIO)
 		}
 		rep.did(e.File, "removed (left empty)")
 		return nil
 	}
-	return writeAtomic(p, []byte(out))
+	return writeIn(root, p, []byte(out))
 }
 
 // undoTOMLText is undoTOMLEntry for a file without a name.
