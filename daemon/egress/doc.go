@@ -18,8 +18,10 @@
 // (including inside Authorization: Basic) and small bodies, and sends the
 // request on over TLS that it verifies itself. A request that carries a known
 // placeholder to any other host the proxy can see into is refused as a leak.
-// Plain-HTTP traffic is always visible; tunnels to hosts without credentials
-// are not intercepted.
+// Plain-HTTP traffic is always visible. A tunnel to a host whose rules all
+// name methods (the read-only registry rules) is intercepted the same way,
+// so that every request's method is checked, and refused when there is no
+// CA to do it with; other tunnels are not intercepted.
 //
 // What it cannot stop, by design: a program that may talk to an allowed host
 // can send that host whatever it knows (data encoded into URLs, headers or

@@ -69,7 +69,12 @@ func (s *Server) handleConnect(ctx context.Context, c net.Conn, br *bufio.Reader
 // host with credentials, intercepts. One event reports the tunnel.
 func (s *Server) handleTunnel(ctx context.Context, c net.Conn, br *bufio.Reader, via, host string, port int, reply func(*refusal) error) {
 	ev := Event{Time: time.Now(), Via: via, Host: host, Port: port}
-	up, rule, ref := s.open(ctx, host, port, "")
+	see, ref := s.tunnelView(host, port)
+	var up net.Conn
+	var rule Rule
+	if ref == nil {
+		up, rule, ref = s.open(ctx, host, port, "")
+	}
 	if ref != nil {
 		if reply != nil {
 			reply(ref) //nolint:errcheck // the connection ends either way
@@ -89,7 +94,7 @@ func (s *Server) handleTunnel(ctx context.Context, c net.Conn, br *bufio.Reader,
 	}
 	ev.Allowed = true
 	ev.Rule = rule.String()
-	if s.intercepts(host, port) {
+	if see {
 		ev.Intercepted = true
 		ev.BytesOut, ev.BytesIn, ev.Reason = s.intercept(ctx, c, br, up, via, host, port)
 	} else {
