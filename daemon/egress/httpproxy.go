@@ -16,7 +16,7 @@ import (
 // so, else HTTP/1.1 requests until the client closes, a CONNECT takes the
 // connection over, or an error ends it.
 func (s *Server) handleConn(ctx context.Context, c net.Conn) {
-	br := bufio.NewReaderSize(c, 16<<10)
+	br := newHeadReader(c)
 	first, err := br.Peek(1)
 	if err != nil {
 		return
@@ -28,9 +28,10 @@ func (s *Server) handleConn(ctx context.Context, c net.Conn) {
 	sess := newSession(ctx, s, "http", c, br)
 	defer sess.close()
 	for {
-		req, err := http.ReadRequest(br)
+		req, err := s.readRequest(c, c, br, "http", "", 0)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			var he *headError
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.As(err, &he) {
 				writeStatus(c, http.StatusBadRequest, "failed", "contextd egress: malformed request")
 			}
 			return

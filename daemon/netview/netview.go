@@ -65,6 +65,7 @@ type Setup struct {
 	notes     []string
 	log       *slog.Logger
 	refusals  *Refusals
+	limits    egress.Limits
 	cfgSafe   []string
 	cfgServer map[string][]string
 	// The same, parsed once (the configuration was checked at load).
@@ -98,7 +99,8 @@ func NewSetup(cfg *config.Config, h *homeview.Host, dirs Dirs, log *slog.Logger)
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Setup{log: log, refusals: &Refusals{}, credEnv: cfg.Egress.CredentialEnv,
-		cfgSafe: cfg.Tools.SafeBash.EgressAllow, cfgServer: map[string][]string{}}
+		cfgSafe: cfg.Tools.SafeBash.EgressAllow, cfgServer: map[string][]string{},
+		limits: egress.Limits{MaxConns: cfg.Egress.MaxConnections}}
 	for name, srv := range cfg.MCP.Servers {
 		s.cfgServer[name] = srv.EgressAllow
 	}
@@ -360,7 +362,7 @@ func (s *Setup) Prepare(c Call) (*Net, error) {
 
 	col := &collector{setup: s, call: c, rules: rules}
 	srv := egress.NewServer(egress.Options{Policy: egress.Policy{Rules: rules}, Credentials: creds, CA: s.ca,
-		RootCAs: s.roots, OnEvent: col.add, Log: s.log})
+		RootCAs: s.roots, OnEvent: col.add, Log: s.log, Limits: s.limits})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	serve := func(ls []net.Listener) {
@@ -488,6 +490,14 @@ func (c *collector) summary() Summary {
 		seen[hp] = true
 		if conn.Leak {
 			sum.Lines = append(sum.Lines, fmt.Sprintf("egress blocked %s: %s (a credential goes only to its own host)", hp, conn.Reason))
+			continue
+		}
+		if egress.IsLimitReason(conn.Reason) {
+			// No rule helps: the proxy's own bound was hit.
+			if conn.Host == "" {
+				hp = "a request"
+			}
+			sum.Lines = append(sum.Lines, fmt.Sprintf("egress refused %s: %s", hp, conn.Reason))
 			continue
 		}
 		sum.Lines = append(sum.Lines, fmt.Sprintf("egress refused %s: %s; to allow it, add to ~/.config/contextd/config.toml: %s %s = [%q]",
