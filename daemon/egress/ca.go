@@ -9,7 +9,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"math/big"
 	"net/netip"
@@ -22,11 +21,14 @@ import (
 
 // CA is a per-user certificate authority whose key never leaves the daemon:
 // sandboxes trust its certificate so that the proxy can terminate TLS for
-// the hosts it injects credentials into.
+// the hosts it must see into (credential hosts, method-limited registries).
+// Its name constraints limit it to those hosts, and it lives days: a key
+// that leaked anyway is worth little, for little time.
 type CA struct {
 	cert    *x509.Certificate
 	certPEM []byte
 	key     *ecdsa.PrivateKey
+	scope   caScope
 
 	mu     sync.Mutex
 	leaves map[string]*tls.Certificate
@@ -36,18 +38,35 @@ const (
 	caCertFile = "ca.pem"
 	caKeyFile  = "ca-key.pem"
 	caLockFile = ".lock"
+	// caLife is how long a CA is valid; caRenewBefore how long before its
+	// end it is replaced when next loaded (a daemon start, or the next
+	// call of a daemon that ran that long: see Stale). A week keeps a
+	// leaked key short-lived without a new CA every start.
+	caLife        = 7 * 24 * time.Hour
+	caRenewBefore = 2 * 24 * time.Hour
 	// leafLife is long enough that a long build never sees a certificate
 	// expire, short enough that a leaked leaf is soon useless.
 	leafLife = 48 * time.Hour
 )
 
-// LoadOrCreateCA loads dir/ca.pem and dir/ca-key.pem, creating them (ECDSA
-// P-256, 10 years, CN "contextd egress CA") when absent. dir is created 0700
-// and refused if it is a symlink or owned by another user. Creation is
-// serialized with a lock file and the certificate is linked into place last,
-// so that concurrent first calls from several processes all end up with the
-// one CA that was committed.
-func LoadOrCreateCA(dir string) (*CA, error) {
+// LoadOrCreateCA loads the CA in dir (ca.pem, ca-key.pem), or makes a new
+// one (ECDSA P-256, valid caLife) when there is none, when it nears its end,
+// when it is damaged, or when its name constraints are not exactly scope:
+// the hosts it may sign for, each an exact DNS name, "*.suffix" (any
+// subdomain) or an IP literal. An empty scope gives a CA that can sign for
+// nothing a client would accept. dir is created 0700 and refused if it is a
+// symlink or owned by another user; the key is 0600. The decision and the
+// replacement are serialized with a lock file, so that concurrent first
+// calls from several processes end up with the one CA on disk.
+func LoadOrCreateCA(dir string, scope ...string) (*CA, error) {
+	return loadOrCreateCA(dir, scope, time.Now())
+}
+
+func loadOrCreateCA(dir string, scope []string, now time.Time) (*CA, error) {
+	want, err := parseScope(scope)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("egress CA: %w", err)
 	}
@@ -64,19 +83,34 @@ func LoadOrCreateCA(dir string) (*CA, error) {
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing releases it anyway
 
-	ca, err := loadCA(dir)
-	if err == nil {
+	// A CA that does not load (absent, half-written by a crash, not a CA)
+	// is replaced like an old one: the directory is ours, checked above.
+	if ca, err := loadCA(dir); err == nil && ca.fits(want, now) {
 		return ca, nil
 	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return nil, err
-	}
-	if err := createCA(dir); err != nil {
+	if err := createCA(dir, want, now); err != nil {
 		return nil, err
 	}
 	// Read back what is on disk rather than trusting what we generated: the
 	// file is the authority.
-	return loadCA(dir)
+	ca, err := loadCA(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !ca.fits(want, now) {
+		return nil, fmt.Errorf("egress CA: the CA written to %s does not read back as made", dir)
+	}
+	return ca, nil
+}
+
+// Stale reports whether the CA should be replaced (LoadOrCreateCA again):
+// it nears the end of its life.
+func (c *CA) Stale() bool { return !time.Now().Before(c.cert.NotAfter.Add(-caRenewBefore)) }
+
+// fits reports whether c has exactly the constraints of want and is not
+// near its end at now.
+func (c *CA) fits(want caScope, now time.Time) bool {
+	return c.scope.equal(want) && now.After(c.cert.NotBefore) && now.Before(c.cert.NotAfter.Add(-caRenewBefore))
 }
 
 // checkCADir refuses a directory that someone else could have prepared: a
@@ -104,8 +138,7 @@ func checkCADir(dir string) error {
 	return nil
 }
 
-// loadCA reads the pair; os.ErrNotExist when the certificate (the commit
-// point) is absent.
+// loadCA reads the pair; os.ErrNotExist when the certificate is absent.
 func loadCA(dir string) (*CA, error) {
 	certPEM, err := os.ReadFile(filepath.Join(dir, caCertFile))
 	if err != nil {
@@ -130,29 +163,30 @@ func loadCA(dir string) (*CA, error) {
 	if !cert.IsCA {
 		return nil, fmt.Errorf("egress CA: %s is not a CA certificate", caCertFile)
 	}
-	return &CA{cert: cert, certPEM: certPEM, key: key, leaves: map[string]*tls.Certificate{}}, nil
+	return &CA{cert: cert, certPEM: certPEM, key: key, scope: scopeOf(cert), leaves: map[string]*tls.Certificate{}}, nil
 }
 
-// createCA generates a CA and puts it in place: key first (renamed over any
-// leftover of a crashed attempt), certificate last by link, which fails
-// rather than replacing a certificate someone else committed.
-func createCA(dir string) error {
+// createCA generates a CA limited to scope and puts it in place over any
+// earlier one, key first, certificate last: a crash in between leaves a
+// pair that does not match, which the next load replaces. The caller holds
+// the lock.
+func createCA(dir string, scope caScope, now time.Time) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return fmt.Errorf("egress CA: %w", err)
 	}
-	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber:          randomSerial(),
 		Subject:               pkix.Name{CommonName: "contextd egress CA"},
 		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.AddDate(10, 0, 0),
+		NotAfter:              now.Add(caLife),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 		MaxPathLenZero:        true,
 		SubjectKeyId:          keyID(&key.PublicKey),
 	}
+	scope.constrain(tmpl)
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		return fmt.Errorf("egress CA: %w", err)
@@ -161,21 +195,21 @@ func createCA(dir string) error {
 	if err != nil {
 		return fmt.Errorf("egress CA: %w", err)
 	}
-	keyTmp, err := writeTemp(dir, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(keyTmp, filepath.Join(dir, caKeyFile)); err != nil {
-		os.Remove(keyTmp)
-		return fmt.Errorf("egress CA: %w", err)
-	}
-	certTmp, err := writeTemp(dir, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	if err != nil {
-		return err
-	}
-	defer os.Remove(certTmp)
-	if err := os.Link(certTmp, filepath.Join(dir, caCertFile)); err != nil && !errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("egress CA: %w", err)
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{
+		{caKeyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})},
+		{caCertFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})},
+	} {
+		tmp, err := writeTemp(dir, f.data)
+		if err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, f.name)); err != nil {
+			os.Remove(tmp)
+			return fmt.Errorf("egress CA: %w", err)
+		}
 	}
 	return nil
 }
@@ -211,6 +245,9 @@ func (c *CA) Certificate() *x509.Certificate { return c.cert }
 // leaf returns a certificate for host (a DNS name or IP literal), cached per
 // host and renewed a quarter of its life before it expires.
 func (c *CA) leaf(host string) (*tls.Certificate, error) {
+	if !c.scope.permits(host) {
+		return nil, fmt.Errorf("%s is outside the hosts the CA may sign for", host)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
@@ -225,9 +262,10 @@ func (c *CA) leaf(host string) (*tls.Certificate, error) {
 	if notAfter.After(c.cert.NotAfter) {
 		notAfter = c.cert.NotAfter
 	}
+	// No subject: clients match names in the SAN only, and OpenSSL would
+	// check a CN against the DNS constraints even for an IP leaf.
 	tmpl := &x509.Certificate{
 		SerialNumber:   randomSerial(),
-		Subject:        pkix.Name{CommonName: host},
 		NotBefore:      now.Add(-time.Hour),
 		NotAfter:       notAfter,
 		KeyUsage:       x509.KeyUsageDigitalSignature,

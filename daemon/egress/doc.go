@@ -13,7 +13,9 @@
 //
 // Credentials: the sandbox only ever sees placeholders for the user's
 // secrets. For a host that a Credential belongs to, the proxy terminates TLS
-// with a leaf certificate from the per-user CA (which the sandbox trusts),
+// with a leaf certificate from the per-user CA (which the sandbox trusts;
+// its name constraints limit it to the hosts the proxy intercepts, and it
+// lives a week),
 // replaces placeholders with the secret in the request line, headers
 // (including inside Authorization: Basic) and small bodies, and sends the
 // request on over TLS that it verifies itself. A request that carries a known
