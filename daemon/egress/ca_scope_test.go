@@ -103,6 +103,30 @@ func TestCANameConstraints(t *testing.T) {
 			t.Errorf("openssl accepts a forged certificate for %s: %v %s", h, err, out)
 		}
 	}
+
+	// GnuTLS (git's https on Debian and Ubuntu goes through libcurl-gnutls),
+	// where its certtool is installed (gnutls-bin).
+	if _, err := exec.LookPath("certtool"); err != nil {
+		t.Log("certtool (gnutls-bin) is not installed: GnuTLS not checked")
+		return
+	}
+	gnuVerify := func(c *x509.Certificate) (string, error) {
+		f := filepath.Join(dir, "leaf.pem")
+		os.WriteFile(f, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw}), 0o600)
+		out, err := exec.Command("certtool", "--verify", "--load-ca-certificate", caFile, "--infile", f).CombinedOutput()
+		return string(out), err
+	}
+	for _, h := range []string{"registry.test", "127.0.0.1"} {
+		l, _ := ca.leaf(h)
+		if out, err := gnuVerify(l.Leaf); err != nil {
+			t.Errorf("GnuTLS refuses the leaf for %s: %s", h, out)
+		}
+	}
+	for _, h := range []string{"evil.test", "127.0.0.2"} {
+		if out, err := gnuVerify(forge(t, ca, h)); err == nil || !strings.Contains(out, "constraints") {
+			t.Errorf("GnuTLS accepts a forged certificate for %s: %v %s", h, err, out)
+		}
+	}
 }
 
 // TestCAEmptyScope: a CA with nothing to intercept can sign for nothing.
