@@ -99,7 +99,10 @@ func TestAttackReadOnlyEveryPath(t *testing.T) {
 	marker := "attack-readonly-" + devTag(6)
 	script := fmt.Sprintf(`P=%s; T=%s
 c() { tag=$1; shift; printf '%%s=' "$tag"; curl -sS -o /dev/null -w '%%{http_code}\n' "$@" 2>/dev/null || echo; }
-X='--noproxy '' -x http://127.0.0.1:3128'; S='--noproxy '' --socks5-hostname 127.0.0.1:3128'; D='--noproxy *'
+# --noproxy names a host no request goes to, so that the sandbox's NO_PROXY
+# (which lists 127.0.0.1) does not send these past the proxy; D goes
+# straight to the forwarded port.
+X='--noproxy none.invalid -x http://127.0.0.1:3128'; S='--noproxy none.invalid --socks5-hostname 127.0.0.1:3128'; D='--noproxy 127.0.0.1'
 for m in PUT POST DELETE; do
   c proxy-$m $X -X $m --data owned http://$P/evil-pkg
   c tunnel-$m $X -p -X $m --data owned http://$P/evil-pkg
