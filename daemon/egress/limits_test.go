@@ -2,7 +2,6 @@ package egress
 
 import (
 	"bufio"
-	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -132,16 +131,8 @@ func TestHeadLimitForward(t *testing.T) {
 	up := httptest.NewServer(log.handler())
 	defer up.Close()
 	target := strings.TrimPrefix(up.URL, "http://")
-	srv := NewServer(Options{Policy: Policy{Rules: []Rule{mustRule(t, target+" GET,HEAD")}}, CA: newCA(t)})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.ServeForward(ctx, ln, target) }()
-	defer func() { cancel(); <-done }()
-	c, err := net.Dial("tcp", ln.Addr().String())
+	fwd := startForward(t, Options{Policy: Policy{Rules: []Rule{mustRule(t, target+" GET,HEAD")}}, CA: newCA(t)}, target)
+	c, err := net.Dial("tcp", fwd)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -159,20 +159,12 @@ func TestMethodsEnforcedInForward(t *testing.T) {
 			}
 			target := strings.TrimPrefix(strings.TrimPrefix(upURL, "http://"), "https://")
 			ca := newCA(t)
-			srv := NewServer(Options{
+			fwd := startForward(t, Options{
 				Policy:   Policy{Rules: []Rule{mustRule(t, target+" GET,HEAD")}},
 				CA:       ca,
 				RootCAs:  roots,
 				Resolver: resolver(map[string]string{"registry.test": "127.0.0.1"}),
-			})
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- srv.ServeForward(ctx, ln, target) }()
-			defer func() { cancel(); <-done }()
+			}, target)
 
 			tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: caPool(ca), ServerName: "registry.test"}}
 			defer tr.CloseIdleConnections()
@@ -181,7 +173,7 @@ func TestMethodsEnforcedInForward(t *testing.T) {
 				scheme = "https"
 			}
 			c := &http.Client{Transport: tr}
-			resp, err := c.Do(newReq(t, "PUT", scheme+"://"+ln.Addr().String()+"/evil-pkg", "owned"))
+			resp, err := c.Do(newReq(t, "PUT", scheme+"://"+fwd+"/evil-pkg", "owned"))
 			if err != nil {
 				t.Fatalf("PUT through the forward: %v (want the proxy's 403)", err)
 			}
@@ -190,7 +182,7 @@ func TestMethodsEnforcedInForward(t *testing.T) {
 			if resp.StatusCode != 403 || !strings.Contains(string(body), "method PUT not allowed") {
 				t.Errorf("PUT through the forward: %d %q", resp.StatusCode, body)
 			}
-			resp, b := get(t, c, newReq(t, "GET", scheme+"://"+ln.Addr().String()+"/pkg", ""))
+			resp, b := get(t, c, newReq(t, "GET", scheme+"://"+fwd+"/pkg", ""))
 			if resp.StatusCode != 200 || !strings.Contains(b, "registry says hello") {
 				t.Errorf("GET through the forward: %d %q", resp.StatusCode, b)
 			}
@@ -283,4 +275,19 @@ func TestUnlimitedRuleStaysOpaque(t *testing.T) {
 	if ev := p.event(t); ev.Intercepted || !ev.Allowed {
 		t.Errorf("event %+v", ev)
 	}
+}
+
+// startForward serves o as a forward to target on a loopback listener
+// until the test ends, and returns the listener's address.
+func startForward(t *testing.T, o Options, target string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- NewServer(o).ServeForward(ctx, ln, target) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ln.Addr().String()
 }
