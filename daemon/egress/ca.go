@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -35,8 +36,10 @@ type CA struct {
 }
 
 const (
-	caCertFile = "ca.pem"
-	caKeyFile  = "ca-key.pem"
+	// legacyCert and legacyKey are the unconstrained ten-year CA of older
+	// versions, deleted on sight.
+	legacyCert = "ca.pem"
+	legacyKey  = "ca-key.pem"
 	caLockFile = ".lock"
 	// caLife is how long a CA is valid; caRenewBefore how long before its
 	// end it is replaced when next loaded (a daemon start, or the next
@@ -49,7 +52,8 @@ const (
 	leafLife = 48 * time.Hour
 )
 
-// LoadOrCreateCA loads the CA in dir (ca.pem, ca-key.pem), or makes a new
+// LoadOrCreateCA loads the CA of scope in dir (ca-ID.pem, ca-ID-key.pem,
+// ID naming the scope), or makes a new
 // one (ECDSA P-256, valid caLife) when there is none, when it nears its end,
 // when it is damaged, or when its name constraints are not exactly scope:
 // the hosts it may sign for, each an exact DNS name, "*.suffix" (any
@@ -83,17 +87,19 @@ func loadOrCreateCA(dir string, scope []string, now time.Time) (*CA, error) {
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing releases it anyway
 
+	removeOldCAs(dir, now)
 	// A CA that does not load (absent, half-written by a crash, not a CA)
 	// is replaced like an old one: the directory is ours, checked above.
-	if ca, err := loadCA(dir); err == nil && ca.fits(want, now) {
+	names := want.files()
+	if ca, err := loadCA(dir, names); err == nil && ca.fits(want, now) {
 		return ca, nil
 	}
-	if err := createCA(dir, want, now); err != nil {
+	if err := createCA(dir, names, want, now); err != nil {
 		return nil, err
 	}
 	// Read back what is on disk rather than trusting what we generated: the
 	// file is the authority.
-	ca, err := loadCA(dir)
+	ca, err := loadCA(dir, names)
 	if err != nil {
 		return nil, err
 	}
@@ -102,6 +108,40 @@ func loadOrCreateCA(dir string, scope []string, now time.Time) (*CA, error) {
 	}
 	return ca, nil
 }
+
+// removeOldCAs deletes the CAs of dir that can serve no one any more:
+// expired ones (of scopes no process asked for since) and the
+// unconstrained CA of older versions. Failures are left for next time.
+func removeOldCAs(dir string, now time.Time) {
+	os.Remove(filepath.Join(dir, legacyCert))
+	os.Remove(filepath.Join(dir, legacyKey))
+	certs, _ := filepath.Glob(filepath.Join(dir, "ca-*.pem"))
+	for _, f := range certs {
+		if strings.HasSuffix(f, "-key.pem") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		blk, _ := pem.Decode(b)
+		if blk == nil {
+			continue
+		}
+		if c, err := x509.ParseCertificate(blk.Bytes); err == nil && now.After(c.NotAfter) {
+			os.Remove(strings.TrimSuffix(f, ".pem") + "-key.pem")
+			os.Remove(f)
+		}
+	}
+}
+
+// ID names the CA's scope: CAs of different scopes live side by side, so
+// that a process with another view of the user's configuration never
+// replaces the CA a running daemon's sandboxes trust.
+func (c *CA) ID() string { return c.scope.id() }
+
+// files are where the CA is kept.
+func (c *CA) files() caFiles { return c.scope.files() }
 
 // Stale reports whether the CA should be replaced (LoadOrCreateCA again):
 // it nears the end of its life.
@@ -139,14 +179,14 @@ func checkCADir(dir string) error {
 }
 
 // loadCA reads the pair; os.ErrNotExist when the certificate is absent.
-func loadCA(dir string) (*CA, error) {
-	certPEM, err := os.ReadFile(filepath.Join(dir, caCertFile))
+func loadCA(dir string, names caFiles) (*CA, error) {
+	certPEM, err := os.ReadFile(filepath.Join(dir, names.cert))
 	if err != nil {
 		return nil, err
 	}
-	keyPEM, err := os.ReadFile(filepath.Join(dir, caKeyFile))
+	keyPEM, err := os.ReadFile(filepath.Join(dir, names.key))
 	if err != nil {
-		return nil, fmt.Errorf("egress CA: %s exists without its key: %w", caCertFile, err)
+		return nil, fmt.Errorf("egress CA: %s exists without its key: %w", names.cert, err)
 	}
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
@@ -161,7 +201,7 @@ func loadCA(dir string) (*CA, error) {
 		return nil, fmt.Errorf("egress CA: %w", err)
 	}
 	if !cert.IsCA {
-		return nil, fmt.Errorf("egress CA: %s is not a CA certificate", caCertFile)
+		return nil, fmt.Errorf("egress CA: %s is not a CA certificate", names.cert)
 	}
 	return &CA{cert: cert, certPEM: certPEM, key: key, scope: scopeOf(cert), leaves: map[string]*tls.Certificate{}}, nil
 }
@@ -170,7 +210,7 @@ func loadCA(dir string) (*CA, error) {
 // earlier one, key first, certificate last: a crash in between leaves a
 // pair that does not match, which the next load replaces. The caller holds
 // the lock.
-func createCA(dir string, scope caScope, now time.Time) error {
+func createCA(dir string, names caFiles, scope caScope, now time.Time) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return fmt.Errorf("egress CA: %w", err)
@@ -199,8 +239,8 @@ func createCA(dir string, scope caScope, now time.Time) error {
 		name string
 		data []byte
 	}{
-		{caKeyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})},
-		{caCertFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})},
+		{names.key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})},
+		{names.cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})},
 	} {
 		tmp, err := writeTemp(dir, f.data)
 		if err != nil {

@@ -157,7 +157,7 @@ func TestCAShortLifeAndRenewal(t *testing.T) {
 	if life := c.NotAfter.Sub(now); life > caLife || life < caLife-time.Minute {
 		t.Errorf("CA lives %v, want %v", life, caLife)
 	}
-	if fi, err := os.Stat(filepath.Join(dir, caKeyFile)); err != nil || fi.Mode().Perm() != 0o600 {
+	if fi, err := os.Stat(filepath.Join(dir, ca.files().key)); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("key file: %v %v", fi, err)
 	}
 	same, err := loadOrCreateCA(dir, []string{"127.0.0.1", "*.pythonhosted.test", "registry.test", "registry.test"}, now.Add(time.Hour))
@@ -202,4 +202,48 @@ func slicesContain(l []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestCAScopesCoexist: another process with another scope (`contextd
+// doctor` run from a shell whose npm variables differ) gets a CA of its
+// own and does not replace the daemon's; an unconstrained CA left by an
+// older contextd is deleted.
+func TestCAScopesCoexist(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ca")
+	os.MkdirAll(dir, 0o700)
+	for _, f := range []string{"ca.pem", "ca-key.pem"} {
+		os.WriteFile(filepath.Join(dir, f), []byte("an older contextd's CA"), 0o600)
+	}
+	a, err := LoadOrCreateCA(dir, "registry.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := LoadOrCreateCA(dir, "registry.test", "other.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := LoadOrCreateCA(dir, "registry.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Certificate().SerialNumber.Cmp(a.Certificate().SerialNumber) != 0 {
+		t.Error("a CA of another scope replaced the first one")
+	}
+	if a.ID() == b.ID() || a.ID() != again.ID() {
+		t.Errorf("IDs: %s %s %s", a.ID(), b.ID(), again.ID())
+	}
+	for _, f := range []string{"ca.pem", "ca-key.pem"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			t.Errorf("the unconstrained %s is still there", f)
+		}
+	}
+	keys, _ := filepath.Glob(filepath.Join(dir, "ca-*-key.pem"))
+	for _, k := range keys {
+		if fi, err := os.Stat(k); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v", k, fi.Mode(), err)
+		}
+	}
+	if len(keys) != 2 {
+		t.Errorf("keys on disk: %v", keys)
+	}
 }

@@ -23,7 +23,7 @@ func TestLoadOrCreateCA(t *testing.T) {
 	if life := cert.NotAfter.Sub(cert.NotBefore); life > caLife+time.Hour {
 		t.Errorf("CA valid for %v, want at most %v", life, caLife)
 	}
-	for name, want := range map[string]os.FileMode{dir: 0o700, filepath.Join(dir, "ca-key.pem"): 0o600} {
+	for name, want := range map[string]os.FileMode{dir: 0o700, filepath.Join(dir, ca.files().key): 0o600} {
 		fi, err := os.Stat(name)
 		if err != nil {
 			t.Fatal(err)
@@ -70,7 +70,7 @@ func TestLoadOrCreateCAConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			ca, err := LoadOrCreateCA(dir)
+			ca, err := LoadOrCreateCA(dir, "registry.test")
 			errs[i] = err
 			if err == nil {
 				pems[i] = ca.CertPEM()
@@ -78,7 +78,8 @@ func TestLoadOrCreateCAConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	onDisk, err := os.ReadFile(filepath.Join(dir, "ca.pem"))
+	sc, _ := parseScope([]string{"registry.test"})
+	onDisk, err := os.ReadFile(filepath.Join(dir, sc.files().cert))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,9 @@
 package egress
 
 import (
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/netip"
@@ -116,4 +118,24 @@ func (sc caScope) permits(host string) bool {
 		}
 	}
 	return false
+}
+
+// id is a short stable name of the scope, for file names.
+func (sc caScope) id() string {
+	h := sha256.New()
+	for _, d := range sc.dns {
+		fmt.Fprintf(h, "dns %s\n", d)
+	}
+	for _, a := range sc.ips {
+		fmt.Fprintf(h, "ip %s\n", a)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// caFiles are the certificate and key files of one scope's CA.
+type caFiles struct{ cert, key string }
+
+func (sc caScope) files() caFiles {
+	id := sc.id()
+	return caFiles{cert: "ca-" + id + ".pem", key: "ca-" + id + "-key.pem"}
 }

@@ -47,4 +47,19 @@ func TestCAScopedToInterceptedHosts(t *testing.T) {
 	if err != nil || !bytes.Contains(b, s.ca.CertPEM()) {
 		t.Errorf("the sandbox's bundle does not hold the CA: %v", err)
 	}
+
+	// Another process whose view of the configuration differs (another
+	// npm registry in its environment) gets its own CA and bundle, and the
+	// daemon's stay as they were.
+	before, _ := os.ReadFile(s.bundle)
+	other, err := NewSetup(cfg, &homeview.Host{Home: home, Env: map[string]string{"PATH": "/usr/bin", "npm_config_registry": "https://npm.other.test/"}}, dirs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.ca.ID() == s.ca.ID() || other.bundle == s.bundle {
+		t.Fatalf("two scopes share a CA (%s) or a bundle (%s)", s.ca.ID(), s.bundle)
+	}
+	if after, _ := os.ReadFile(s.bundle); !bytes.Equal(after, before) {
+		t.Error("another process's setup rewrote the daemon's trust bundle")
+	}
 }

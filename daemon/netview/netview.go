@@ -266,7 +266,10 @@ func (s *Setup) writeBundle(dir string, extra []byte) error {
 		return fmt.Errorf("egress: trust bundle: %v: %w", errors.Join(werr, cerr), catalog.ErrSandbox)
 	}
 	os.Chmod(tmp.Name(), 0o444)
-	final := filepath.Join(dir, "bundle.pem")
+	// One bundle per CA: a process with another view of the user's
+	// configuration (`contextd doctor` from another shell) has a CA of its
+	// own, and must not replace the bundle the daemon's sandboxes mount.
+	final := filepath.Join(dir, "bundle-"+s.ca.ID()+".pem")
 	if err := os.Rename(tmp.Name(), final); err != nil {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("egress: trust bundle: %v: %w", err, catalog.ErrSandbox)
