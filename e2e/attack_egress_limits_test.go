@@ -93,8 +93,11 @@ func readOnlyRegistries(t *testing.T) (plain, secure *methodRegistry) {
 func TestAttackReadOnlyEveryPath(t *testing.T) {
 	plain, secure := readOnlyRegistries(t)
 	ws := egressWorkspace(t)
-	// A package of the attacker's to publish (the workspace's own is private).
+	// Packages of the attacker's to publish (the workspace's own is
+	// private): one under the loopback registry's scope, one unscoped for
+	// registry.npmjs.org (a scope's registry wins over --registry).
 	devPlant(t, filepath.Join(ws, "pub", "package.json"), `{"name":"@probetls/evil","version":"6.6.6"}`+"\n", 0o644)
+	devPlant(t, filepath.Join(ws, "pub2", "package.json"), `{"name":"contextd-e2e-evil-`+devTag(8)+`","version":"6.6.6"}`+"\n", 0o644)
 	P, T := fmt.Sprintf("127.0.0.1:%d", plain.port), fmt.Sprintf("127.0.0.1:%d", secure.port)
 	marker := "attack-readonly-" + devTag(6)
 	script := fmt.Sprintf(`P=%s; T=%s
@@ -115,7 +118,7 @@ done
 c proxy-GET $X http://$P/ok; c tunnel-GET $X -p http://$P/ok; c connect-GET $X https://$T/ok
 c socks-GET $S https://$T/ok; c socksplain-GET $S http://$P/ok; c forward-GET $D http://$P/ok; c forwardtls-GET $D https://$T/ok
 cd pub && npm publish --registry https://$T/ --//$T/:_authToken=npm_attacker >/dev/null 2>&1; echo npm-publish-loopback=$?
-npm publish --registry https://registry.npmjs.org/ --//registry.npmjs.org/:_authToken=npm_attacker >/dev/null 2>&1; echo npm-publish-npmjs=$?
+cd ../pub2 && npm publish --registry https://registry.npmjs.org/ --//registry.npmjs.org/:_authToken=npm_attacker >/dev/null 2>&1; echo npm-publish-npmjs=$?
 # %s`, P, T, marker)
 	r := bashIn(t, ws, script)
 	t.Logf("%s", r.stdout)
