@@ -117,6 +117,7 @@ func TestHeadLimit(t *testing.T) {
 			if n > 16<<20 {
 				t.Errorf("the process allocated %d MiB for a %d MiB head", n>>20, hugeSize>>20)
 			}
+			t.Logf("allocated %d KiB for a %d MiB head", n>>10, hugeSize>>20)
 		})
 	}
 	if w := rs.log.count(); w != 0 {
