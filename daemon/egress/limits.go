@@ -2,12 +2,14 @@ package egress
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -146,7 +148,11 @@ func (s *Server) readRequest(w io.Writer, raw net.Conn, br *bufio.Reader, via, h
 		}
 		return nil, err
 	}
-	return http.ReadRequest(br)
+	req, err := http.ReadRequest(br)
+	if err == nil {
+		boundChunked(req, br)
+	}
+	return req, err
 }
 
 // drainRefused reads and drops what a refused client still sends, up to maxDrain
@@ -246,3 +252,57 @@ func (ss *session) readResponse(req *http.Request) (*http.Response, error) {
 	}
 	return http.ReadResponse(ss.upBr, req)
 }
+
+// boundChunked gives a chunked request a body that reads the chunks
+// itself: net/http's own reader would parse the trailer into a map of up
+// to a buffer's worth of fields, ~200 bytes each. The trailer is checked
+// against the head limits and dropped (requests with trailers are rare and
+// no registry needs one).
+func boundChunked(req *http.Request, br *bufio.Reader) {
+	if !isChunked(req.TransferEncoding) {
+		return
+	}
+	req.Body = &chunkedBody{chunks: httputil.NewChunkedReader(br), br: br}
+	req.Trailer = nil
+}
+
+// chunkedBody is the body of a chunked request read straight from the
+// client's reader.
+type chunkedBody struct {
+	chunks io.Reader
+	br     *bufio.Reader
+	err    error
+}
+
+func (b *chunkedBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	n, err := b.chunks.Read(p)
+	if errors.Is(err, io.EOF) {
+		err = b.skipTrailer()
+	}
+	b.err = err
+	return n, err
+}
+
+// skipTrailer reads past the trailer that follows the last chunk, after
+// scanHead made sure it is within the limits and whole in the buffer.
+func (b *chunkedBody) skipTrailer() error {
+	if err := scanHead(b.br, "trailer"); err != nil {
+		return err
+	}
+	for {
+		line, err := b.br.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		if len(bytes.TrimRight(line, "\r\n")) == 0 {
+			return io.EOF
+		}
+	}
+}
+
+// Close leaves the rest unread: a request whose body was not sent ends its
+// connection anyway.
+func (b *chunkedBody) Close() error { return nil }
