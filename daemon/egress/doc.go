@@ -35,4 +35,9 @@
 // configuration (a registry URL pointing elsewhere) and to make sure a secret
 // is only ever put in a request to its own host. Bodies larger than 1 MiB or
 // chunked are streamed without substitution or leak checks.
+//
+// Limits (limits.go): the daemon is outside every sandbox's memory limit,
+// so request and response heads (and chunked trailers) are held to 64 KiB
+// and 256 fields, and a call to Limits.MaxConns connections; what goes over
+// is refused with the limit named.
 package egress
