@@ -28,10 +28,14 @@ type Egress struct {
 	// verifies upstream servers with them, and the sandbox's trust store
 	// holds them too.
 	CAFiles []string `toml:"ca_files"`
+	// MaxConnections bounds the connections one sandboxed call may hold
+	// open through the proxy at once; the next are refused with the
+	// limit named.
+	MaxConnections int `toml:"max_connections"`
 }
 
 func defaultEgress() Egress {
-	return Egress{Registries: true, Allow: []string{}, CredentialEnv: map[string][]string{}, CAFiles: []string{}}
+	return Egress{Registries: true, Allow: []string{}, CredentialEnv: map[string][]string{}, CAFiles: []string{}, MaxConnections: 256}
 }
 
 func (e *Egress) validate() error {
@@ -61,6 +65,9 @@ func (e *Egress) validate() error {
 				return fmt.Errorf("%s: %q: a credential goes to one exact host (optionally :PORT), not a wildcard or methods", key, h)
 			}
 		}
+	}
+	if e.MaxConnections < 1 || e.MaxConnections > 4096 {
+		return fmt.Errorf("egress.max_connections: %d is not between 1 and 4096", e.MaxConnections)
 	}
 	for _, p := range e.CAFiles {
 		if !filepath.IsAbs(p) {

@@ -9,12 +9,12 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"math/big"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -22,32 +22,55 @@ import (
 
 // CA is a per-user certificate authority whose key never leaves the daemon:
 // sandboxes trust its certificate so that the proxy can terminate TLS for
-// the hosts it injects credentials into.
+// the hosts it must see into (credential hosts, method-limited registries).
+// Its name constraints limit it to those hosts, and it lives days: a key
+// that leaked anyway is worth little, for little time.
 type CA struct {
 	cert    *x509.Certificate
 	certPEM []byte
 	key     *ecdsa.PrivateKey
+	scope   caScope
 
 	mu     sync.Mutex
 	leaves map[string]*tls.Certificate
 }
 
 const (
-	caCertFile = "ca.pem"
-	caKeyFile  = "ca-key.pem"
+	// legacyCert and legacyKey are the unconstrained ten-year CA of older
+	// versions, deleted on sight.
+	legacyCert = "ca.pem"
+	legacyKey  = "ca-key.pem"
 	caLockFile = ".lock"
+	// caLife is how long a CA is valid; caRenewBefore how long before its
+	// end it is replaced when next loaded (a daemon start, or the next
+	// call of a daemon that ran that long: see Stale). A week keeps a
+	// leaked key short-lived without a new CA every start.
+	caLife        = 7 * 24 * time.Hour
+	caRenewBefore = 2 * 24 * time.Hour
 	// leafLife is long enough that a long build never sees a certificate
 	// expire, short enough that a leaked leaf is soon useless.
 	leafLife = 48 * time.Hour
 )
 
-// LoadOrCreateCA loads dir/ca.pem and dir/ca-key.pem, creating them (ECDSA
-// P-256, 10 years, CN "contextd egress CA") when absent. dir is created 0700
-// and refused if it is a symlink or owned by another user. Creation is
-// serialized with a lock file and the certificate is linked into place last,
-// so that concurrent first calls from several processes all end up with the
-// one CA that was committed.
-func LoadOrCreateCA(dir string) (*CA, error) {
+// LoadOrCreateCA loads the CA of scope in dir (ca-ID.pem, ca-ID-key.pem,
+// ID naming the scope), or makes a new
+// one (ECDSA P-256, valid caLife) when there is none, when it nears its end,
+// when it is damaged, or when its name constraints are not exactly scope:
+// the hosts it may sign for, each an exact DNS name, "*.suffix" (any
+// subdomain) or an IP literal. An empty scope gives a CA that can sign for
+// nothing a client would accept. dir is created 0700 and refused if it is a
+// symlink or owned by another user; the key is 0600. The decision and the
+// replacement are serialized with a lock file, so that concurrent first
+// calls from several processes end up with the one CA on disk.
+func LoadOrCreateCA(dir string, scope ...string) (*CA, error) {
+	return loadOrCreateCA(dir, scope, time.Now())
+}
+
+func loadOrCreateCA(dir string, scope []string, now time.Time) (*CA, error) {
+	want, err := parseScope(scope)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("egress CA: %w", err)
 	}
@@ -64,19 +87,70 @@ func LoadOrCreateCA(dir string) (*CA, error) {
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing releases it anyway
 
-	ca, err := loadCA(dir)
-	if err == nil {
+	removeOldCAs(dir, now)
+	// A CA that does not load (absent, half-written by a crash, not a CA)
+	// is replaced like an old one: the directory is ours, checked above.
+	names := want.files()
+	if ca, err := loadCA(dir, names); err == nil && ca.fits(want, now) {
 		return ca, nil
 	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return nil, err
-	}
-	if err := createCA(dir); err != nil {
+	if err := createCA(dir, names, want, now); err != nil {
 		return nil, err
 	}
 	// Read back what is on disk rather than trusting what we generated: the
 	// file is the authority.
-	return loadCA(dir)
+	ca, err := loadCA(dir, names)
+	if err != nil {
+		return nil, err
+	}
+	if !ca.fits(want, now) {
+		return nil, fmt.Errorf("egress CA: the CA written to %s does not read back as made", dir)
+	}
+	return ca, nil
+}
+
+// removeOldCAs deletes the CAs of dir that can serve no one any more:
+// expired ones (of scopes no process asked for since) and the
+// unconstrained CA of older versions. Failures are left for next time.
+func removeOldCAs(dir string, now time.Time) {
+	os.Remove(filepath.Join(dir, legacyCert))
+	os.Remove(filepath.Join(dir, legacyKey))
+	certs, _ := filepath.Glob(filepath.Join(dir, "ca-*.pem"))
+	for _, f := range certs {
+		if strings.HasSuffix(f, "-key.pem") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		blk, _ := pem.Decode(b)
+		if blk == nil {
+			continue
+		}
+		if c, err := x509.ParseCertificate(blk.Bytes); err == nil && now.After(c.NotAfter) {
+			os.Remove(strings.TrimSuffix(f, ".pem") + "-key.pem")
+			os.Remove(f)
+		}
+	}
+}
+
+// ID names the CA's scope: CAs of different scopes live side by side, so
+// that a process with another view of the user's configuration never
+// replaces the CA a running daemon's sandboxes trust.
+func (c *CA) ID() string { return c.scope.id() }
+
+// files are where the CA is kept.
+func (c *CA) files() caFiles { return c.scope.files() }
+
+// Stale reports whether the CA should be replaced (LoadOrCreateCA again):
+// it nears the end of its life.
+func (c *CA) Stale() bool { return !time.Now().Before(c.cert.NotAfter.Add(-caRenewBefore)) }
+
+// fits reports whether c has exactly the constraints of want and is not
+// near its end at now.
+func (c *CA) fits(want caScope, now time.Time) bool {
+	return c.scope.equal(want) && now.After(c.cert.NotBefore) && now.Before(c.cert.NotAfter.Add(-caRenewBefore))
 }
 
 // checkCADir refuses a directory that someone else could have prepared: a
@@ -104,16 +178,15 @@ func checkCADir(dir string) error {
 	return nil
 }
 
-// loadCA reads the pair; os.ErrNotExist when the certificate (the commit
-// point) is absent.
-func loadCA(dir string) (*CA, error) {
-	certPEM, err := os.ReadFile(filepath.Join(dir, caCertFile))
+// loadCA reads the pair; os.ErrNotExist when the certificate is absent.
+func loadCA(dir string, names caFiles) (*CA, error) {
+	certPEM, err := os.ReadFile(filepath.Join(dir, names.cert))
 	if err != nil {
 		return nil, err
 	}
-	keyPEM, err := os.ReadFile(filepath.Join(dir, caKeyFile))
+	keyPEM, err := os.ReadFile(filepath.Join(dir, names.key))
 	if err != nil {
-		return nil, fmt.Errorf("egress CA: %s exists without its key: %w", caCertFile, err)
+		return nil, fmt.Errorf("egress CA: %s exists without its key: %w", names.cert, err)
 	}
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
@@ -128,31 +201,32 @@ func loadCA(dir string) (*CA, error) {
 		return nil, fmt.Errorf("egress CA: %w", err)
 	}
 	if !cert.IsCA {
-		return nil, fmt.Errorf("egress CA: %s is not a CA certificate", caCertFile)
+		return nil, fmt.Errorf("egress CA: %s is not a CA certificate", names.cert)
 	}
-	return &CA{cert: cert, certPEM: certPEM, key: key, leaves: map[string]*tls.Certificate{}}, nil
+	return &CA{cert: cert, certPEM: certPEM, key: key, scope: scopeOf(cert), leaves: map[string]*tls.Certificate{}}, nil
 }
 
-// createCA generates a CA and puts it in place: key first (renamed over any
-// leftover of a crashed attempt), certificate last by link, which fails
-// rather than replacing a certificate someone else committed.
-func createCA(dir string) error {
+// createCA generates a CA limited to scope and puts it in place over any
+// earlier one, key first, certificate last: a crash in between leaves a
+// pair that does not match, which the next load replaces. The caller holds
+// the lock.
+func createCA(dir string, names caFiles, scope caScope, now time.Time) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return fmt.Errorf("egress CA: %w", err)
 	}
-	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber:          randomSerial(),
 		Subject:               pkix.Name{CommonName: "contextd egress CA"},
 		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.AddDate(10, 0, 0),
+		NotAfter:              now.Add(caLife),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 		MaxPathLenZero:        true,
 		SubjectKeyId:          keyID(&key.PublicKey),
 	}
+	scope.constrain(tmpl)
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		return fmt.Errorf("egress CA: %w", err)
@@ -161,21 +235,21 @@ func createCA(dir string) error {
 	if err != nil {
 		return fmt.Errorf("egress CA: %w", err)
 	}
-	keyTmp, err := writeTemp(dir, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(keyTmp, filepath.Join(dir, caKeyFile)); err != nil {
-		os.Remove(keyTmp)
-		return fmt.Errorf("egress CA: %w", err)
-	}
-	certTmp, err := writeTemp(dir, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	if err != nil {
-		return err
-	}
-	defer os.Remove(certTmp)
-	if err := os.Link(certTmp, filepath.Join(dir, caCertFile)); err != nil && !errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("egress CA: %w", err)
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{
+		{names.key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})},
+		{names.cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})},
+	} {
+		tmp, err := writeTemp(dir, f.data)
+		if err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, f.name)); err != nil {
+			os.Remove(tmp)
+			return fmt.Errorf("egress CA: %w", err)
+		}
 	}
 	return nil
 }
@@ -211,6 +285,9 @@ func (c *CA) Certificate() *x509.Certificate { return c.cert }
 // leaf returns a certificate for host (a DNS name or IP literal), cached per
 // host and renewed a quarter of its life before it expires.
 func (c *CA) leaf(host string) (*tls.Certificate, error) {
+	if !c.scope.permits(host) {
+		return nil, fmt.Errorf("%s is outside the hosts the CA may sign for", host)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
@@ -225,9 +302,10 @@ func (c *CA) leaf(host string) (*tls.Certificate, error) {
 	if notAfter.After(c.cert.NotAfter) {
 		notAfter = c.cert.NotAfter
 	}
+	// No subject: clients match names in the SAN only, and OpenSSL would
+	// check a CN against the DNS constraints even for an IP leaf.
 	tmpl := &x509.Certificate{
 		SerialNumber:   randomSerial(),
-		Subject:        pkix.Name{CommonName: host},
 		NotBefore:      now.Add(-time.Hour),
 		NotAfter:       notAfter,
 		KeyUsage:       x509.KeyUsageDigitalSignature,

@@ -7,11 +7,12 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestLoadOrCreateCA(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "egress")
-	ca, err := LoadOrCreateCA(dir)
+	ca, err := LoadOrCreateCA(dir, "registry.example.com", "127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,10 +20,10 @@ func TestLoadOrCreateCA(t *testing.T) {
 	if !cert.IsCA || cert.Subject.CommonName != "contextd egress CA" {
 		t.Errorf("CA certificate: IsCA=%v CN=%q", cert.IsCA, cert.Subject.CommonName)
 	}
-	if years := cert.NotAfter.Sub(cert.NotBefore).Hours() / 24 / 365; years < 9.9 {
-		t.Errorf("CA valid for %.1f years", years)
+	if life := cert.NotAfter.Sub(cert.NotBefore); life > caLife+time.Hour {
+		t.Errorf("CA valid for %v, want at most %v", life, caLife)
 	}
-	for name, want := range map[string]os.FileMode{dir: 0o700, filepath.Join(dir, "ca-key.pem"): 0o600} {
+	for name, want := range map[string]os.FileMode{dir: 0o700, filepath.Join(dir, ca.files().key): 0o600} {
 		fi, err := os.Stat(name)
 		if err != nil {
 			t.Fatal(err)
@@ -31,7 +32,7 @@ func TestLoadOrCreateCA(t *testing.T) {
 			t.Errorf("%s mode %v, want %v", name, fi.Mode().Perm(), want)
 		}
 	}
-	again, err := LoadOrCreateCA(dir)
+	again, err := LoadOrCreateCA(dir, "127.0.0.1", "registry.example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func TestLoadOrCreateCAConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			ca, err := LoadOrCreateCA(dir)
+			ca, err := LoadOrCreateCA(dir, "registry.test")
 			errs[i] = err
 			if err == nil {
 				pems[i] = ca.CertPEM()
@@ -77,7 +78,8 @@ func TestLoadOrCreateCAConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	onDisk, err := os.ReadFile(filepath.Join(dir, "ca.pem"))
+	sc, _ := parseScope([]string{"registry.test"})
+	onDisk, err := os.ReadFile(filepath.Join(dir, sc.files().cert))
 	if err != nil {
 		t.Fatal(err)
 	}

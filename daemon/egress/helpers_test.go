@@ -108,7 +108,8 @@ func portOf(t testing.TB, addr string) int {
 
 func newCA(t testing.TB) *CA {
 	t.Helper()
-	ca, err := LoadOrCreateCA(filepath.Join(t.TempDir(), "ca"))
+	// Every test host is under .test or on 127.0.0.1.
+	ca, err := LoadOrCreateCA(filepath.Join(t.TempDir(), "ca"), "*.test", "127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 // so, else HTTP/1.1 requests until the client closes, a CONNECT takes the
 // connection over, or an error ends it.
 func (s *Server) handleConn(ctx context.Context, c net.Conn) {
-	br := bufio.NewReaderSize(c, 16<<10)
+	br := newHeadReader(c)
 	first, err := br.Peek(1)
 	if err != nil {
 		return
@@ -28,9 +28,10 @@ func (s *Server) handleConn(ctx context.Context, c net.Conn) {
 	sess := newSession(ctx, s, "http", c, br)
 	defer sess.close()
 	for {
-		req, err := http.ReadRequest(br)
+		req, err := s.readRequest(c, c, br, "http", "", 0)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			var he *headError
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.As(err, &he) {
 				writeStatus(c, http.StatusBadRequest, "failed", "contextd egress: malformed request")
 			}
 			return
@@ -69,7 +70,12 @@ func (s *Server) handleConnect(ctx context.Context, c net.Conn, br *bufio.Reader
 // host with credentials, intercepts. One event reports the tunnel.
 func (s *Server) handleTunnel(ctx context.Context, c net.Conn, br *bufio.Reader, via, host string, port int, reply func(*refusal) error) {
 	ev := Event{Time: time.Now(), Via: via, Host: host, Port: port}
-	up, rule, ref := s.open(ctx, host, port, "")
+	see, ref := s.tunnelView(host, port)
+	var up net.Conn
+	var rule Rule
+	if ref == nil {
+		up, rule, ref = s.open(ctx, host, port, "")
+	}
 	if ref != nil {
 		if reply != nil {
 			reply(ref) //nolint:errcheck // the connection ends either way
@@ -89,7 +95,7 @@ func (s *Server) handleTunnel(ctx context.Context, c net.Conn, br *bufio.Reader,
 	}
 	ev.Allowed = true
 	ev.Rule = rule.String()
-	if s.intercepts(host, port) {
+	if see {
 		ev.Intercepted = true
 		ev.BytesOut, ev.BytesIn, ev.Reason = s.intercept(ctx, c, br, up, via, host, port)
 	} else {

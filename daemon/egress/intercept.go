@@ -36,16 +36,17 @@ func (s *Server) intercept(ctx context.Context, c net.Conn, br *bufio.Reader, up
 		if err := tc.HandshakeContext(ctx); err != nil {
 			return 0, 0, "tls handshake with sandbox: " + err.Error()
 		}
-		ss.client, ss.br = tc, bufio.NewReaderSize(tc, 16<<10)
+		ss.client, ss.br = tc, newHeadReader(tc)
 		ss.cbw.Reset(tc)
 		ss.upTLS = true
 	}
 	ss.startFixed(up)
 	defer ss.close()
 	for {
-		req, err := http.ReadRequest(ss.br)
+		req, err := s.readRequest(ss.cbw, ss.client, ss.br, via, host, port)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			var he *headError
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.As(err, &he) {
 				writeStatus(ss.cbw, http.StatusBadRequest, "failed", "contextd egress: malformed request")
 			}
 			break

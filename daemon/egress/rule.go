@@ -27,9 +27,10 @@ type Rule struct {
 	Host string
 	// Port is 1-65535; 0 means any port.
 	Port int
-	// Methods are upper-case HTTP methods; empty means any. They are enforced
-	// only where the proxy sees requests (plain HTTP, intercepted TLS): a
-	// tunnel's method is unknown.
+	// Methods are upper-case HTTP methods; empty means any. They hold on
+	// every path: a tunnel to a host whose rules all name methods is
+	// intercepted so that each request is checked, or refused when it
+	// cannot be (methods.go).
 	Methods []string
 	// Source says where the rule comes from, for the audit.
 	Source string

@@ -62,12 +62,15 @@ type Options struct {
 	// called from many goroutines.
 	OnEvent func(Event)
 	Log     *slog.Logger
+	// Limits bound buffers and connections; zero fields take the defaults.
+	Limits Limits
 }
 
 // Server is the egress proxy of one sandbox.
 type Server struct {
-	o   Options
-	log *slog.Logger
+	o     Options
+	log   *slog.Logger
+	conns connCount
 }
 
 // NewServer returns a server; o is not changed afterwards.
@@ -94,7 +97,7 @@ func NewServer(o Options) *Server {
 // when ctx ends. When Serve returns (nil, once ctx ended or ln closed), every
 // connection it opened is closed and its goroutines have ended.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	return s.serve(ctx, ln, func(ctx context.Context, c net.Conn) { s.handleConn(ctx, c) })
+	return s.serve(ctx, ln, func(ctx context.Context, c net.Conn) { s.handleConn(ctx, c) }, s.overLimit)
 }
 
 // ServeForward serves every connection of ln as if it had asked CONNECT
@@ -107,11 +110,14 @@ func (s *Server) ServeForward(ctx context.Context, ln net.Listener, target strin
 		return err
 	}
 	return s.serve(ctx, ln, func(ctx context.Context, c net.Conn) {
-		s.handleTunnel(ctx, c, bufio.NewReader(c), "forward", host, port, nil)
-	})
+		s.handleTunnel(ctx, c, newHeadReader(c), "forward", host, port, nil)
+	}, s.overLimitForward(host, port))
 }
 
-func (s *Server) serve(ctx context.Context, ln net.Listener, handle func(context.Context, net.Conn)) error {
+// serve accepts on ln and runs handle for each connection, or over for one
+// beyond the call's connection limit (a few at a time; the rest are closed
+// at once).
+func (s *Server) serve(ctx context.Context, ln net.Listener, handle, over func(context.Context, net.Conn)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -137,12 +143,31 @@ func (s *Server) serve(ctx context.Context, ln net.Listener, handle func(context
 			continue
 		}
 		backoff = 5 * time.Millisecond
+		run, refused := handle, false
+		if !s.conns.admit(s.o.Limits.maxConns()) {
+			if s.conns.refusing.Add(1) > maxRefusing {
+				s.conns.refusing.Add(-1)
+				if n := s.conns.dropped.Add(1); n == 1 || n%1000 == 0 {
+					s.log.Warn("egress: connections over the limit closed unanswered", "count", n, "limit", s.o.Limits.maxConns())
+				}
+				c.Close()
+				continue
+			}
+			run, refused = over, true
+		}
 		wg.Go(func() {
+			defer func() {
+				if refused {
+					s.conns.refusing.Add(-1)
+				} else {
+					s.conns.open.Add(-1)
+				}
+			}()
 			cctx, ccancel := context.WithCancel(ctx)
 			defer ccancel()
 			closeOnDone(cctx, c)
 			defer c.Close()
-			handle(cctx, c)
+			run(cctx, c)
 		})
 	}
 }

@@ -59,7 +59,7 @@ func (ss *session) close() {
 
 func (ss *session) setUp(c net.Conn, key string) {
 	ss.up, ss.upKey = c, key
-	ss.upBr = bufio.NewReaderSize(c, 32<<10)
+	ss.upBr = newHeadReader(c)
 	ss.upBw = bufio.NewWriterSize(c, 32<<10)
 	ss.upAfterOff = context.AfterFunc(ss.ctx, func() { c.Close() })
 }
@@ -186,7 +186,7 @@ func (ss *session) handle(req *http.Request) bool {
 		}
 		ev.BytesOut = out.n
 		if err == nil {
-			resp, err = http.ReadResponse(ss.upBr, req)
+			resp, err = ss.readResponse(req)
 			if err == nil {
 				break
 			}
@@ -205,7 +205,7 @@ func (ss *session) handle(req *http.Request) bool {
 	defer func() { ev.BytesIn = in.n; ss.s.emit(ev) }()
 	for {
 		if resp == nil {
-			resp, err = http.ReadResponse(ss.upBr, req)
+			resp, err = ss.readResponse(req)
 		}
 		if err != nil {
 			ss.close()

@@ -65,11 +65,18 @@ type Setup struct {
 	notes     []string
 	log       *slog.Logger
 	refusals  *Refusals
+	limits    egress.Limits
 	cfgSafe   []string
 	cfgServer map[string][]string
 	// The same, parsed once (the configuration was checked at load).
 	safeRules   []egress.Rule
 	serverRules map[string][]egress.Rule
+	// What renewing the CA needs: it lives days, a daemon may live longer.
+	caMu     sync.Mutex
+	caDir    string
+	caScope  []string
+	rtDir    string
+	extraPEM []byte
 }
 
 // forward is a registry on the host's loopback, reached inside at the same
@@ -98,7 +105,8 @@ func NewSetup(cfg *config.Config, h *homeview.Host, dirs Dirs, log *slog.Logger)
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Setup{log: log, refusals: &Refusals{}, credEnv: cfg.Egress.CredentialEnv,
-		cfgSafe: cfg.Tools.SafeBash.EgressAllow, cfgServer: map[string][]string{}}
+		cfgSafe: cfg.Tools.SafeBash.EgressAllow, cfgServer: map[string][]string{},
+		limits: egress.Limits{MaxConns: cfg.Egress.MaxConnections}}
 	for name, srv := range cfg.MCP.Servers {
 		s.cfgServer[name] = srv.EgressAllow
 	}
@@ -135,12 +143,6 @@ func NewSetup(cfg *config.Config, h *homeview.Host, dirs Dirs, log *slog.Logger)
 		}
 		extraPEM = append(append(extraPEM, '\n'), b...)
 	}
-	if s.ca, err = egress.LoadOrCreateCA(dirs.CA); err != nil {
-		return nil, fmt.Errorf("egress: the CA in %s: %v: %w", dirs.CA, err, catalog.ErrSandbox)
-	}
-	if err := s.writeBundle(dirs.Runtime, extraPEM); err != nil {
-		return nil, err
-	}
 	s.serverRules = map[string][]egress.Rule{}
 	if s.safeRules, err = parseRules("tools.safe_bash.egress_allow", s.cfgSafe); err != nil {
 		return nil, err
@@ -150,8 +152,62 @@ func NewSetup(cfg *config.Config, h *homeview.Host, dirs Dirs, log *slog.Logger)
 			return nil, err
 		}
 	}
+	s.caDir, s.rtDir, s.extraPEM = dirs.CA, dirs.Runtime, extraPEM
+	s.caScope = s.interceptScope()
+	if s.ca, err = egress.LoadOrCreateCA(dirs.CA, s.caScope...); err != nil {
+		return nil, fmt.Errorf("egress: the CA in %s: %v: %w", dirs.CA, err, catalog.ErrSandbox)
+	}
+	if err := s.writeBundle(dirs.Runtime, extraPEM); err != nil {
+		return nil, err
+	}
 	s.forwards = forwardsOf(append(append([]egress.Rule{}, s.base...), s.allRules()...))
 	return s, nil
+}
+
+// interceptScope are the hosts the proxy may terminate TLS for, which the
+// CA's name constraints are limited to: those a credential belongs to and
+// those whose rules name methods (the read-only registries), since a
+// method is enforced by seeing the request.
+func (s *Setup) interceptScope() []string {
+	var out []string
+	for _, r := range append(append([]egress.Rule{}, s.base...), s.allRules()...) {
+		if len(r.Methods) > 0 {
+			out = append(out, r.Host)
+		}
+	}
+	for _, sec := range s.found.Secrets {
+		if sec.Host != "" {
+			out = append(out, sec.Host)
+		}
+	}
+	for n, hosts := range s.credEnv {
+		for _, h := range hosts {
+			if r, err := egress.ParseRule(h, "egress.credential_env."+n); err == nil {
+				out = append(out, r.Host)
+			}
+		}
+	}
+	return out
+}
+
+// currentCA returns the CA for a new call, replacing it first (and the
+// trust bundle with it) when it nears its end.
+func (s *Setup) currentCA() (ca *egress.CA, bundle, mnt string, err error) {
+	s.caMu.Lock()
+	defer s.caMu.Unlock()
+	if !s.ca.Stale() {
+		return s.ca, s.bundle, s.bundleMnt, nil
+	}
+	if ca, err = egress.LoadOrCreateCA(s.caDir, s.caScope...); err != nil {
+		return nil, "", "", fmt.Errorf("egress: renewing the CA in %s: %v: %w", s.caDir, err, catalog.ErrSandbox)
+	}
+	old := s.ca
+	s.ca = ca
+	if err := s.writeBundle(s.rtDir, s.extraPEM); err != nil {
+		s.ca = old
+		return nil, "", "", err
+	}
+	return ca, s.bundle, s.bundleMnt, nil
 }
 
 // parseRules parses a configured rule list, naming the key of a bad one.
@@ -210,7 +266,10 @@ func (s *Setup) writeBundle(dir string, extra []byte) error {
 		return fmt.Errorf("egress: trust bundle: %v: %w", errors.Join(werr, cerr), catalog.ErrSandbox)
 	}
 	os.Chmod(tmp.Name(), 0o444)
-	final := filepath.Join(dir, "bundle.pem")
+	// One bundle per CA: a process with another view of the user's
+	// configuration (`contextd doctor` from another shell) has a CA of its
+	// own, and must not replace the bundle the daemon's sandboxes mount.
+	final := filepath.Join(dir, "bundle-"+s.ca.ID()+".pem")
 	if err := os.Rename(tmp.Name(), final); err != nil {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("egress: trust bundle: %v: %w", err, catalog.ErrSandbox)
@@ -358,9 +417,13 @@ func (s *Setup) Prepare(c Call) (*Net, error) {
 	}
 	env = append(env, proxyEnv(s.bundleAt)...)
 
+	ca, bundle, bundleMnt, err := s.currentCA()
+	if err != nil {
+		return nil, err
+	}
 	col := &collector{setup: s, call: c, rules: rules}
-	srv := egress.NewServer(egress.Options{Policy: egress.Policy{Rules: rules}, Credentials: creds, CA: s.ca,
-		RootCAs: s.roots, OnEvent: col.add, Log: s.log})
+	srv := egress.NewServer(egress.Options{Policy: egress.Policy{Rules: rules}, Credentials: creds, CA: ca,
+		RootCAs: s.roots, OnEvent: col.add, Log: s.log, Limits: s.limits})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	serve := func(ls []net.Listener) {
@@ -389,7 +452,7 @@ func (s *Setup) Prepare(c Call) (*Net, error) {
 		return col.summary()
 	}
 	n := &Net{Listen: listen, Env: env, Serve: serve, Finish: finish, Sofar: col.summary, Rules: rules,
-		Binds: []runner.Bind{{Source: s.bundle, Target: s.bundleMnt}}}
+		Binds: []runner.Bind{{Source: bundle, Target: bundleMnt}}}
 	return n, nil
 }
 
@@ -488,6 +551,14 @@ func (c *collector) summary() Summary {
 		seen[hp] = true
 		if conn.Leak {
 			sum.Lines = append(sum.Lines, fmt.Sprintf("egress blocked %s: %s (a credential goes only to its own host)", hp, conn.Reason))
+			continue
+		}
+		if egress.IsLimitReason(conn.Reason) {
+			// No rule helps: the proxy's own bound was hit.
+			if conn.Host == "" {
+				hp = "a request"
+			}
+			sum.Lines = append(sum.Lines, fmt.Sprintf("egress refused %s: %s", hp, conn.Reason))
 			continue
 		}
 		sum.Lines = append(sum.Lines, fmt.Sprintf("egress refused %s: %s; to allow it, add to ~/.config/contextd/config.toml: %s %s = [%q]",

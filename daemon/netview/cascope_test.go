@@ -1,0 +1,65 @@
+package netview
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/homeview"
+)
+
+// TestCAScopedToInterceptedHosts: the daemon's CA is constrained to the
+// hosts it intercepts (method-limited registries and credential hosts) and
+// nothing else, lives days, and is what the sandbox's bundle holds.
+func TestCAScopedToInterceptedHosts(t *testing.T) {
+	home := t.TempDir()
+	npmrc := "@corp:registry=https://npm.corp.test/\n//npm.corp.test/:_authToken=s3cret\n@local:registry=http://127.0.0.1:4873/\n"
+	if err := os.WriteFile(filepath.Join(home, ".npmrc"), []byte(npmrc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Egress.Allow = []string{"api.github.com:443", "*.pythonhosted.test:443 GET,HEAD"}
+	dirs := Dirs{CA: filepath.Join(t.TempDir(), "ca"), Runtime: t.TempDir()}
+	s, err := NewSetup(cfg, &homeview.Host{Home: home, Env: map[string]string{"PATH": "/usr/bin"}}, dirs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.ca.Certificate()
+	dns := c.PermittedDNSDomains
+	for _, want := range []string{"registry.npmjs.org", "npm.corp.test", ".pythonhosted.test"} {
+		if !slices.Contains(dns, want) {
+			t.Errorf("the CA may not sign for %s: %v", want, dns)
+		}
+	}
+	if slices.Contains(dns, "api.github.com") || !c.PermittedDNSDomainsCritical {
+		t.Errorf("the CA's DNS constraints: %v (critical %v); api.github.com has no methods and no credential", dns, c.PermittedDNSDomainsCritical)
+	}
+	if len(c.PermittedIPRanges) != 1 || c.PermittedIPRanges[0].String() != "127.0.0.1/32" {
+		t.Errorf("the CA's address constraints: %v", c.PermittedIPRanges)
+	}
+	if life := c.NotAfter.Sub(c.NotBefore); life > 8*24*3600e9 {
+		t.Errorf("the CA lives %v", life)
+	}
+	b, err := os.ReadFile(s.bundle)
+	if err != nil || !bytes.Contains(b, s.ca.CertPEM()) {
+		t.Errorf("the sandbox's bundle does not hold the CA: %v", err)
+	}
+
+	// Another process whose view of the configuration differs (another
+	// npm registry in its environment) gets its own CA and bundle, and the
+	// daemon's stay as they were.
+	before, _ := os.ReadFile(s.bundle)
+	other, err := NewSetup(cfg, &homeview.Host{Home: home, Env: map[string]string{"PATH": "/usr/bin", "npm_config_registry": "https://npm.other.test/"}}, dirs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.ca.ID() == s.ca.ID() || other.bundle == s.bundle {
+		t.Fatalf("two scopes share a CA (%s) or a bundle (%s)", s.ca.ID(), s.bundle)
+	}
+	if after, _ := os.ReadFile(s.bundle); !bytes.Equal(after, before) {
+		t.Error("another process's setup rewrote the daemon's trust bundle")
+	}
+}
