@@ -11,8 +11,10 @@ set -euo pipefail
 # ca-certificates: the Go module proxy. tmux: the e2e test of `contextd inspect`
 # drives its terminal UI in a tmux pane. python3: the e2e suite runs a real
 # unittest suite for its logs (Debian's, at /usr/bin/python3, which the test
-# user and the sandbox both see).
-pkgs=(systemd dbus-user-session gcc libc6-dev pkg-config libseccomp-dev util-linux passwd procps bubblewrap git ca-certificates tmux python3)
+# user and the sandbox both see). openssl, gnutls-bin (certtool): the egress
+# CA's name constraints are checked with both TLS stacks a sandboxed client may
+# use (curl and git on Debian go through GnuTLS, Node and Python through OpenSSL).
+pkgs=(systemd dbus-user-session gcc libc6-dev pkg-config libseccomp-dev util-linux passwd procps bubblewrap git ca-certificates tmux python3 openssl gnutls-bin)
 # The Debian package and its apt repository (make deb apt-repo, e2e TestApt):
 # dpkg-dev (dpkg-shlibdeps, dpkg-parsechangelog; binutils' readelf), lintian,
 # apt-utils (apt-ftparchive), gnupg (signing key, gpgv), gzip; and what the
