@@ -84,19 +84,19 @@ func TestWriteFileAllowsNearHostRun(t *testing.T) {
 // The list's matcher: any depth, any case, a file entry only as the file.
 func TestHostRunAt(t *testing.T) {
 	for rel, want := range map[string]string{
-		".claude":                    ".claude",
-		".claude/settings.json":      ".claude",
-		"a/b/.Claude/x":              ".claude",
-		".vscode/tasks.json":         ".vscode/tasks.json",
-		"x/.VSCode/TASKS.JSON":       ".vscode/tasks.json",
-		".vscode/tasks.json/x":       "",
-		".vscode/launch.json":        "",
-		"opencode.json":              "opencode.json",
-		"sub/opencode.jsonc":         "opencode.jsonc",
-		"opencode.json.orig":         "",
-		"a/./b/../.gemini/s.json":    ".gemini",
-		"/.codex/":                   ".codex",
-		"src/main.go":                "",
+		".claude":                 ".claude",
+		".claude/settings.json":   ".claude",
+		"a/b/.Claude/x":           ".claude",
+		".vscode/tasks.json":      ".vscode/tasks.json",
+		"x/.VSCode/TASKS.JSON":    ".vscode/tasks.json",
+		".vscode/tasks.json/x":    "",
+		".vscode/launch.json":     "",
+		"opencode.json":           "opencode.json",
+		"sub/opencode.jsonc":      "opencode.jsonc",
+		"opencode.json.orig":      "",
+		"a/./b/../.gemini/s.json": ".gemini",
+		"/.codex/":                ".codex",
+		"src/main.go":             "",
 	} {
 		h, ok := workspace.HostRunAt(rel)
 		if got := map[bool]string{true: h.Path}[ok]; got != want {
