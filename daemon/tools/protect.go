@@ -9,24 +9,16 @@ import (
 
 // protectedPaths are workspace paths that every tool call sees read-only, because
 // something on the host later runs what they contain, outside any sandbox:
-//   - .claude holds the agent's own tools (.claude/tools/<tool>/<tool>, the
-//     symlinks to contextd-proxy that the agent executes) and its settings
-//     (permissions, hooks);
-//   - .mcp.json (Claude Code), .codex/config.toml (Codex CLI), .gemini/
-//     settings.json (Gemini CLI), opencode.json(c) and .opencode/ (OpenCode:
-//     its plugins are code it loads) name the MCP servers and hooks the
-//     agent starts on the host; contextd-proxy install writes them, and an
-//     installed project is marked trusted;
 //   - .git/hooks are run by the user's git, and so is the directory
 //     core.hooksPath names when it lies in the workspace (.husky);
 //   - .git/config can name programs git runs (core.fsmonitor, core.hooksPath,
 //     core.sshCommand, aliases with "!"), on every `git status` of an editor.
 //
 // A call that could rewrite them would have its payload run unsandboxed on the
-// next agent call or git command.
+// next git command. The agents' and editors' own configuration (.claude,
+// .codex, .vscode/tasks.json...) is workspace.HostRunPaths, shielded whether
+// it exists or not (agentcfg.go).
 var protectedPaths = []string{
-	".claude", ".mcp.json",
-	".codex", ".gemini", "opencode.json", "opencode.jsonc", ".opencode",
 	".git/config", ".git/hooks",
 }
 

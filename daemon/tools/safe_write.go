@@ -58,7 +58,7 @@ func (c *writeCall) Run(ctx context.Context, env *Env) Outcome {
 		}
 	}
 	o := runFileOp(ctx, env, toolproto.Op{Tool: "safe_write", Root: env.Place.Root, Rel: rel, Display: c.in.Path, Content: &content}, "")
-	o.Warnings = warnings
+	o.Warnings = append(warnings, o.Warnings...)
 	return o
 }
 

@@ -81,13 +81,27 @@ func FillGap(ctx context.Context, env *Env, source []byte, off int64, p []byte) 
 // runFileOp runs op through the call's runner and turns the tool process's report
 // back into an outcome. source is the file the output comes from, for the
 // placeholders of the secrets in it ("" when none).
+//
+// The file tools get the same shield as safe_bash: the host-run
+// configuration read-only (placeholders where it is missing), the
+// deny-listed paths in the workspace masked.
 func runFileOp(ctx context.Context, env *Env, op toolproto.Op, source string) Outcome {
-	return runSandboxed(ctx, env, op, source, runner.Spec{
-		Dir:      env.Place.Root,
-		Env:      []string{"PATH=/usr/bin:/bin"},
-		ReadOnly: protected(env.Place.Root),
-		Timeout:  env.Config.Tools.FileTimeout.Duration,
+	sh, err := shieldWorkspace(env.Place.Root, homeDir(), env.CallerEnv)
+	// After the run: the sandbox, and every process in it, is gone by then.
+	defer sh.release()
+	if err != nil {
+		return Outcome{Err: fmt.Errorf("%s: %w", op.Tool, err)}
+	}
+	o := runSandboxed(ctx, env, op, source, runner.Spec{
+		Dir:       env.Place.Root,
+		Env:       []string{"PATH=/usr/bin:/bin"},
+		ReadOnly:  append(protected(env.Place.Root), sh.ReadOnly...),
+		ReadWrite: sh.ReadWrite,
+		Masks:     sh.Masks,
+		Timeout:   env.Config.Tools.FileTimeout.Duration,
 	})
+	o.Warnings = append(o.Warnings, sh.Warnings...)
+	return o
 }
 
 // runSandboxed runs op in its sandbox (spec holds what differs per tool) and
