@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -212,10 +211,18 @@ func (s *shielded) shield(root, rel string, mask bool) error {
 	return nil
 }
 
+// shieldNested shields a nested host-run path that exists (nestedHostRun)
+// like a top-level one; nothing is created for it.
+func (s *shielded) shieldNested(root, rel string) error {
+	placeholders.mu.Lock()
+	defer placeholders.mu.Unlock()
+	return s.shield(root, rel, false)
+}
+
 // addOnce appends p to list unless it is there (.vscode's two files share
 // one placeholder when .vscode is missing).
 func addOnce(list []string, p string) []string {
-	if slices.Contains(list, p) {
+	if contains(list, p) {
 		return list
 	}
 	return append(list, p)

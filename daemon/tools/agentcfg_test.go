@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/contextd/contextd/catalog"
 )
@@ -230,4 +231,45 @@ func FuzzRecordLine(f *testing.F) {
 			t.Fatalf("%q does not read back", line)
 		}
 	})
+}
+
+// Nested host-run configuration: what exists is found (not inside .git or
+// node_modules, not the top level's, which the shield covers); after a
+// call, what changed since it started is set aside under a name no agent
+// reads, and what did not change stays.
+func TestNestedSetAside(t *testing.T) {
+	_, proj := newHome(t)
+	for _, d := range []string{"a/.claude", "a/b/.vscode", "node_modules/x/.claude", ".git/.claude", "c"} {
+		os.MkdirAll(filepath.Join(proj, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(proj, "a/.claude/settings.json"), []byte("{}"), 0o644)
+	os.WriteFile(filepath.Join(proj, "a/b/.vscode/launch.json"), []byte("{}"), 0o644)
+	found, complete := nestedHostRun(proj)
+	if !complete || !slices.Equal(found, []string{"a/.claude"}) {
+		t.Fatalf("found %v (complete %v)", found, complete)
+	}
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(filepath.Join(proj, "a/.claude/settings.json"), old, old) // mtime only: ctime is now
+	start := time.Now().Add(time.Second)                                 // "the call started after a/.claude was made"
+	if got := setAsideNested(proj, start, nil); len(got) != 0 {
+		t.Errorf("unchanged: %v", got)
+	}
+	os.WriteFile(filepath.Join(proj, "a/b/.vscode/tasks.json"), []byte("{}"), 0o644)
+	os.WriteFile(filepath.Join(proj, "c/opencode.json"), []byte("{}"), 0o644)
+	got := setAsideNested(proj, time.Now().Add(-time.Second), nil)
+	if len(got) != 3 {
+		t.Fatalf("set aside: %v", got)
+	}
+	for _, rel := range []string{"a/b/.vscode/tasks.json", "c/opencode.json", "a/.claude"} {
+		if _, err := os.Lstat(filepath.Join(proj, rel)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s still in place", rel)
+		}
+		m, _ := filepath.Glob(filepath.Join(proj, rel) + setAsideTag + "*")
+		if len(m) != 1 {
+			t.Errorf("%s: set aside as %v", rel, m)
+		}
+	}
+	if found, _ := nestedHostRun(proj); len(found) != 0 {
+		t.Errorf("still found after setting aside: %v", found)
+	}
 }

@@ -81,6 +81,18 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 	if err != nil {
 		return Outcome{Err: fmt.Errorf("safe_bash: %w", err)}
 	}
+	// Nested host-run configuration: what exists is shielded now, what
+	// the command creates is set aside after it (nested.go).
+	nested, complete := nestedHostRun(env.Place.Root)
+	for _, rel := range nested {
+		if err := sh.shieldNested(env.Place.Root, rel); err != nil {
+			return Outcome{Err: fmt.Errorf("safe_bash: %w", err)}
+		}
+	}
+	if !complete {
+		sh.Warnings = append(sh.Warnings, fmt.Sprintf("the workspace has more than %d directories: agent configuration below the first %d is not protected", maxScanDirs, maxScanDirs))
+	}
+	started := time.Now()
 	spec := runner.Spec{
 		Dir:       dir,
 		ReadOnly:  append(append(protected(env.Place.Root), sh.ReadOnly...), cfg.ReadOnly...),
@@ -131,6 +143,9 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 	}
 	o := runSandboxed(ctx, env, op, "", spec)
 	o.Warnings = append(o.Warnings, warnings...)
+	// The sandbox is gone (its pid namespace ended with its init): what it
+	// planted can be looked for.
+	o.Warnings = append(o.Warnings, setAsideNested(env.Place.Root, started, sh.ReadOnly)...)
 	if finish != nil {
 		sum := finish()
 		o.Egress = sum.Connections
