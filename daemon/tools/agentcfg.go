@@ -49,10 +49,13 @@ type shielded struct {
 // release lets go of the call's placeholders; the last call to hold one
 // removes it. Only after the sandbox is gone.
 func (s *shielded) release() {
+	placeholders.mu.Lock()
+	defer placeholders.mu.Unlock()
 	for _, p := range s.holds {
 		placeholders.drop(p)
 	}
 	s.holds = nil
+	placeholders.save()
 }
 
 // shieldWorkspace works out the shield of a call in root, for a user whose
@@ -62,6 +65,12 @@ func (s *shielded) release() {
 // the sandbox is gone, also when err is not nil.
 func shieldWorkspace(root, home string, env map[string]string) (*shielded, error) {
 	return shieldOf(root, home, env, false)
+}
+
+// shieldReadOnly is the shield of a call that cannot write (safe_read):
+// what exists is bound or masked, nothing is created for what is missing.
+func shieldReadOnly(root, home string, env map[string]string) (*shielded, error) {
+	return shieldOf(root, home, env, true)
 }
 
 // DescribeShield is what a call in root would get, for `contextd sandbox
@@ -80,6 +89,7 @@ func shieldOf(root, home string, env map[string]string, dry bool) (*shielded, er
 	}
 	placeholders.mu.Lock()
 	defer placeholders.mu.Unlock()
+	defer placeholders.save()
 	for _, hr := range workspace.HostRunPaths() {
 		if err := s.shield(root, hr.Path, false); err != nil {
 			return s, err
@@ -216,6 +226,7 @@ func (s *shielded) shield(root, rel string, mask bool) error {
 func (s *shielded) shieldNested(root, rel string) error {
 	placeholders.mu.Lock()
 	defer placeholders.mu.Unlock()
+	defer placeholders.save()
 	return s.shield(root, rel, false)
 }
 
@@ -258,6 +269,7 @@ type placeholderSet struct {
 	// next daemon to remove what this one could not; "" keeps none
 	// (tests, `contextd serve` without a state directory).
 	record string
+	dirty  bool // the record is behind: save before mu is let go
 }
 
 // placeholder is one in place: its identity (device, inode and change
@@ -295,15 +307,13 @@ func (ps *placeholderSet) create(p string) error {
 		return err
 	}
 	ps.held[p] = &placeholder{id: idOf(&st), refs: 1}
-	ps.save()
+	ps.dirty = true
 	return nil
 }
 
 // drop lets go of one reference on p; the last one removes it if it is
-// still the empty directory the daemon made.
+// still the empty directory the daemon made. Callers hold mu.
 func (ps *placeholderSet) drop(p string) {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
 	ph, ok := ps.held[p]
 	if !ok {
 		return
@@ -313,7 +323,7 @@ func (ps *placeholderSet) drop(p string) {
 	}
 	delete(ps.held, p)
 	removePlaceholder(p, ph.id)
-	ps.save()
+	ps.dirty = true
 }
 
 // removePlaceholder removes p if it is still the directory id and empty
@@ -328,11 +338,13 @@ func removePlaceholder(p string, id placeholderID) {
 }
 
 // save writes the record of the placeholders in place (one "dev ino ctime
-// path" a line), replacing it atomically. Callers hold mu.
+// path" a line), replacing it atomically, when it is behind. Callers hold
+// mu.
 func (ps *placeholderSet) save() {
-	if ps.record == "" {
+	if ps.record == "" || !ps.dirty {
 		return
 	}
+	ps.dirty = false
 	var b strings.Builder
 	for p, ph := range ps.held {
 		fmt.Fprintf(&b, "%d %d %d %s\n", ph.id.dev, ph.id.ino, ph.id.ctime, p)
@@ -364,6 +376,7 @@ func CleanPlaceholders(record string) []string {
 		}
 	}
 	placeholders.record = record
+	placeholders.dirty = true
 	placeholders.save()
 	return removed
 }

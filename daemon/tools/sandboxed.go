@@ -86,7 +86,13 @@ func FillGap(ctx context.Context, env *Env, source []byte, off int64, p []byte) 
 // configuration read-only (placeholders where it is missing), the
 // deny-listed paths in the workspace masked.
 func runFileOp(ctx context.Context, env *Env, op toolproto.Op, source string) Outcome {
-	sh, err := shieldWorkspace(env.Place.Root, homeDir(), env.CallerEnv)
+	shield := shieldWorkspace
+	if op.Content == nil {
+		// Reading only: nothing can be created, so no placeholder is
+		// needed (missing paths are not bound).
+		shield = shieldReadOnly
+	}
+	sh, err := shield(env.Place.Root, homeDir(), env.CallerEnv)
 	// After the run: the sandbox, and every process in it, is gone by then.
 	defer sh.release()
 	if err != nil {
