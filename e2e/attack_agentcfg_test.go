@@ -82,7 +82,8 @@ func acSame(t *testing.T, what string, before, after map[string]string) {
 func acReset(t *testing.T) {
 	t.Helper()
 	mustCode(t, userSh(t, `cd ~/proj && rm -rf .codex .gemini opencode.json opencode.jsonc .opencode .mcp.json .vscode .vscode-old x y \
-	  .claude/settings.json .claude/settings.local.json sub/.claude sub/.vscode sub/deep sub/opencode.json planted evil-link`), 0)
+	  .claude/settings.json .claude/settings.local.json sub/.claude sub/.vscode sub/deep sub/opencode.json planted evil-link \
+	  sub/*contextd-set-aside-* sub/.*contextd-set-aside-*`), 0)
 }
 
 // The attack: every way a command may try to create or change agent
@@ -133,6 +134,18 @@ for f in .codex/config.toml .gemini/settings.json opencode.json opencode.jsonc .
 			acSame(t, "safe_bash", before, acState(t, append(acHostRun, ".claude")))
 			if _, err := os.Lstat(filepath.Join(env.project, ".claude-moved")); err == nil {
 				t.Errorf("safe_bash moved .claude away")
+			}
+			// What was planted below the top was created, then set aside
+			// when the call ended (the existing ones were read-only).
+			var aside []string
+			filepath.Walk(filepath.Join(env.project, "sub"), func(p string, _ os.FileInfo, err error) error {
+				if err == nil && strings.Contains(filepath.Base(p), ".contextd-set-aside-") {
+					aside = append(aside, p)
+				}
+				return nil
+			})
+			if want := map[bool]int{false: 4, true: 0}[existing]; len(aside) != want {
+				t.Errorf("set aside below the top: %v, want %d", aside, want)
 			}
 			// The tools still work: the agent's own symlinks were not touched.
 			mustContain(t, "the next call", tool(t, "safe_bash", "", "echo still-sandboxed").stdout, "still-sandboxed")
