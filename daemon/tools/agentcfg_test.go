@@ -248,19 +248,27 @@ func TestNestedSetAside(t *testing.T) {
 	if !complete || !slices.Equal(found, []string{"a/.claude"}) {
 		t.Fatalf("found %v (complete %v)", found, complete)
 	}
-	old := time.Now().Add(-time.Hour)
-	os.Chtimes(filepath.Join(proj, "a/.claude/settings.json"), old, old) // mtime only: ctime is now
-	start := time.Now().Add(time.Second)                                 // "the call started after a/.claude was made"
-	if got := setAsideNested(proj, start, nil); len(got) != 0 {
+	// Nothing changed since the walk: nothing is set aside.
+	if got := setAsideNested(scanNested(proj), time.Now().Add(time.Second), nil); len(got) != 0 {
 		t.Errorf("unchanged: %v", got)
 	}
+	// The "call": plants in a known directory (c), in a .vscode that was
+	// there, in a directory moved in from elsewhere, and a change below
+	// an existing one (a/.claude, not shielded here).
+	before := scanNested(proj)
+	time.Sleep(2 * ctimeMargin) // what the walk saw is older than the call
+	start := time.Now()
 	os.WriteFile(filepath.Join(proj, "a/b/.vscode/tasks.json"), []byte("{}"), 0o644)
 	os.WriteFile(filepath.Join(proj, "c/opencode.json"), []byte("{}"), 0o644)
-	got := setAsideNested(proj, time.Now().Add(-time.Second), nil)
-	if len(got) != 3 {
+	os.WriteFile(filepath.Join(proj, "a/.claude/hooks.sh"), []byte("x"), 0o644)
+	os.MkdirAll(filepath.Join(proj, "newdir/d/.codex"), 0o755)
+	os.WriteFile(filepath.Join(proj, "newdir/d/.codex/config.toml"), []byte("x"), 0o644)
+	os.Rename(filepath.Join(proj, "newdir"), filepath.Join(proj, "c/moved"))
+	got := setAsideNested(before, start, nil)
+	if len(got) != 4 {
 		t.Fatalf("set aside: %v", got)
 	}
-	for _, rel := range []string{"a/b/.vscode/tasks.json", "c/opencode.json", "a/.claude"} {
+	for _, rel := range []string{"a/b/.vscode/tasks.json", "c/opencode.json", "a/.claude", "c/moved/d/.codex"} {
 		if _, err := os.Lstat(filepath.Join(proj, rel)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s still in place", rel)
 		}
@@ -271,5 +279,67 @@ func TestNestedSetAside(t *testing.T) {
 	}
 	if found, _ := nestedHostRun(proj); len(found) != 0 {
 		t.Errorf("still found after setting aside: %v", found)
+	}
+}
+
+// benchWorkspace is a project of 2,000 directories (a mid-sized
+// repository), set up for Claude only.
+func benchWorkspace(b *testing.B) (home, proj string) {
+	home, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	proj = filepath.Join(home, "proj")
+	os.MkdirAll(filepath.Join(proj, ".claude/tools"), 0o755)
+	for i := 0; i < 40; i++ {
+		for j := 0; j < 50; j++ {
+			d := filepath.Join(proj, "pkg"+strconv.Itoa(i), "sub"+strconv.Itoa(j))
+			os.MkdirAll(d, 0o755)
+			os.WriteFile(filepath.Join(d, "f.go"), []byte("package x\n"), 0o644)
+		}
+	}
+	return home, proj
+}
+
+// BenchmarkShieldBash is what safe_bash does per call for this issue's
+// protections, beside BenchmarkProtectedOnly, what it did before (the
+// read-only list of what exists): shield, nested scan, release, and the
+// scan after the call.
+func BenchmarkShieldBash(b *testing.B) {
+	home, proj := benchWorkspace(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s, err := shieldWorkspace(proj, home, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		scan := scanNested(proj)
+		for _, rel := range scan.found {
+			s.shieldNested(proj, rel)
+		}
+		start := time.Now() // as safe_bash: the sandbox starts here
+		setAsideNested(scan, start, s.ReadOnly)
+		s.release()
+	}
+}
+
+// BenchmarkShieldRead is safe_read's share: no placeholder, no scan.
+func BenchmarkShieldRead(b *testing.B) {
+	home, proj := benchWorkspace(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s, err := shieldReadOnly(proj, home, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.release()
+	}
+}
+
+func BenchmarkProtectedOnly(b *testing.B) {
+	_, proj := benchWorkspace(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		protected(proj)
 	}
 }

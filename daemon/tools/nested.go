@@ -38,63 +38,135 @@ const maxScanDirs = 20000
 // setAsideTag is added to the name of what is set aside.
 const setAsideTag = ".contextd-set-aside-"
 
-// nestedHostRun lists the host-run paths below the top level of root that
-// exist, relative to root. complete is false when the walk stopped at
-// maxScanDirs.
-func nestedHostRun(root string) (found []string, complete bool) {
-	dirs := 0
-	var walk func(rel string) bool
-	walk = func(rel string) bool {
-		if dirs++; dirs > maxScanDirs {
-			return false
-		}
-		ents, err := os.ReadDir(filepath.Join(root, rel))
-		if err != nil {
-			return true // gone or unreadable: nothing the host reads there either
-		}
-		for _, e := range ents {
-			name := e.Name()
-			child := name
-			if rel != "" {
-				child = rel + "/" + name
-			}
-			if h, ok := workspace.HostRunAt(child); ok {
-				if rel != "" && strings.Count(h.Path, "/") == 0 {
-					found = append(found, child)
-				}
-				continue // a host-run entry is taken whole, never walked
-			}
-			if strings.EqualFold(name, ".vscode") && e.IsDir() {
-				for _, f := range []string{"tasks.json", "settings.json"} {
-					if _, err := os.Lstat(filepath.Join(root, child, f)); err == nil && rel != "" {
-						found = append(found, child+"/"+f)
-					}
-				}
-				continue
-			}
-			if e.IsDir() && !scanSkip[name] {
-				if !walk(child) {
-					return false
-				}
-			}
-		}
-		return true
-	}
-	complete = walk("")
-	return found, complete
+// nestedScan is what one walk of a workspace found: the nested host-run
+// paths that exist, and every directory walked (relative to root), which
+// the scan after the call looks at again.
+type nestedScan struct {
+	root     string
+	found    []string
+	dirs     []string
+	complete bool
 }
 
-// setAsideNested renames every nested host-run path of root that was
-// created or changed since since (its change time, or anything's below
-// it), except those in shielded (read-only during the call), and returns
-// what it did, one sentence each.
-func setAsideNested(root string, since time.Time, shielded []string) []string {
-	found, complete := nestedHostRun(root)
+// nestedHostRun walks root for the host-run paths below its top level
+// that exist, relative to root. complete is false when the walk stopped at
+// maxScanDirs.
+func nestedHostRun(root string) (found []string, complete bool) {
+	sc := scanNested(root)
+	return sc.found, sc.complete
+}
+
+func scanNested(root string) *nestedScan {
+	sc := &nestedScan{root: root, complete: true}
+	sc.walk("", true)
+	return sc
+}
+
+// walk reads the directory rel, records the host-run paths in it, and
+// walks its subdirectories when deep. It returns false once the bound is
+// reached.
+func (sc *nestedScan) walk(rel string, deep bool) bool {
+	if len(sc.dirs) >= maxScanDirs {
+		sc.complete = false
+		return false
+	}
+	sc.dirs = append(sc.dirs, rel)
+	f, err := os.Open(filepath.Join(sc.root, rel))
+	if err != nil {
+		return true // gone or unreadable: nothing the host reads there either
+	}
+	ents, _ := f.ReadDir(-1)
+	f.Close()
+	for _, e := range ents {
+		name := e.Name()
+		child := name
+		if rel != "" {
+			child = rel + "/" + name
+		}
+		if h, ok := workspace.HostRunAt(child); ok {
+			// The top level's own are the shield's (placeholders).
+			if !strings.EqualFold(child, h.Path) {
+				sc.found = append(sc.found, child)
+			}
+			continue // a host-run entry is taken whole, never walked
+		}
+		if e.IsDir() && strings.EqualFold(name, ".vscode") {
+			// Only two files of it are host-run; it is listed (and
+			// read again after the call) but not walked below.
+			if !sc.walk(child, false) {
+				return false
+			}
+			continue
+		}
+		if deep && e.IsDir() && !scanSkip[name] {
+			if !sc.walk(child, true) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// after finds what the call may have planted: it reads again only the
+// directories of the walk before it whose entries changed since since
+// (their change time), and walks whole the directories it finds there
+// that the walk before did not know (made or moved in by the call). Any
+// new host-run entry is in one of them: making or renaming one changes
+// the directory it is made in.
+func (sc *nestedScan) after(since time.Time) *nestedScan {
+	out := &nestedScan{root: sc.root, complete: sc.complete}
+	known := make(map[string]bool, len(sc.dirs))
+	for _, d := range sc.dirs {
+		known[d] = true
+	}
+	limit := since.Add(-ctimeMargin).UnixNano()
+	for _, d := range sc.dirs {
+		var st unix.Stat_t
+		if unix.Lstat(filepath.Join(sc.root, d), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Ctim.Nano() < limit {
+			continue
+		}
+		if !out.walk(d, false) {
+			break
+		}
+		// Subdirectories the walk before did not know are walked whole.
+		ents, _ := os.ReadDir(filepath.Join(sc.root, d))
+		for _, e := range ents {
+			child := e.Name()
+			if d != "" {
+				child = d + "/" + child
+			}
+			if e.IsDir() && !known[child] && !scanSkip[e.Name()] {
+				if _, hr := workspace.HostRunAt(child); !hr && !out.walk(child, true) {
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// ctimeMargin: the kernel stamps change times from a clock that lags by
+// up to a tick, so a change right after since may carry a time a little
+// before it.
+const ctimeMargin = 50 * time.Millisecond
+
+// setAsideNested renames every nested host-run path that the call (which
+// started at since, after the walk before) created or changed, except
+// those in shielded (read-only during the call), and returns what it did,
+// one sentence each.
+func setAsideNested(before *nestedScan, since time.Time, shielded []string) []string {
+	sc := before.after(since)
 	var out []string
-	if !complete {
+	if !sc.complete {
 		out = append(out, fmt.Sprintf("the workspace has more than %d directories: agent configuration below the first %d was not checked after the call", maxScanDirs, maxScanDirs))
 	}
-	for _, rel := range found {
+	root := before.root
+	// What existed before is looked at again too (it is few): in
+	// safe_bash it was read-only, but nothing here relies on it.
+	for _, rel := range append(sc.found, before.found...) {
+		if _, err := os.Lstat(filepath.Join(root, rel)); err != nil {
+			continue // set aside already (found twice), or gone
+		}
 		p := filepath.Join(root, rel)
 		if contains(shielded, p) || !changedSince(p, since) {
 			continue
@@ -110,11 +182,10 @@ func setAsideNested(root string, since time.Time, shielded []string) []string {
 }
 
 // changedSince reports whether p, or anything below it, changed (its
-// change time, which no process can set) at or after since. The kernel
-// stamps change times from a clock that lags by up to a tick: a small
-// margin before since is counted in.
+// change time, which no process can set) at or after since (less
+// ctimeMargin).
 func changedSince(p string, since time.Time) bool {
-	limit := since.Add(-50 * time.Millisecond).UnixNano()
+	limit := since.Add(-ctimeMargin).UnixNano()
 	changed := false
 	n := 0
 	filepath.WalkDir(p, func(q string, _ os.DirEntry, err error) error {

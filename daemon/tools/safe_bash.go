@@ -83,13 +83,13 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 	}
 	// Nested host-run configuration: what exists is shielded now, what
 	// the command creates is set aside after it (nested.go).
-	nested, complete := nestedHostRun(env.Place.Root)
-	for _, rel := range nested {
+	scan := scanNested(env.Place.Root)
+	for _, rel := range scan.found {
 		if err := sh.shieldNested(env.Place.Root, rel); err != nil {
 			return Outcome{Err: fmt.Errorf("safe_bash: %w", err)}
 		}
 	}
-	if !complete {
+	if !scan.complete {
 		sh.Warnings = append(sh.Warnings, fmt.Sprintf("the workspace has more than %d directories: agent configuration below the first %d is not protected", maxScanDirs, maxScanDirs))
 	}
 	started := time.Now()
@@ -145,7 +145,7 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 	o.Warnings = append(o.Warnings, warnings...)
 	// The sandbox is gone (its pid namespace ended with its init): what it
 	// planted can be looked for.
-	o.Warnings = append(o.Warnings, setAsideNested(env.Place.Root, started, sh.ReadOnly)...)
+	o.Warnings = append(o.Warnings, setAsideNested(scan, started, sh.ReadOnly)...)
 	if finish != nil {
 		sum := finish()
 		o.Egress = sum.Connections
