@@ -181,14 +181,16 @@ func TestAgentConfigPlantingWrite(t *testing.T) {
 
 // TestDenyListWorkspace: a workspace that is ~/.config (where gh keeps its
 // token and contextd its own configuration) is refused by every tool, and
-// nothing in it changes; a workspace that holds a deny-listed directory
+// nothing in it changes (the marker in hosts.yml is a plain user name, so
+// that the scrubber would not hide it if it were shown); a workspace that holds a deny-listed directory
 // (~/dotfiles/gh, which ~/.config/gh links to) shows none of it to any
 // tool, and none of them can change it.
 func TestDenyListWorkspace(t *testing.T) {
 	marker := "ctxd-gh-marker-" + escRandom()
-	mustCode(t, userSh(t, fmt.Sprintf(`mkdir -p ~/.config/gh ~/dotfiles/gh && printf 'github.com:\n  oauth_token: %s\n' > ~/.config/gh/hosts.yml &&
+	mustCode(t, userSh(t, fmt.Sprintf(`mkdir -p ~/.config/gh ~/dotfiles/gh && printf 'github.com:\n  user: %s\n' > ~/.config/gh/hosts.yml &&
 cp ~/.config/gh/hosts.yml ~/dotfiles/gh/hosts.yml && echo 'set -o vi' > ~/dotfiles/bashrc`, marker)), 0)
-	t.Cleanup(func() { userSh(t, "rm -rf ~/.config/gh ~/dotfiles") })
+	// The user unit is removed too: on code without the fix it is planted.
+	t.Cleanup(func() { userSh(t, "rm -rf ~/.config/gh ~/dotfiles ~/.config/systemd/user/evil.service") })
 	cfg := filepath.Join(env.home, ".config")
 	watch := []string{filepath.Join(cfg, "gh/hosts.yml"), filepath.Join(cfg, "contextd/config.toml")}
 	sums := map[string]string{}
