@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -71,14 +72,12 @@ func (sc *nestedScan) walk(rel string, deep bool) bool {
 		return false
 	}
 	sc.dirs = append(sc.dirs, rel)
-	f, err := os.Open(filepath.Join(sc.root, rel))
+	ents, err := readDirTypes(filepath.Join(sc.root, rel))
 	if err != nil {
 		return true // gone or unreadable: nothing the host reads there either
 	}
-	ents, _ := f.ReadDir(-1)
-	f.Close()
 	for _, e := range ents {
-		name := e.Name()
+		name := e.name
 		child := name
 		if rel != "" {
 			child = rel + "/" + name
@@ -90,7 +89,7 @@ func (sc *nestedScan) walk(rel string, deep bool) bool {
 			}
 			continue // a host-run entry is taken whole, never walked
 		}
-		if e.IsDir() && strings.EqualFold(name, ".vscode") {
+		if e.dir && strings.EqualFold(name, ".vscode") {
 			// Only two files of it are host-run; it is listed (and
 			// read again after the call) but not walked below.
 			if !sc.walk(child, false) {
@@ -98,7 +97,7 @@ func (sc *nestedScan) walk(rel string, deep bool) bool {
 			}
 			continue
 		}
-		if deep && e.IsDir() && !scanSkip[name] {
+		if deep && e.dir && !scanSkip[name] {
 			if !sc.walk(child, true) {
 				return false
 			}
@@ -210,4 +209,59 @@ func contains(list []string, p string) bool {
 		}
 	}
 	return false
+}
+
+// dirEnt is one entry of a directory: its name, and whether it is a
+// directory (not a link to one).
+type dirEnt struct {
+	name string
+	dir  bool
+}
+
+// readDirTypes lists a directory with getdents64 alone: no stat per entry
+// and none of os.File's bookkeeping, since the walk before every safe_bash
+// call does this once per directory of the workspace. An entry whose type
+// the file system does not report is looked at with lstat.
+func readDirTypes(dir string) ([]dirEnt, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	var out []dirEnt
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		if n <= 0 {
+			return out, nil
+		}
+		for b := buf[:n]; len(b) >= 19; {
+			// linux_dirent64: ino u64, off s64, reclen u16, type u8, name.
+			reclen := int(b[16]) | int(b[17])<<8
+			if reclen < 19 || reclen > len(b) {
+				return out, unix.EIO
+			}
+			typ, name := b[18], b[19:reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			b = b[reclen:]
+			nm := string(name)
+			if nm == "." || nm == ".." {
+				continue
+			}
+			isDir := typ == unix.DT_DIR
+			if typ == unix.DT_UNKNOWN {
+				var st unix.Stat_t
+				isDir = unix.Lstat(filepath.Join(dir, nm), &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+			}
+			out = append(out, dirEnt{name: nm, dir: isDir})
+		}
+	}
 }
