@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/audit"
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/embedding"
 	"github.com/contextd/contextd/daemon/homemount"
@@ -174,6 +177,7 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 		if o.Net == nil {
 			o.Net, o.NetErr = netSetup(cfg, log)
 		}
+		cleanPlaceholders(log)
 	}
 
 	// stopCalls cancels every call in flight; calls see ErrShuttingDown as the cause.
@@ -312,4 +316,23 @@ func Registry(cfg *config.Config) *tools.Registry {
 		sc.Embedder = e
 	}
 	return tools.NewRegistry(append([]tools.Tool{tools.SafeBash{}, tools.SafeRead{}, tools.SafeWrite{}}, sc.Tools()...)...)
+}
+
+// cleanPlaceholders removes the placeholders an earlier daemon left in
+// workspaces (it stopped while calls held them) and has this one keep its
+// record beside the audit log. Without a state directory placeholders are
+// still made and removed; only a crash's leftovers stay.
+func cleanPlaceholders(log *slog.Logger) {
+	dir, err := audit.DefaultDir()
+	if err == nil {
+		dir = filepath.Dir(dir)
+		err = os.MkdirAll(dir, 0o700)
+	}
+	if err != nil {
+		log.Warn("no record of workspace placeholders: a crash's leftovers will not be removed", "err", err)
+		return
+	}
+	if gone := tools.CleanPlaceholders(filepath.Join(dir, "placeholders")); len(gone) > 0 {
+		log.Info("removed placeholders an earlier daemon left", "paths", gone)
+	}
 }

@@ -1283,8 +1283,8 @@ mv .claude .claude-moved 2>&1; echo "mv_rc=$?"`)
 	// The file tools too.
 	for _, p := range []string{".claude/settings.json", ".claude/tools/safe_bash/TOOL.md"} {
 		w := tool(t, "safe_write", "", p, "--content", `{"permissions":{"allow":["Bash"]}}`)
-		if w.code != 77 || !strings.Contains(w.stderr, "CTXD-E025") {
-			t.Errorf("safe_write %s: want exit 77 with CTXD-E025 (read-only), got %s", p, w)
+		if w.code != 77 || !strings.Contains(w.stderr, "CTXD-E051") {
+			t.Errorf("safe_write %s: want exit 77 with CTXD-E051 (refused by name: agent configuration), got %s", p, w)
 		}
 	}
 	if b, _ := os.ReadFile(filepath.Join(env.project, ".claude/tools/safe_bash/TOOL.md")); strings.Contains(string(b), "permissions") {

@@ -123,11 +123,21 @@ func (r *Root) writeOnce(rel string, data []byte, expect string) (WriteResult, s
 	if base == "" || base == "." || base == ".." {
 		return WriteResult{}, "", fmt.Errorf("%q does not name a file: %w", rel, catalog.ErrBadInput)
 	}
+	// Agent and editor configuration is refused by name twice: as written,
+	// before a missing parent is made for it, and as actually opened (a
+	// symlinked directory, `..`, the case a case-insensitive directory
+	// stores), below.
+	if err := refuseHostRun(rel, path.Clean(rel)); err != nil {
+		return WriteResult{}, "", err
+	}
 	dirfd, err := r.openDir(dirRel, true)
 	if err != nil {
 		return WriteResult{}, "", err
 	}
 	defer unix.Close(dirfd)
+	if err := r.refuseOpened(rel, dirfd, base); err != nil {
+		return WriteResult{}, "", err
+	}
 
 	res := WriteResult{Path: path.Clean(rel), Mode: DefaultMode}
 	var st unix.Stat_t
@@ -270,6 +280,21 @@ func (r *Root) linkTarget(rel string) (string, error) {
 		return "", fmt.Errorf("%s resolves to %s: %w", rel, real, catalog.ErrOutsideWorkspace)
 	}
 	return next, nil
+}
+
+// refuseOpened refuses a write of base in dirfd when the directory, as the
+// kernel has it, makes it host-run configuration (HostRunAt). An existing
+// entry's name is taken as the directory stores it.
+func (r *Root) refuseOpened(rel string, dirfd int, base string) error {
+	real, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", dirfd))
+	if err != nil {
+		return fmt.Errorf("%s: %w", rel, errnoErr("readlink", err))
+	}
+	dir, ok := under(r.path, real)
+	if !ok {
+		return fmt.Errorf("%s resolves to %s: %w", rel, real, catalog.ErrOutsideWorkspace)
+	}
+	return refuseHostRun(rel, path.Join(dir, base))
 }
 
 func tempName(base string) (string, error) {

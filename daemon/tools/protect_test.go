@@ -7,10 +7,9 @@ import (
 	"testing"
 )
 
-// Every agent's workspace configuration that the agent runs on the host is
-// protected when it exists, and so is a hooks directory .git/config points
-// into the workspace; a symlink or a hooksPath outside the workspace is not
-// bound.
+// .git's config and hooks are protected when they exist, and so is a hooks
+// directory .git/config points into the workspace; a hooksPath outside the
+// workspace is not bound. (Agent configuration: agentcfg_test.go.)
 func TestProtected(t *testing.T) {
 	root := t.TempDir()
 	for _, d := range []string{".claude/tools", ".codex", ".gemini", ".opencode/plugin", ".git/hooks", ".husky", "src"} {
@@ -22,7 +21,7 @@ func TestProtected(t *testing.T) {
 	os.Symlink("/elsewhere", filepath.Join(root, "opencode.jsonc"))
 	os.WriteFile(filepath.Join(root, ".git/config"), []byte("[core]\n\tbare = false\n[Core]\n\tHooksPath = \".husky\"\n"), 0o644)
 	got := protected(root)
-	want := []string{".claude", ".mcp.json", ".codex", ".gemini", "opencode.json", ".opencode", ".git/config", ".git/hooks", ".husky"}
+	want := []string{".git/config", ".git/hooks", ".husky"}
 	var rel []string
 	for _, p := range got {
 		r, _ := filepath.Rel(root, p)

@@ -74,16 +74,36 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 	}
 	op := toolproto.Op{Tool: "safe_bash", Root: env.Place.Root, Shell: cfg.Shell, Command: c.in.Command,
 		Dir: dir, Env: Environ(env)}
+	sh, err := shieldWorkspace(env.Place.Root, homeDir(), env.CallerEnv)
+	// After the run (deferred first, so run last): no process of the
+	// sandbox is left to see a placeholder go.
+	defer sh.release()
+	if err != nil {
+		return Outcome{Err: fmt.Errorf("safe_bash: %w", err)}
+	}
+	// Nested host-run configuration: what exists is shielded now, what
+	// the command creates is set aside after it (nested.go).
+	scan := scanNested(env.Place.Root)
+	for _, rel := range scan.found {
+		if err := sh.shieldNested(env.Place.Root, rel); err != nil {
+			return Outcome{Err: fmt.Errorf("safe_bash: %w", err)}
+		}
+	}
+	if !scan.complete {
+		sh.Warnings = append(sh.Warnings, fmt.Sprintf("the workspace has more than %d directories: agent configuration below the first %d is not protected", maxScanDirs, maxScanDirs))
+	}
+	started := time.Now()
 	_, pins := gitProtected(env.Place.Root)
 	spec := runner.Spec{
 		Dir:       dir,
-		ReadOnly:  append(protected(env.Place.Root), cfg.ReadOnly...),
-		ReadWrite: cfg.ReadWrite,
+		ReadOnly:  append(append(protected(env.Place.Root), sh.ReadOnly...), cfg.ReadOnly...),
+		ReadWrite: append(sh.ReadWrite, cfg.ReadWrite...),
+		Masks:     sh.Masks,
 		Pins:      pins,
 		Network:   c.in.Network,
 		Timeout:   timeout,
 	}
-	var warnings []string
+	warnings := sh.Warnings
 	if env.Home != nil {
 		m, release, err := env.Home.Prepare(homemount.Call{Home: homeDir(), Workspace: env.Place.Root,
 			CallerEnv: env.CallerEnv, Vault: env.Vault, Scrubber: env.Scrubber,
@@ -99,9 +119,10 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 		// The view's paths go first: a protected workspace path or a
 		// configured one below a shown directory is mounted after it.
 		spec.ReadOnly = append(m.ReadOnly, spec.ReadOnly...)
-		spec.HomeDir, spec.Binds, spec.Overlays, spec.Masks = m.HomeDir, m.Binds, m.Overlays, m.Masks
+		spec.HomeDir, spec.Binds, spec.Overlays = m.HomeDir, m.Binds, m.Overlays
+		spec.Masks = append(m.Masks, spec.Masks...)
 		op.Env = append(op.Env, m.Env...)
-		warnings = m.Warnings
+		warnings = append(warnings, m.Warnings...)
 	}
 	var finish func() netview.Summary
 	switch {
@@ -124,6 +145,9 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 	}
 	o := guardGit("safe_bash", env, func() Outcome { return runSandboxed(ctx, env, op, "", spec) })
 	o.Warnings = append(o.Warnings, warnings...)
+	// The sandbox is gone (its pid namespace ended with its init): what it
+	// planted can be looked for.
+	o.Warnings = append(o.Warnings, setAsideNested(scan, started, sh.ReadOnly)...)
 	if finish != nil {
 		sum := finish()
 		o.Egress = sum.Connections

@@ -81,15 +81,35 @@ func FillGap(ctx context.Context, env *Env, source []byte, off int64, p []byte) 
 // runFileOp runs op through the call's runner and turns the tool process's report
 // back into an outcome. source is the file the output comes from, for the
 // placeholders of the secrets in it ("" when none).
+//
+// The file tools get the same shield as safe_bash: the host-run
+// configuration read-only (placeholders where it is missing), the
+// deny-listed paths in the workspace masked.
 func runFileOp(ctx context.Context, env *Env, op toolproto.Op, source string) Outcome {
+	shield := shieldWorkspace
+	if op.Content == nil {
+		// Reading only: nothing can be created, so no placeholder is
+		// needed (missing paths are not bound).
+		shield = shieldReadOnly
+	}
+	sh, err := shield(env.Place.Root, homeDir(), env.CallerEnv)
+	// After the run: the sandbox, and every process in it, is gone by then.
+	defer sh.release()
+	if err != nil {
+		return Outcome{Err: fmt.Errorf("%s: %w", op.Tool, err)}
+	}
 	_, pins := gitProtected(env.Place.Root)
-	return runSandboxed(ctx, env, op, source, runner.Spec{
-		Dir:      env.Place.Root,
-		Env:      []string{"PATH=/usr/bin:/bin"},
-		ReadOnly: protected(env.Place.Root),
-		Pins:     pins,
-		Timeout:  env.Config.Tools.FileTimeout.Duration,
+	o := runSandboxed(ctx, env, op, source, runner.Spec{
+		Dir:       env.Place.Root,
+		Env:       []string{"PATH=/usr/bin:/bin"},
+		ReadOnly:  append(protected(env.Place.Root), sh.ReadOnly...),
+		ReadWrite: sh.ReadWrite,
+		Masks:     sh.Masks,
+		Pins:      pins,
+		Timeout:   env.Config.Tools.FileTimeout.Duration,
 	})
+	o.Warnings = append(o.Warnings, sh.Warnings...)
+	return o
 }
 
 // runSandboxed runs op in its sandbox (spec holds what differs per tool) and

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -152,6 +153,26 @@ func sandboxShow(cfg *config.Config, setup *homemount.Setup, root, home string, 
 	for _, p := range tools.Protected(root) {
 		rep.Mounts = append(rep.Mounts, homemount.Entry{Mode: "ro", Path: p, From: "protected: the host runs what it holds"})
 	}
+	// The agents' and editors' configuration, and the deny-list in the
+	// workspace, as a call would get them (nothing is created here).
+	ro, rw, masks, holders, warns, err := tools.DescribeShield(root, home, callerEnv)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range rw {
+		rep.Mounts = append(rep.Mounts, homemount.Entry{Mode: "rw", Path: p, From: "bound onto itself: cannot be renamed away with the protected files in it"})
+	}
+	for _, p := range ro {
+		from := "protected: the host runs what it holds"
+		if slices.Contains(holders, p) {
+			from = "missing: an empty read-only placeholder while a call runs, so that nothing can be created there"
+		}
+		rep.Mounts = append(rep.Mounts, homemount.Entry{Mode: "ro", Path: p, From: from})
+	}
+	for _, p := range masks {
+		rep.Mounts = append(rep.Mounts, homemount.Entry{Mode: "mask", Path: p, From: "credential deny-list, in the workspace"})
+	}
+	rep.Skipped = append(rep.Skipped, warns...)
 	for _, p := range cfg.Tools.SafeBash.ReadOnly {
 		rep.Mounts = append(rep.Mounts, homemount.Entry{Mode: "ro", Path: p, From: "tools.safe_bash.read_only"})
 	}

@@ -1,0 +1,345 @@
+package tools
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contextd/contextd/catalog"
+)
+
+// newHome makes a home with a project in it; both canonical.
+func newHome(t *testing.T) (home, proj string) {
+	t.Helper()
+	home, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proj = filepath.Join(home, "proj")
+	if err := os.MkdirAll(filepath.Join(proj, ".claude/tools"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return home, proj
+}
+
+func rels(root string, ps []string) []string {
+	var out []string
+	for _, p := range ps {
+		r, _ := filepath.Rel(root, p)
+		out = append(out, r)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// In a project set up for Claude only, every other agent's configuration
+// is missing: each gets a placeholder while a call runs (seen read-only),
+// .vscode as a whole too (nothing of it exists); the existing .claude is
+// bound read-only. Two calls share the placeholders; the last one to end
+// removes them, and the project is as it was.
+func TestShieldPlaceholders(t *testing.T) {
+	home, proj := newHome(t)
+	a, err := shieldWorkspace(proj, home, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{".claude", ".codex", ".gemini", ".mcp.json", ".opencode", ".vscode", "opencode.json", "opencode.jsonc"}
+	if got := rels(proj, a.ReadOnly); !slices.Equal(got, want) {
+		t.Errorf("read-only %v, want %v", got, want)
+	}
+	if got := rels(proj, a.Placeholders); slices.Contains(got, ".claude") || len(got) != len(want)-1 {
+		t.Errorf("placeholders %v", got)
+	}
+	for _, p := range a.Placeholders {
+		if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
+			t.Fatalf("placeholder %s not in place: %v", p, err)
+		}
+	}
+	b, err := shieldWorkspace(proj, home, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rels(proj, b.Placeholders), rels(proj, a.Placeholders)) {
+		t.Errorf("second call: placeholders %v", b.Placeholders)
+	}
+	a.release()
+	for _, p := range b.Placeholders {
+		if _, err := os.Lstat(p); err != nil {
+			t.Fatalf("%s removed while another call holds it", p)
+		}
+	}
+	b.release()
+	ents, _ := os.ReadDir(proj)
+	if len(ents) != 1 || ents[0].Name() != ".claude" {
+		t.Errorf("after both calls the project holds %v", ents)
+	}
+}
+
+// What the user put in or in place of a placeholder meanwhile is never
+// removed.
+func TestShieldKeepsUsersFiles(t *testing.T) {
+	home, proj := newHome(t)
+	s, err := shieldWorkspace(proj, home, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The user runs `codex` on the host meanwhile, and replaces the
+	// placeholder of .gemini by a directory of their own.
+	os.WriteFile(filepath.Join(proj, ".codex/config.toml"), []byte("model = \"x\"\n"), 0o644)
+	os.Remove(filepath.Join(proj, ".gemini"))
+	os.Mkdir(filepath.Join(proj, ".gemini"), 0o700)
+	s.release()
+	if b, err := os.ReadFile(filepath.Join(proj, ".codex/config.toml")); err != nil || string(b) != "model = \"x\"\n" {
+		t.Errorf(".codex/config.toml: %q %v", b, err)
+	}
+	if fi, err := os.Stat(filepath.Join(proj, ".gemini")); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the user's .gemini was removed: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(proj, ".opencode")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf(".opencode placeholder left: %v", err)
+	}
+}
+
+// .vscode exists: it stays writable but becomes a mount point (bound onto
+// itself) so it cannot be renamed away with its protected files; tasks.json
+// (missing) gets a placeholder, settings.json (there) a read-only bind.
+func TestShieldVSCode(t *testing.T) {
+	home, proj := newHome(t)
+	os.MkdirAll(filepath.Join(proj, ".vscode"), 0o755)
+	os.WriteFile(filepath.Join(proj, ".vscode/settings.json"), []byte("{}"), 0o644)
+	s, err := shieldWorkspace(proj, home, nil)
+	defer s.release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rels(proj, s.ReadWrite); !slices.Equal(got, []string{".vscode"}) {
+		t.Errorf("read-write %v", got)
+	}
+	ro := rels(proj, s.ReadOnly)
+	if !slices.Contains(ro, ".vscode/tasks.json") || !slices.Contains(ro, ".vscode/settings.json") {
+		t.Errorf("read-only %v", ro)
+	}
+	if !slices.Contains(rels(proj, s.Placeholders), ".vscode/tasks.json") {
+		t.Errorf("placeholders %v", s.Placeholders)
+	}
+}
+
+// A symbolic link cannot be protected by a bind: the call is told.
+func TestShieldSymlinkWarns(t *testing.T) {
+	home, proj := newHome(t)
+	os.Mkdir(filepath.Join(home, "shared-codex"), 0o755)
+	os.Symlink("../shared-codex", filepath.Join(proj, ".codex"))
+	s, err := shieldWorkspace(proj, home, nil)
+	defer s.release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], ".codex is a symbolic link") {
+		t.Errorf("warnings %v", s.Warnings)
+	}
+}
+
+// A workspace in a deny-listed or host configuration directory, or above
+// the home, is refused; one that contains deny-listed paths gets them
+// masked (existing) or held by placeholders (missing).
+func TestShieldWorkspaceChecks(t *testing.T) {
+	home, _ := newHome(t)
+	for _, d := range []string{".config/gh", ".config/contextd", ".claude/projects", ".ssh", ".config/nvim", ".local/bin", "dotfiles/gh"} {
+		os.MkdirAll(filepath.Join(home, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(home, "dotfiles/gh/hosts.yml"), []byte("token"), 0o600)
+	for _, ws := range []string{".config", ".config/gh", ".config/contextd", ".claude", ".claude/projects", ".ssh", ".config/nvim", ".local/bin", "."} {
+		s, err := shieldWorkspace(filepath.Join(home, ws), home, nil)
+		s.release()
+		if !errors.Is(err, catalog.ErrPolicy) {
+			t.Errorf("workspace ~/%s: %v, want refused", ws, err)
+		}
+	}
+	// XDG_CONFIG_HOME moved: the deny-list and the refusal follow it, and
+	// the default place stays refused.
+	os.MkdirAll(filepath.Join(home, "cfg/gh"), 0o755)
+	for _, ws := range []string{"cfg", "cfg/gh", ".config"} {
+		s, err := shieldWorkspace(filepath.Join(home, ws), home, map[string]string{"XDG_CONFIG_HOME": filepath.Join(home, "cfg")})
+		s.release()
+		if !errors.Is(err, catalog.ErrPolicy) {
+			t.Errorf("workspace ~/%s with XDG_CONFIG_HOME=~/cfg: %v, want refused", ws, err)
+		}
+	}
+	// ~/dotfiles holds gh's real directory (~/.config/gh is a link to it).
+	os.RemoveAll(filepath.Join(home, ".config/gh"))
+	os.Symlink("../dotfiles/gh", filepath.Join(home, ".config/gh"))
+	dot := filepath.Join(home, "dotfiles")
+	s, err := shieldWorkspace(dot, home, nil)
+	defer s.release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(s.Masks, filepath.Join(dot, "gh")) {
+		t.Errorf("masks %v, want %s", s.Masks, filepath.Join(dot, "gh"))
+	}
+}
+
+// A daemon that died holding placeholders leaves them; the next one
+// removes those still as it made them, and nothing else.
+func TestCleanPlaceholders(t *testing.T) {
+	home, proj := newHome(t)
+	record := filepath.Join(t.TempDir(), "placeholders")
+	CleanPlaceholders(record)
+	t.Cleanup(func() { placeholders.record = "" })
+	s, err := shieldWorkspace(proj, home, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(proj, ".gemini/settings.json"), []byte("{}"), 0o644)
+	// The daemon dies: its memory goes, the record stays.
+	placeholders.mu.Lock()
+	placeholders.held = map[string]*placeholder{}
+	placeholders.mu.Unlock()
+	s.holds = nil
+	removed := CleanPlaceholders(record)
+	sort.Strings(removed)
+	if want := []string{".codex", ".mcp.json", ".opencode", ".vscode", "opencode.json", "opencode.jsonc"}; !slices.Equal(rels(proj, removed), want) {
+		t.Errorf("removed %v, want %v", rels(proj, removed), want)
+	}
+	if _, err := os.Stat(filepath.Join(proj, ".gemini/settings.json")); err != nil {
+		t.Errorf("the user's file went: %v", err)
+	}
+}
+
+// FuzzRecordLine: a line of the placeholder record is read strictly; what
+// it accepts names an absolute clean path and prints back as it was read.
+func FuzzRecordLine(f *testing.F) {
+	for _, s := range []string{"2049 1234 1700000000123456789 /home/u/proj/.codex", "1 2 3 relative", "1 2 3 /a/../b", "x y z /a", "", "1 2 3 /a b c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		id, p, ok := parseRecordLine(line)
+		if !ok {
+			return
+		}
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+			t.Fatalf("accepted path %q", p)
+		}
+		if again, q, ok2 := parseRecordLine(strings.Join([]string{
+			strconv.FormatUint(id.dev, 10), strconv.FormatUint(id.ino, 10), strconv.FormatInt(id.ctime, 10), p}, " ")); !ok2 || again != id || q != p {
+			t.Fatalf("%q does not read back", line)
+		}
+	})
+}
+
+// Nested host-run configuration: what exists is found (not inside .git or
+// node_modules, not the top level's, which the shield covers); after a
+// call, what changed since it started is set aside under a name no agent
+// reads, and what did not change stays.
+func TestNestedSetAside(t *testing.T) {
+	_, proj := newHome(t)
+	for _, d := range []string{"a/.claude", "a/b/.vscode", "node_modules/x/.claude", ".git/.claude", "c"} {
+		os.MkdirAll(filepath.Join(proj, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(proj, "a/.claude/settings.json"), []byte("{}"), 0o644)
+	os.WriteFile(filepath.Join(proj, "a/b/.vscode/launch.json"), []byte("{}"), 0o644)
+	found, complete := nestedHostRun(proj)
+	if !complete || !slices.Equal(found, []string{"a/.claude"}) {
+		t.Fatalf("found %v (complete %v)", found, complete)
+	}
+	// Nothing changed since the walk: nothing is set aside.
+	if got := setAsideNested(scanNested(proj), time.Now().Add(time.Second), nil); len(got) != 0 {
+		t.Errorf("unchanged: %v", got)
+	}
+	// The "call": plants in a known directory (c), in a .vscode that was
+	// there, in a directory moved in from elsewhere, and a change below
+	// an existing one (a/.claude, not shielded here).
+	before := scanNested(proj)
+	time.Sleep(2 * ctimeMargin) // what the walk saw is older than the call
+	start := time.Now()
+	os.WriteFile(filepath.Join(proj, "a/b/.vscode/tasks.json"), []byte("{}"), 0o644)
+	os.WriteFile(filepath.Join(proj, "c/opencode.json"), []byte("{}"), 0o644)
+	os.WriteFile(filepath.Join(proj, "a/.claude/hooks.sh"), []byte("x"), 0o644)
+	os.MkdirAll(filepath.Join(proj, "newdir/d/.codex"), 0o755)
+	os.WriteFile(filepath.Join(proj, "newdir/d/.codex/config.toml"), []byte("x"), 0o644)
+	os.Rename(filepath.Join(proj, "newdir"), filepath.Join(proj, "c/moved"))
+	got := setAsideNested(before, start, nil)
+	if len(got) != 4 {
+		t.Fatalf("set aside: %v", got)
+	}
+	for _, rel := range []string{"a/b/.vscode/tasks.json", "c/opencode.json", "a/.claude", "c/moved/d/.codex"} {
+		if _, err := os.Lstat(filepath.Join(proj, rel)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s still in place", rel)
+		}
+		m, _ := filepath.Glob(filepath.Join(proj, rel) + setAsideTag + "*")
+		if len(m) != 1 {
+			t.Errorf("%s: set aside as %v", rel, m)
+		}
+	}
+	if found, _ := nestedHostRun(proj); len(found) != 0 {
+		t.Errorf("still found after setting aside: %v", found)
+	}
+}
+
+// benchWorkspace is a project of 2,000 directories (a mid-sized
+// repository), set up for Claude only.
+func benchWorkspace(b *testing.B) (home, proj string) {
+	home, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	proj = filepath.Join(home, "proj")
+	os.MkdirAll(filepath.Join(proj, ".claude/tools"), 0o755)
+	for i := 0; i < 40; i++ {
+		for j := 0; j < 50; j++ {
+			d := filepath.Join(proj, "pkg"+strconv.Itoa(i), "sub"+strconv.Itoa(j))
+			os.MkdirAll(d, 0o755)
+			os.WriteFile(filepath.Join(d, "f.go"), []byte("package x\n"), 0o644)
+		}
+	}
+	return home, proj
+}
+
+// BenchmarkShieldBash is what safe_bash does per call for this issue's
+// protections, beside BenchmarkProtectedOnly, what it did before (the
+// read-only list of what exists): shield, nested scan, release, and the
+// scan after the call.
+func BenchmarkShieldBash(b *testing.B) {
+	home, proj := benchWorkspace(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s, err := shieldWorkspace(proj, home, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		scan := scanNested(proj)
+		for _, rel := range scan.found {
+			s.shieldNested(proj, rel)
+		}
+		start := time.Now() // as safe_bash: the sandbox starts here
+		setAsideNested(scan, start, s.ReadOnly)
+		s.release()
+	}
+}
+
+// BenchmarkShieldRead is safe_read's share: no placeholder, no scan.
+func BenchmarkShieldRead(b *testing.B) {
+	home, proj := benchWorkspace(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s, err := shieldReadOnly(proj, home, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.release()
+	}
+}
+
+func BenchmarkProtectedOnly(b *testing.B) {
+	_, proj := benchWorkspace(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		protected(proj)
+	}
+}
