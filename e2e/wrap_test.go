@@ -145,8 +145,14 @@ func (r toolResult) Text() string {
 // the proxy, what of them the daemon passes on).
 func startWrap(t *testing.T, name string, vars []string, server ...string) *wrapSession {
 	t.Helper()
+	return startWrapIn(t, env.project, name, vars, server...)
+}
+
+// startWrapIn is startWrap in another directory (another workspace).
+func startWrapIn(t *testing.T, dir, name string, vars []string, server ...string) *wrapSession {
+	t.Helper()
 	js := mcpJSDir(t)
-	args := []string{env.usermgr, "run", testUser, "-C", env.project}
+	args := []string{env.usermgr, "run", testUser, "-C", dir}
 	args = append(args, vars...)
 	args = append(args, "--", "node", filepath.Join(js, "wrapclient.mjs"), "--",
 		filepath.Join(env.bin, "contextd-proxy"), "mcp", "wrap", "--name", name, "--")

@@ -10,9 +10,9 @@ package cachelayer
 //
 // Layout, under Root (0700, the user's own, not a symlink):
 //
-//	<id>/              one workspace's layers; id = hex of the first 128 bits
-//	                   of SHA-256(workspace root)
-//	  .layer.json      the workspace's path
+//	<id>/              one sandbox's layers in one workspace; id = hex of the
+//	                   first 128 bits of SHA-256(Key: root, identity, sandbox)
+//	  .layer.json      the Key
 //	  .lock            held by the lease that has these layers mounted
 //	  <cache>/         its mtime is when a call last released it
 //	  <cache>/upper    the overlay's upper layer: what calls wrote
@@ -21,8 +21,15 @@ package cachelayer
 //	  <name>.lock      held for the whole life of <name>
 //	  <name>/          a throwaway lease's layers, or layers being deleted
 //
-// Layers are per workspace, not per user: an entry one project's sandbox
-// wrote (poisoned or just broken) is read only by that project's calls.
+// Layers are per workspace and per sandbox, not per user: an entry one
+// project's sandbox wrote (poisoned or just broken) is read only by that
+// project's calls, and only by the same kind of sandbox (safe_bash, one
+// wrapped MCP server): a ~/.npmrc or npx cache entry planted by a safe_bash
+// call never runs in a server with other egress rules, nor the other way
+// round. A workspace is known by its identity (Identity: the root
+// directory's inode, birth time and generation), not only its path, so a
+// project deleted and made again at the same path starts with empty layers;
+// the old ones expire.
 // The root must be on a file system that can hold an overlay's upper layer
 // in a user namespace (unprivileged overlayfs stores its metadata in user.*
 // xattrs): ext4, xfs, btrfs, or tmpfs from Linux 6.6; not NFS, not another
@@ -61,11 +68,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/contextd/contextd/catalog"
+	"golang.org/x/sys/unix"
 )
 
 // Defaults of Options.
@@ -192,9 +201,50 @@ type Layer struct {
 	Work  string
 }
 
+// Key names one set of layers.
+type Key struct {
+	// Workspace is the workspace root, as the daemon resolved it.
+	Workspace string `json:"workspace"`
+	// Identity is the workspace root's Identity when the call began.
+	Identity string `json:"identity"`
+	// Sandbox is the kind of sandbox the layers are mounted in: "safe_bash",
+	// "mcp:NAME". Required: layers are never shared between two kinds.
+	Sandbox string `json:"sandbox"`
+}
+
+// Identity tells a workspace root apart from another directory that once
+// had its path: device, inode, birth time and (where the file system keeps
+// one) inode generation, which ext4 and xfs draw anew when an inode number
+// is reused. A root that cannot be looked at is an error: layers are never
+// handed out on a guess.
+func Identity(root string) (string, error) {
+	var st unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, root, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_INO|unix.STATX_BTIME|unix.STATX_TYPE, &st); err != nil {
+		return "", fmt.Errorf("cache layers: workspace %s: %w", root, ioError(err))
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return "", fmt.Errorf("cache layers: workspace %s is not a directory: %w", root, catalog.ErrInternal)
+	}
+	id := fmt.Sprintf("%d:%d", unix.Mkdev(st.Dev_major, st.Dev_minor), st.Ino)
+	if st.Mask&unix.STATX_BTIME != 0 {
+		id += fmt.Sprintf(":b%d.%09d", st.Btime.Sec, st.Btime.Nsec)
+	}
+	if f, err := os.OpenFile(root, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+		if g, err := unix.IoctlGetUint32(int(f.Fd()), fsIocGetversion); err == nil {
+			id += fmt.Sprintf(":g%d", g)
+		}
+		f.Close()
+	}
+	return id, nil
+}
+
+// fsIocGetversion is FS_IOC_GETVERSION (_IOR('v', 1, long)), which
+// x/sys/unix does not name: the inode's generation number.
+const fsIocGetversion = 0x80087601
+
 // Lease is a call's use of its workspace's layers, from Acquire to Release.
 type Lease struct {
-	Workspace string
+	Key
 	// Layers are the caches asked for, in the order asked (duplicates
 	// dropped).
 	Layers []Layer
@@ -228,16 +278,15 @@ func (l *Lease) Layer(cache string) (Layer, bool) {
 	return Layer{}, false
 }
 
-// Acquire gives a call the upper and work directories of caches in
-// workspace (its root, as the daemon resolved it), creating them as
-// needed. It never waits: when another lease holds the workspace's layers,
+// Acquire gives a call the upper and work directories of caches of the
+// layers k names, creating them as needed. It never waits: when another lease holds the workspace's layers,
 // this one gets fresh ephemeral layers and says so (Ephemeral, Warning).
 // With no caches it returns an empty lease and touches nothing.
 //
 // An error means there is no lease and nothing to release. Otherwise the
 // caller must Release the lease once the call is over.
-func (m *Manager) Acquire(workspace string, caches []string) (*Lease, error) {
-	ws, err := cleanWorkspace(workspace)
+func (m *Manager) Acquire(k Key, caches []string) (*Lease, error) {
+	k, err := cleanKey(k)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +294,7 @@ func (m *Manager) Acquire(workspace string, caches []string) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Lease{Workspace: ws, m: m, id: workspaceID(ws)}
+	l := &Lease{Key: k, m: m, id: layersID(k)}
 	if len(names) == 0 {
 		return l, nil
 	}
@@ -319,8 +368,8 @@ func (m *Manager) lockWorkspace(id string) (*os.File, error) {
 func (m *Manager) prepare(l *Lease, names []string) error {
 	dir := filepath.Join(m.root, l.id)
 	md, merr := readMeta(dir) // missing or damaged: written afresh below
-	if md.Workspace != "" && md.Workspace != l.Workspace {
-		return fmt.Errorf("cache layers: %s holds the layers of %s, not %s: %w", dir, md.Workspace, l.Workspace, catalog.ErrInternal)
+	if md.Workspace != "" && md.Key != l.Key {
+		return fmt.Errorf("cache layers: %s holds the layers of %+v, not %+v: %w", dir, md.Key, l.Key, catalog.ErrInternal)
 	}
 	for _, name := range names {
 		ly, err := makeLayer(dir, name)
@@ -335,15 +384,16 @@ func (m *Manager) prepare(l *Lease, names []string) error {
 		l.Layers = append(l.Layers, ly)
 	}
 	if merr != nil || md.Workspace == "" {
-		return writeMeta(dir, meta{Workspace: l.Workspace})
+		return writeMeta(dir, meta{Key: l.Key})
 	}
 	return nil
 }
 
-// Planned returns where Acquire would put cache's kept layer for
-// workspace, without making or locking anything (contextd sandbox show).
-func (m *Manager) Planned(workspace, cache string) Layer {
-	dir := filepath.Join(m.root, workspaceID(filepath.Clean(workspace)), cache)
+// Planned returns where Acquire would put cache's kept layer for k, without
+// making or locking anything (contextd sandbox show).
+func (m *Manager) Planned(k Key, cache string) Layer {
+	k.Workspace = filepath.Clean(k.Workspace)
+	dir := filepath.Join(m.root, layersID(k), cache)
 	return Layer{Cache: cache, Upper: filepath.Join(dir, "upper"), Work: filepath.Join(dir, "work")}
 }
 
@@ -544,10 +594,23 @@ func kind(m fs.FileMode) string {
 	return "not a directory (" + m.Type().String() + ")"
 }
 
-// workspaceID names a workspace's directory.
-func workspaceID(ws string) string {
-	sum := sha256.Sum256([]byte(ws))
+// layersID names the directory of k's layers. The parts are joined with a
+// NUL, which none of them can hold, so two keys never meet.
+func layersID(k Key) string {
+	sum := sha256.Sum256([]byte(k.Workspace + "\x00" + k.Identity + "\x00" + k.Sandbox))
 	return hex.EncodeToString(sum[:16])
+}
+
+func cleanKey(k Key) (Key, error) {
+	ws, err := cleanWorkspace(k.Workspace)
+	if err != nil {
+		return Key{}, err
+	}
+	if k.Sandbox == "" || strings.ContainsRune(k.Sandbox, 0) || strings.ContainsRune(k.Identity, 0) {
+		return Key{}, fmt.Errorf("cache layers: layers of %s asked for without a sandbox name: %w", ws, catalog.ErrInternal)
+	}
+	k.Workspace = ws
+	return k, nil
 }
 
 func cleanWorkspace(ws string) (string, error) {

@@ -62,7 +62,7 @@ func newManager(t *testing.T, o cachelayer.Options) *cachelayer.Manager {
 
 func acquire(t *testing.T, m *cachelayer.Manager, ws string, caches ...string) *cachelayer.Lease {
 	t.Helper()
-	l, err := m.Acquire(ws, caches)
+	l, err := m.Acquire(cachelayer.Key{Workspace: ws, Sandbox: "safe_bash"}, caches)
 	if err != nil {
 		t.Fatalf("Acquire(%s, %q): %v", ws, caches, err)
 	}
@@ -253,7 +253,7 @@ func TestOneHolderUnderRaces(t *testing.T) {
 					return
 				default:
 				}
-				l, err := m.Acquire(ws, []string{"go-build", "go-mod"})
+				l, err := m.Acquire(cachelayer.Key{Workspace: ws, Sandbox: "safe_bash"}, []string{"go-build", "go-mod"})
 				if err != nil {
 					t.Error(err)
 					return
@@ -334,7 +334,7 @@ func TestBadInput(t *testing.T) {
 		{"too long", "/p", []string{strings.Repeat("a", 65)}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			l, err := m.Acquire(tt.ws, tt.caches)
+			l, err := m.Acquire(cachelayer.Key{Workspace: tt.ws, Sandbox: "safe_bash"}, tt.caches)
 			if !errors.Is(err, catalog.ErrInternal) || l != nil {
 				t.Errorf("Acquire(%q, %q) = %v, %v; want %s", tt.ws, tt.caches, l, err, catalog.ErrInternal.Code)
 			}
@@ -378,7 +378,7 @@ func TestRootChecks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := m.Acquire("/p", []string{"npm"}); !errors.Is(err, catalog.ErrConfig) || !strings.Contains(err.Error(), root) {
+		if _, err := m.Acquire(cachelayer.Key{Workspace: "/p", Sandbox: "safe_bash"}, []string{"npm"}); !errors.Is(err, catalog.ErrConfig) || !strings.Contains(err.Error(), root) {
 			t.Errorf("root %s: Acquire error %v; want %s naming it", root, err, catalog.ErrConfig.Code)
 		}
 		if _, err := m.List(); !errors.Is(err, catalog.ErrConfig) {
@@ -417,7 +417,7 @@ func TestSymlinksNotFollowed(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(wsDir, "pip")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Acquire(ws, []string{"pip"}); err == nil || !strings.Contains(err.Error(), "symlink") {
+	if _, err := m.Acquire(cachelayer.Key{Workspace: ws, Sandbox: "safe_bash"}, []string{"pip"}); err == nil || !strings.Contains(err.Error(), "symlink") {
 		t.Errorf("Acquire through a symlinked cache directory: %v", err)
 	}
 	// Links inside an upper layer, to the directory and into it, and a
@@ -828,4 +828,86 @@ func TestUnlockThenRelease(t *testing.T) {
 	if got := cacheNames(list(t, m, ws)); slices.Contains(got, "go-build") {
 		t.Errorf("Release after Unlock did not enforce the bound: caches %v", got)
 	}
+}
+
+// Layers are per sandbox and per identity of the workspace root: what a
+// safe_bash call leaves in its layers is not in a wrapped server's, and a
+// workspace deleted and made again at its path starts empty.
+func TestKeySeparates(t *testing.T) {
+	m := newManager(t, cachelayer.Options{})
+	ws := filepath.Join(t.TempDir(), "proj")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	id, err := cachelayer.Identity(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(sandbox, id string) cachelayer.Key {
+		return cachelayer.Key{Workspace: ws, Identity: id, Sandbox: sandbox}
+	}
+	planted := func(k cachelayer.Key) bool {
+		t.Helper()
+		l, err := m.Acquire(k, []string{"home"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer release(t, l)
+		_, err = os.Lstat(filepath.Join(l.Layers[0].Upper, ".npmrc"))
+		return err == nil
+	}
+	l := acquire2(t, m, key("safe_bash", id), "home")
+	os.WriteFile(filepath.Join(l.Layers[0].Upper, ".npmrc"), []byte("node-options=--require=/tmp/x.js\n"), 0o600)
+	release(t, l)
+	if !planted(key("safe_bash", id)) {
+		t.Fatal("safe_bash's own layers lost what it wrote: the check below could not fail")
+	}
+	if planted(key("mcp:srv", id)) {
+		t.Error("a wrapped server sees what safe_bash planted in its scratch home")
+	}
+	// Made again at the same path, many times (ext4 reuses the inode
+	// number of a directory just removed): never the old identity.
+	seen := map[string]bool{id: true}
+	for range 20 {
+		if err := os.Remove(ws); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(ws, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		nid, err := cachelayer.Identity(ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[nid] {
+			t.Fatalf("a new directory at %s has an identity seen before: %s", ws, nid)
+		}
+		seen[nid] = true
+		if planted(key("safe_bash", nid)) {
+			t.Fatal("a new workspace at the old path sees the old one's layers")
+		}
+	}
+	if _, err := m.Acquire(cachelayer.Key{Workspace: ws, Identity: id}, []string{"home"}); !errors.Is(err, catalog.ErrInternal) {
+		t.Errorf("layers without a sandbox name: %v", err)
+	}
+	if _, err := cachelayer.Identity(filepath.Join(ws, "missing")); err == nil {
+		t.Error("a missing workspace has an identity")
+	}
+	// Clear of the workspace clears every sandbox's and identity's layers.
+	removed, err := m.Clear(ws)
+	if err != nil || !slices.Equal(removed, []string{ws}) {
+		t.Errorf("Clear(%s) = %v, %v", ws, removed, err)
+	}
+	if us, _ := m.List(); len(us) != 0 {
+		t.Errorf("layers left after Clear: %+v", us)
+	}
+}
+
+func acquire2(t *testing.T, m *cachelayer.Manager, k cachelayer.Key, caches ...string) *cachelayer.Lease {
+	t.Helper()
+	l, err := m.Acquire(k, caches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }

@@ -189,8 +189,8 @@ func du(path string) (bytes int64, partial bool, err error) {
 // directory is made. (When each cache was last used is its directory's
 // mtime.)
 type meta struct {
-	// Workspace is the workspace root the layers belong to.
-	Workspace string `json:"workspace"`
+	// Key names the layers: the workspace root, its identity, the sandbox.
+	Key
 }
 
 // readMeta reads dir's .layer.json (the zero meta and an error when it is

@@ -58,7 +58,7 @@ func crashHelper(args []string) int {
 		fmt.Println(err)
 		return 1
 	}
-	l, err := m.Acquire(args[1], args[2:])
+	l, err := m.Acquire(cachelayer.Key{Workspace: args[1], Sandbox: "safe_bash"}, args[2:])
 	if err != nil {
 		fmt.Println(err)
 		return 1

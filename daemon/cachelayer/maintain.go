@@ -19,6 +19,8 @@ type Usage struct {
 	// Workspace is the workspace root; empty when the layers' .layer.json
 	// was lost.
 	Workspace string `json:"workspace"`
+	// Sandbox is the kind of sandbox the layers serve (safe_bash, mcp:NAME).
+	Sandbox string `json:"sandbox,omitempty"`
 	// ID names the layers' directory under the root.
 	ID     string       `json:"id"`
 	Caches []CacheUsage `json:"caches"`
@@ -48,7 +50,7 @@ func (m *Manager) List() ([]Usage, error) {
 		if err != nil {
 			return nil, err
 		}
-		u := Usage{Workspace: md.Workspace, ID: id, Caches: caches}
+		u := Usage{Workspace: md.Workspace, Sandbox: md.Sandbox, ID: id, Caches: caches}
 		for _, c := range caches {
 			u.Bytes += c.Bytes
 			u.Partial = u.Partial || c.Partial
@@ -143,7 +145,6 @@ func (m *Manager) Clear(workspace string) ([]string, error) {
 			return nil, fmt.Errorf("cache layers: %q is not a workspace root (an absolute path): %w", workspace, catalog.ErrUsage)
 		}
 		workspace = ws
-		ids = []string{workspaceID(ws)}
 	}
 	exists, err := m.checkRoot(false)
 	if err != nil {
@@ -156,21 +157,20 @@ func (m *Manager) Clear(workspace string) ([]string, error) {
 		return nil, nil
 	}
 	errs := []error{m.sweepTmp()}
-	if workspace == "" {
-		if ids, err = m.workspaceIDs(); err != nil {
-			return nil, err
-		}
+	if ids, err = m.workspaceIDs(); err != nil {
+		return nil, err
 	}
 	var removed, busy []string
+	found := false
 	for _, id := range ids {
 		dir := filepath.Join(m.root, id)
-		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-			if workspace != "" {
-				return nil, fmt.Errorf("cache layers: no layers of %s in %s (`contextd cache list` shows the workspaces that have some): %w", workspace, m.root, catalog.ErrNotFound)
-			}
+		md, _ := readMeta(dir)
+		// A workspace has layers per sandbox and per identity of its
+		// root: all of those whose record names it.
+		if workspace != "" && md.Workspace != workspace {
 			continue
 		}
-		md, _ := readMeta(dir)
+		found = true
 		name := orID(md.Workspace, id)
 		lock, err := tryLock(filepath.Join(dir, lockName), true)
 		switch {
@@ -185,11 +185,16 @@ func (m *Manager) Clear(workspace string) ([]string, error) {
 		}
 		if err := m.discard(dir); err != nil {
 			errs = append(errs, err)
-		} else {
+		} else if !slices.Contains(removed, name) {
 			removed = append(removed, name)
 		}
 		lock.Close()
 	}
+	if workspace != "" && !found {
+		return nil, fmt.Errorf("cache layers: no layers of %s in %s (`contextd cache list` shows the workspaces that have some): %w", workspace, m.root, catalog.ErrNotFound)
+	}
+	slices.Sort(busy)
+	busy = slices.Compact(busy)
 	if len(busy) > 0 {
 		errs = append(errs, fmt.Errorf("cache layers of %s not cleared: a tool call in that workspace has them mounted: %w", strings.Join(busy, ", "), catalog.ErrCacheBusy))
 	}

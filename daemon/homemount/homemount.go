@@ -58,6 +58,10 @@ type Setup struct {
 type Call struct {
 	Home      string
 	Workspace string
+	// Sandbox names the kind of sandbox ("safe_bash", "mcp:NAME"): each has
+	// its own scratch home and cache layers, so that one never plants for
+	// another (a ~/.npmrc node-options, an npx cache entry).
+	Sandbox   string
 	CallerEnv map[string]string
 	Options   homeview.Options
 	Vault     *scrub.Vault
@@ -99,16 +103,21 @@ func (s *Setup) Prepare(c Call) (m *Mounts, release func(), err error) {
 			m.Env = append(m.Env, name+"="+val)
 		}
 	}
+	key, err := layerKey(c)
+	if err != nil {
+		return nil, nil, err
+	}
 	var undo []func()
-	release = func() {
+	undoAll := func() {
 		for i := len(undo) - 1; i >= 0; i-- {
 			undo[i]()
 		}
 	}
+	// On error the named results are nil by the time this runs: undo
+	// through the local closure, never through release.
 	defer func() {
 		if err != nil {
-			release()
-			release = nil
+			undoAll()
 		}
 	}()
 
@@ -137,7 +146,7 @@ func (s *Setup) Prepare(c Call) (m *Mounts, release func(), err error) {
 			names = append(names, cd.Name)
 		}
 	}
-	lease, err := s.Layers.Acquire(c.Workspace, names)
+	lease, err := s.Layers.Acquire(key, names)
 	if err != nil {
 		return nil, nil, fmt.Errorf("home view: %w", err)
 	}
@@ -170,7 +179,31 @@ func (s *Setup) Prepare(c Call) (m *Mounts, release func(), err error) {
 	if root := s.Layers.Root(); exposed(root, m) && !slices.Contains(m.Masks, root) {
 		m.Masks = append(m.Masks, root)
 	}
-	return m, release, nil
+	// Without overlays the user's caches are not shown, not even below a
+	// directory shown for another reason (~/.cargo/registry below ~/.cargo,
+	// the prefix of ~/.cargo/bin): read-only, the toolchain could neither
+	// use them as its own nor write them.
+	if s.Mode == Private {
+		for _, cd := range v.Caches {
+			if exposed(cd.Path, m) && !slices.Contains(m.Masks, cd.Path) {
+				m.Masks = append(m.Masks, cd.Path)
+			}
+		}
+	}
+	return m, undoAll, nil
+}
+
+// layerKey names the call's layers: its sandbox, and its workspace as the
+// directory it is now (a project made again at a reused path starts clean).
+func layerKey(c Call) (cachelayer.Key, error) {
+	if c.Sandbox == "" {
+		return cachelayer.Key{}, fmt.Errorf("home view: no sandbox name for the layers of %s: %w", c.Workspace, catalog.ErrInternal)
+	}
+	id, err := cachelayer.Identity(c.Workspace)
+	if err != nil {
+		return cachelayer.Key{}, fmt.Errorf("home view: %w", err)
+	}
+	return cachelayer.Key{Workspace: c.Workspace, Identity: id, Sandbox: c.Sandbox}, nil
 }
 
 // exposed reports whether p lies below something the mounts show.
@@ -240,7 +273,11 @@ func (s *Setup) Describe(c Call) (*homeview.View, []Entry, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	scratch := s.Layers.Planned(c.Workspace, ScratchLayer)
+	key, err := layerKey(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	scratch := s.Layers.Planned(key, ScratchLayer)
 	out := []Entry{{Mode: "rw", Path: c.Home, Source: scratch.Upper, From: "the workspace's scratch home (persistent)"}}
 	for _, p := range v.ReadOnly {
 		out = append(out, Entry{Mode: "ro", Path: p, From: v.From[p]})
@@ -250,7 +287,7 @@ func (s *Setup) Describe(c Call) (*homeview.View, []Entry, error) {
 	}
 	if s.Mode == Overlay {
 		for _, cd := range v.Caches {
-			ly := s.Layers.Planned(c.Workspace, cd.Name)
+			ly := s.Layers.Planned(key, cd.Name)
 			out = append(out, Entry{Mode: "overlay", Path: cd.Path, Source: ly.Upper,
 				From: "cache " + cd.Name + " (preset " + cd.Preset + "): yours read-only below, writes kept in the upper layer"})
 		}

@@ -33,28 +33,33 @@ type Cache struct {
 var Presets = []Preset{
 	{
 		// Identity, aliases, ignore and attribute rules, so that commit,
-		// log and diff behave as outside. The credential stores are on the
-		// deny-list; a credential.helper named here finds nothing to use.
-		Name: "git",
-		Show: []string{"~/.gitconfig", "$XDG_CONFIG_HOME/git"},
+		// log and diff behave as outside. Both config files may hold
+		// credentials (http.extraHeader, a remote or insteadOf URL with a
+		// token in it): they show as copies. The credential stores are on
+		// the deny-list; a credential.helper named here finds nothing to
+		// use.
+		Name:     "git",
+		Show:     []string{"$XDG_CONFIG_HOME/git/ignore", "$XDG_CONFIG_HOME/git/attributes"},
+		Scrubbed: []string{"~/.gitconfig", "$XDG_CONFIG_HOME/git/config"},
 	},
 	{
-		// `go env -w` settings (GOPROXY, GOPRIVATE, GOFLAGS).
-		Name:    "go",
-		Markers: []string{"go.mod", "go.work"},
-		Show:    []string{"$XDG_CONFIG_HOME/go"},
+		// `go env -w` settings (GOPROXY, GOPRIVATE, GOFLAGS); GOPROXY may
+		// hold a user and password.
+		Name:     "go",
+		Markers:  []string{"go.mod", "go.work"},
+		Scrubbed: []string{"$XDG_CONFIG_HOME/go/env"},
 		Caches: []Cache{
 			{Name: "go-mod", Path: "$GOMODCACHE"},
 			{Name: "go-build", Path: "$GOCACHE"},
 		},
 	},
 	{
-		// npm's user config holds registry auth tokens (_authToken, _auth,
-		// _password); yarn berry's holds npmAuthToken.
+		// npm's and pnpm's user config hold registry auth tokens
+		// (_authToken, _auth, _password); yarn v1's too, yarn berry's
+		// npmAuthToken.
 		Name:     "node",
 		Markers:  []string{"package.json"},
-		Show:     []string{"~/.yarnrc", "$XDG_CONFIG_HOME/pnpm"},
-		Scrubbed: []string{"$npm_config_userconfig", "~/.yarnrc.yml"},
+		Scrubbed: []string{"$npm_config_userconfig", "$XDG_CONFIG_HOME/pnpm/rc", "~/.yarnrc", "~/.yarnrc.yml"},
 		Caches: []Cache{
 			{Name: "npm", Path: "$npm_config_cache"},
 			{Name: "yarn", Path: "$XDG_CACHE_HOME/yarn"},
@@ -103,6 +108,48 @@ var Presets = []Preset{
 // rustup's proxies in ~/.cargo/bin run the toolchains in $RUSTUP_HOME.
 var impliedRoots = []struct{ pathDir, root string }{
 	{"$CARGO_HOME/bin", "$RUSTUP_HOME"},
+}
+
+// installRoots are directories below the home that a toolchain manager
+// owns whole: a PATH directory in one shows the install prefix it belongs
+// to (its parent), which holds the toolchain's libraries. Some are git
+// clones (pyenv, asdf); prefixSecrets shows their .git/config as a copy.
+var installRoots = []string{
+	"$CARGO_HOME",    // cargo's bin and its config (scrubbed by the rust preset)
+	"$RUSTUP_HOME",   // rustup's toolchains
+	"$PYENV_ROOT",    // pyenv's shims and Pythons
+	"$NVM_DIR",       // nvm's node versions
+	"$SDKMAN_DIR",    // sdkman's candidates (java, gradle, maven)
+	"$ASDF_DATA_DIR", // asdf's shims and installs
+	"$MISE_DATA_DIR", // mise's installs
+	"~/.volta",       // volta's shims and node images
+	"~/.bun",         // bun
+	"~/.deno",        // deno
+}
+
+// installMarkers make any other directory an install prefix: what a
+// package manager lays out, never a checkout. A directory holding one is
+// shown whole unless it holds a .git as well (a source tree that happens to
+// look like one).
+var installMarkers = []string{
+	"pyvenv.cfg",       // a Python virtual environment: pipx's and uv's tools, any venv
+	"lib/python3*",     // a Python installation (uv's, mise's, a hand-built one)
+	"lib/node_modules", // an npm prefix (npm config prefix, nvm's, fnm's node)
+}
+
+// prefixSecrets are the files below a shown directory (a PATH directory,
+// an install prefix) that may hold credentials: each that exists shows as
+// a scrubbed copy, never as itself. Patterns are relative, with globs.
+var prefixSecrets = []string{
+	"etc/npmrc",                        // npm's global config of a prefix (~/.npm-global, an nvm node)
+	"versions/node/*/etc/npmrc",        // the same below $NVM_DIR
+	"tools/image/node/*/etc/npmrc",     // the same below ~/.volta
+	"installs/nodejs/*/etc/npmrc",      // the same below asdf
+	"installs/node/*/etc/npmrc",        // the same below mise
+	".npmrc", ".yarnrc", ".yarnrc.yml", // a prefix's own rc files
+	"pip.conf",    // a virtual environment's own pip config (index-url with a password)
+	".git/config", // a tool installed as a clone (pyenv, asdf) remembers its remote's URL
+	".env*",       // environment files: KEY=value secrets
 }
 
 // broadDirs are never shown whole as the install prefix of a PATH directory:

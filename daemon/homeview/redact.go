@@ -19,6 +19,7 @@ var credentialKeys = []string{
 	"npmauthtoken", "npmauthident", "npmpassword", // yarn berry (.yarnrc.yml)
 	"token", "password", "passwd", "secret", "passphrase", // cargo, pip, uv, poetry, gradle
 	"apikey", "api_key", "api-key", "accesstoken", "access_token", "auth-token",
+	"extraheader", // git's http.extraHeader: "Authorization: Bearer ..."
 }
 
 // credentialKey reports whether a key names a credential: one of
@@ -46,6 +47,16 @@ func credentialKey(key string) bool {
 // TOML, npmrc or YAML file.
 var assignment = regexp.MustCompile(`^(\s*-?\s*["']?)([^=:"'\s#;][^=:"'\s]*(?::[^=:"'\s]+)*)(["']?\s*[=:]\s*)(.*)$`)
 
+// spacePair is one "key value" line of yarn v1's .yarnrc, where a space
+// separates the two ("//host/:_authToken" TOKEN).
+var spacePair = regexp.MustCompile(`^(\s*"?)([^"\s=#;\[][^"\s]*)("?[ \t]+)(\S.*)$`)
+
+// urlUserinfo is the user info of a URL ("https://user:token@host",
+// "https://token@host"): git remotes and url.<base>.insteadOf, GOPROXY,
+// pip's index-url, a registry in any rc file. It is a credential whatever
+// key it sits under, and even in a section header.
+var urlUserinfo = regexp.MustCompile(`(?i)([a-z][a-z0-9+.-]*://)([^/?#@\s"'<>\[\]]+)@`)
+
 // xmlSecret is an XML element holding a credential (Maven's settings.xml:
 // <password>, <passphrase>).
 var xmlSecret = regexp.MustCompile(`(?i)(<(password|passphrase)>)([^<]+)(</(?:password|passphrase)>)`)
@@ -64,11 +75,22 @@ func Redact(content []byte, placeholder func(secret string) string) []byte {
 		}
 		return append(append(append([]byte{}, g[1]...), placeholder(v)...), g[4]...)
 	})
+	content = urlUserinfo.ReplaceAllFunc(content, func(m []byte) []byte {
+		g := urlUserinfo.FindSubmatch(m)
+		v := string(g[2])
+		if isReference(v) || strings.HasPrefix(v, "[REDACTED:") {
+			return m
+		}
+		return append(append(append([]byte{}, g[1]...), placeholder(v)...), '@')
+	})
 	lines := bytes.SplitAfter(content, []byte("\n"))
 	var out bytes.Buffer
 	for _, line := range lines {
 		body, nl := bytes.CutSuffix(line, []byte("\n"))
 		g := assignment.FindSubmatch(body)
+		if g == nil || !credentialKey(strings.Trim(string(g[2]), `"'`)) {
+			g = spacePair.FindSubmatch(body)
+		}
 		if g == nil || !credentialKey(strings.Trim(string(g[2]), `"'`)) {
 			out.Write(line)
 			continue

@@ -1,10 +1,12 @@
 package homeview
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -42,24 +44,50 @@ func TestRedact(t *testing.T) {
 	}
 }
 
+// redactFormats are the lines real tools write a credential V in: npmrc,
+// yarn berry, git's http.extraHeader, a URL with user info (git remote,
+// url.insteadOf, GOPROXY), yarn v1's space-separated pairs, Maven's XML,
+// cargo's TOML.
+var redactFormats = []string{
+	"//registry.example/:_authToken=V",
+	"  npmAuthToken: \"V\"",
+	"\textraHeader = Authorization: Bearer V",
+	"\turl = https://alice:V@git.example/r.git",
+	"[url \"https://V@github.com/\"]",
+	"GOPROXY=https://u:V@proxy.example,direct",
+	"\"//r.example/:_authToken\" V",
+	"<password>V</password>",
+	"token = 'V'",
+}
+
 // FuzzRedact: the user's configuration files are untrusted in shape (a tool
-// may have written them); Redact never panics, keeps every line without a
-// credential as it was, and never lets a credential value through.
+// may have written them). Whatever surrounds it, a credential the fuzzer
+// plants in one of redactFormats never comes out of Redact: the check looks
+// for the planted value itself, not for what Redact says it found.
 func FuzzRedact(f *testing.F) {
-	f.Add([]byte("//r/:_authToken=abc\nx=1\n"))
-	f.Add([]byte("<password>p</password>"))
-	f.Add([]byte("token = 'q'\n"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var secrets []string
-		out := Redact(b, func(s string) string { secrets = append(secrets, s); return "[REDACTED:x:1]" })
-		for _, s := range secrets {
-			if len(s) >= 4 && strings.Contains(string(out), s) && !strings.Contains("[REDACTED:x:1]", s) {
-				// The same text may appear elsewhere in the file, outside
-				// any credential key: only check it left its own place.
-				if strings.Count(string(out), s) >= strings.Count(string(b), s) {
-					t.Fatalf("secret %q still in %q", s, out)
-				}
-			}
+	for i := range redactFormats {
+		f.Add([]byte("x=1\n[core]"), uint8(i), "q7Rk2LmZ9w", []byte("# end\n"))
+	}
+	f.Add([]byte("<password>"), uint8(7), "hunter22", []byte("</password>"))
+	f.Add([]byte{}, uint8(2), "Zm9vOmJhcg==", []byte{0xff, '\n'})
+	plain := regexp.MustCompile(`^[A-Za-z0-9._~+/=-]{4,64}$`)
+	f.Fuzz(func(t *testing.T, before []byte, kind uint8, secret string, after []byte) {
+		if !plain.MatchString(secret) || bytes.Contains(before, []byte(secret)) || bytes.Contains(after, []byte(secret)) {
+			return
+		}
+		format := redactFormats[int(kind)%len(redactFormats)]
+		if strings.Contains(format, "@") && strings.Contains(secret, "/") {
+			return // a '/' ends a URL's authority: V is then its path
+		}
+		line := strings.ReplaceAll(format, "V", secret)
+		if strings.Count(line, secret) != 1 {
+			return // the value is part of the format's own text
+		}
+		in := append(append(append(append([]byte{}, before...), '\n'), line...), '\n')
+		in = append(in, after...)
+		out := Redact(in, func(string) string { return "[REDACTED:x:1]" })
+		if bytes.Contains(out, []byte(secret)) {
+			t.Fatalf("planted %q in %q: still in the output %q", secret, line, out)
 		}
 	})
 }

@@ -111,6 +111,7 @@ func Resolve(h *Host, o Options) (*View, error) {
 			r.scrubbed(t, on)
 		}
 	}
+	r.prefixSecrets()
 	r.masks()
 	sort.Strings(r.v.ReadOnly)
 	sort.Strings(r.v.Scrubbed)
@@ -204,8 +205,11 @@ func (r *resolver) pathDirs() {
 		if !r.seen[dir] && !r.seen[canonicalOr(dir)] {
 			continue
 		}
+		// The install prefix a bin directory belongs to holds the
+		// libraries its programs load; any other parent (a checkout whose
+		// bin is on PATH, ~/go with its sources) is not shown.
 		if base := filepath.Base(dir); base == "bin" || base == "shims" {
-			if parent := filepath.Dir(dir); !broad[parent] && strings.Count(parent, "/") >= 2 {
+			if parent := filepath.Dir(dir); !broad[parent] && strings.Count(parent, "/") >= 2 && r.installPrefix(parent, broad) {
 				r.show(parent, "PATH "+dir)
 			}
 		}
@@ -218,9 +222,12 @@ func (r *resolver) pathDirs() {
 	}
 }
 
-// linkedPrefixes shows the install prefixes that the symbolic links in a
-// PATH directory lead to below the home (~/.local/bin/black ->
-// ~/.local/share/pipx/venvs/black/bin/black shows that venv).
+// linkedPrefixes shows what the symbolic links in a PATH directory lead to
+// below the home: the install prefix of the target when it is one
+// (~/.local/bin/black -> ~/.local/share/pipx/venvs/black/bin/black shows
+// that venv), else the target file alone. A link into a checkout (`npm
+// link`, a hand-made link to ~/src/tool/bin/tool) never shows the checkout,
+// whose .env and .git/config are beside the program.
 func (r *resolver) linkedPrefixes(dir string, broad map[string]bool) {
 	f, err := os.Open(dir)
 	if err != nil {
@@ -234,7 +241,7 @@ func (r *resolver) linkedPrefixes(dir string, broad map[string]bool) {
 		}
 		// Most links lead next door (rustup's proxies to ./rustup) or out
 		// of the home (/usr/bin/python3): read the link first, and resolve
-		// it whole only when it may lead to a new prefix below the home.
+		// it whole only when it may lead somewhere not shown yet.
 		link, err := os.Readlink(filepath.Join(dir, e.Name()))
 		if err != nil {
 			continue
@@ -242,21 +249,66 @@ func (r *resolver) linkedPrefixes(dir string, broad map[string]bool) {
 		if !filepath.IsAbs(link) {
 			link = filepath.Join(dir, link)
 		}
-		if filepath.Dir(link) == dir || r.seen[filepath.Dir(link)] || r.seen[filepath.Dir(filepath.Dir(link))] {
+		if filepath.Dir(link) == dir {
 			continue
 		}
 		target, err := filepath.EvalSymlinks(link)
-		if err != nil || !within(target, r.h.Home) {
+		if err != nil || !within(target, r.h.Home) || r.exposed(target) {
 			continue
 		}
+		from := "PATH link " + filepath.Join(dir, e.Name())
 		prefix := filepath.Dir(target)
 		if filepath.Base(prefix) == "bin" {
 			prefix = filepath.Dir(prefix)
 		}
-		if broad[prefix] {
+		if !broad[prefix] && r.installPrefix(prefix, broad) {
+			r.show(prefix, from)
 			continue
 		}
-		r.show(prefix, "PATH link "+filepath.Join(dir, e.Name()))
+		r.show(target, from)
+	}
+}
+
+// installPrefix reports whether dir is laid out by a package or toolchain
+// manager (installRoots, installMarkers), so that showing it whole shows no
+// one's sources.
+func (r *resolver) installPrefix(dir string, broad map[string]bool) bool {
+	for _, t := range installRoots {
+		if root, ok := r.h.expand(t); ok && !broad[root] && root != r.h.Home && within(dir, root) {
+			return true
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+		return false
+	}
+	for _, m := range installMarkers {
+		if ms, _ := filepath.Glob(filepath.Join(dir, m)); len(ms) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// prefixSecrets adds, as scrubbed copies, the files of prefixSecrets that
+// exist below a shown directory.
+func (r *resolver) prefixSecrets() {
+	for _, dir := range slices.Clone(r.v.ReadOnly) {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			continue
+		}
+		for _, pat := range prefixSecrets {
+			ms, _ := filepath.Glob(filepath.Join(dir, pat))
+			for _, p := range ms {
+				fi, err := os.Lstat(p)
+				if err != nil || !fi.Mode().IsRegular() || slices.Contains(r.v.Scrubbed, p) {
+					continue
+				}
+				if _, bad := denied(p, r.deny); bad {
+					continue // masked instead
+				}
+				r.v.Scrubbed = append(r.v.Scrubbed, p)
+			}
+		}
 	}
 }
 

@@ -18,24 +18,25 @@ func fakeHome(t *testing.T) (home, ws string) {
 	t.Helper()
 	home = t.TempDir()
 	files := map[string]string{
-		".gitconfig":                              "[user]\n\tname = T\n",
-		".config/git/ignore":                      "*.o\n",
-		".config/git/credentials":                 "https://u:pw@example.com\n",
-		".ssh/id_ed25519":                         "PRIVATE",
-		".aws/credentials":                        "[default]\n",
-		"go/bin/gopls":                            "bin",
-		"go/pkg/mod/cache/download/x":             "mod",
-		".cache/go-build/00/a":                    "obj",
-		".cargo/bin/cargo":                        "bin",
-		".cargo/credentials.toml":                 "[registry]\ntoken = \"x\"\n",
-		".rustup/toolchains/stable/bin":           "rustc",
-		".local/share/pipx/venvs/black/bin/black": "py",
-		".local/share/keyrings/login.keyring":     "k",
-		".npmrc":                                  "//registry.npmjs.org/:_authToken=npm_x\n",
-		".npm/_cacache/index":                     "i",
-		".m2/settings.xml":                        "<settings/>",
-		"ws/go.mod":                               "module x\n",
-		"ws/web/package.json":                     "{}",
+		".gitconfig":                               "[user]\n\tname = T\n",
+		".config/git/ignore":                       "*.o\n",
+		".config/git/credentials":                  "https://u:pw@example.com\n",
+		".ssh/id_ed25519":                          "PRIVATE",
+		".aws/credentials":                         "[default]\n",
+		"go/bin/gopls":                             "bin",
+		"go/pkg/mod/cache/download/x":              "mod",
+		".cache/go-build/00/a":                     "obj",
+		".cargo/bin/cargo":                         "bin",
+		".cargo/credentials.toml":                  "[registry]\ntoken = \"x\"\n",
+		".rustup/toolchains/stable/bin":            "rustc",
+		".local/share/pipx/venvs/black/bin/black":  "py",
+		".local/share/pipx/venvs/black/pyvenv.cfg": "home = /usr/bin\n",
+		".local/share/keyrings/login.keyring":      "k",
+		".npmrc":                                   "//registry.npmjs.org/:_authToken=npm_x\n",
+		".npm/_cacache/index":                      "i",
+		".m2/settings.xml":                         "<settings/>",
+		"ws/go.mod":                                "module x\n",
+		"ws/web/package.json":                      "{}",
 	}
 	for name, content := range files {
 		p := filepath.Join(home, name)
@@ -72,8 +73,8 @@ func TestResolve(t *testing.T) {
 		t.Errorf("presets %s, want git,go,node (go.mod at the root, package.json one level down)", got)
 	}
 	wantRO := []string{
-		h(".gitconfig"), h(".config/git"), // git
-		h("go/bin"), h("go"), // PATH and its prefix
+		h(".config/git/ignore"),                    // git
+		h("go/bin"),                                // PATH; ~/go, with its sources, is no install prefix
 		h(".cargo/bin"), h(".cargo"), h(".rustup"), // PATH, prefix, implied root
 		h(".local/bin"), h(".local/share/pipx/venvs/black"), // PATH and a link's prefix
 	}
@@ -82,15 +83,15 @@ func TestResolve(t *testing.T) {
 			t.Errorf("%s not shown; read-only: %v", p, v.ReadOnly)
 		}
 	}
-	for _, p := range []string{home, h(".local"), h(".ssh"), "/usr/bin", h(".config")} {
+	for _, p := range []string{home, h(".local"), h(".ssh"), "/usr/bin", h(".config"), h("go"), h(".config/git"), h(".gitconfig")} {
 		if slices.Contains(v.ReadOnly, p) {
 			t.Errorf("%s shown: %v", p, v.ReadOnly)
 		}
 	}
-	// ~/.npmrc: the node preset's; ~/.cargo/credentials.toml: rust is off,
+	// ~/.gitconfig, ~/.npmrc: the git and node presets'; ~/.cargo/credentials.toml: rust is off,
 	// but ~/.cargo is shown, so it must show scrubbed; ~/.m2/settings.xml:
 	// java is off and nothing shows it.
-	if want := []string{h(".cargo/credentials.toml"), h(".npmrc")}; !slices.Equal(v.Scrubbed, want) {
+	if want := []string{h(".cargo/credentials.toml"), h(".gitconfig"), h(".npmrc")}; !slices.Equal(v.Scrubbed, want) {
 		t.Errorf("scrubbed %v, want %v", v.Scrubbed, want)
 	}
 	var caches []string
@@ -100,10 +101,11 @@ func TestResolve(t *testing.T) {
 	if want := []string{"go-mod=" + h("go/pkg/mod"), "go-build=" + h(".cache/go-build"), "npm=" + h(".npm")}; !slices.Equal(caches, want) {
 		t.Errorf("caches %v, want %v", caches, want)
 	}
-	// ~/.config/git is shown, so its credentials are masked; ~/.ssh and
-	// ~/.aws lie below nothing shown and need no mask.
-	if want := []string{h(".config/git/credentials")}; !slices.Equal(v.Masks, want) {
-		t.Errorf("masks %v, want %v", v.Masks, want)
+	// Only ~/.config/git/ignore is shown of git's directory, so its
+	// credentials need no mask; nor do ~/.ssh and ~/.aws, below nothing
+	// shown.
+	if len(v.Masks) != 0 {
+		t.Errorf("masks %v, want none", v.Masks)
 	}
 	if !slices.ContainsFunc(v.Skipped, func(s string) bool { return strings.HasPrefix(s, h(".ssh")+":") }) {
 		t.Errorf("~/.ssh on PATH not reported as skipped: %v", v.Skipped)

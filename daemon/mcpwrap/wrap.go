@@ -542,7 +542,7 @@ func (w *Wrapper) views(req *lite.Wrap, sc config.MCPServer, sessionID, root str
 		if p, ok := homeview.LauncherPresets[filepath.Base(req.Command[0])]; ok {
 			opts.Presets = []string{p}
 		}
-		m, release, err := w.d.HomeMount.Prepare(homemount.Call{Home: w.d.Home, Workspace: root, CallerEnv: req.Env,
+		m, release, err := w.d.HomeMount.Prepare(homemount.Call{Home: w.d.Home, Workspace: root, Sandbox: "mcp:" + req.Name, CallerEnv: req.Env,
 			Vault: vault, Scrubber: w.d.Scrubber, Options: opts})
 		if err != nil {
 			// Fail closed, as safe_bash does: no guessed view.

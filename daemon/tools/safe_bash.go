@@ -105,7 +105,7 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 	}
 	warnings := sh.Warnings
 	if env.Home != nil {
-		m, release, err := env.Home.Prepare(homemount.Call{Home: homeDir(), Workspace: env.Place.Root,
+		m, release, err := env.Home.Prepare(homemount.Call{Home: homeDir(), Workspace: env.Place.Root, Sandbox: "safe_bash",
 			CallerEnv: env.CallerEnv, Vault: env.Vault, Scrubber: env.Scrubber,
 			Options: homeview.Options{PresetsOff: env.Config.Home.PresetsOff, ReadOnly: env.Config.Home.ReadOnly}})
 		if err != nil {

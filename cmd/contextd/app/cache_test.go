@@ -55,7 +55,7 @@ func TestCacheListAndClear(t *testing.T) {
 	proj := filepath.Join(t.TempDir(), "proj")
 	os.MkdirAll(filepath.Join(proj, ".git"), 0o755)
 	os.MkdirAll(filepath.Join(proj, "sub", "dir"), 0o755)
-	l, err := m.Acquire(proj, []string{"go-build", "go-mod"})
+	l, err := m.Acquire(cachelayer.Key{Workspace: proj, Sandbox: "safe_bash"}, []string{"go-build", "go-mod"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,13 +64,13 @@ func TestCacheListAndClear(t *testing.T) {
 		t.Fatal(err)
 	}
 	busy := t.TempDir()
-	held, err := m.Acquire(busy, []string{"npm"})
+	held, err := m.Acquire(cachelayer.Key{Workspace: busy, Sandbox: "safe_bash"}, []string{"npm"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer held.Release()
 	gone := filepath.Join(t.TempDir(), "deleted-project")
-	if l, err := m.Acquire(gone, []string{"pip"}); err != nil || l.Release() != nil {
+	if l, err := m.Acquire(cachelayer.Key{Workspace: gone, Sandbox: "safe_bash"}, []string{"pip"}); err != nil || l.Release() != nil {
 		t.Fatal(err)
 	}
 

@@ -137,7 +137,7 @@ deny-list that exist on this machine. It changes nothing.`,
 // sandboxShow builds the report of what a safe_bash call in the workspace
 // root would see, from the same decisions the daemon makes per call.
 func sandboxShow(cfg *config.Config, setup *homemount.Setup, root, home string, callerEnv map[string]string) (*sandboxReport, error) {
-	view, entries, err := setup.Describe(homemount.Call{Home: home, Workspace: root, CallerEnv: callerEnv,
+	view, entries, err := setup.Describe(homemount.Call{Home: home, Workspace: root, Sandbox: "safe_bash", CallerEnv: callerEnv,
 		Options: homeview.Options{PresetsOff: cfg.Home.PresetsOff, ReadOnly: cfg.Home.ReadOnly}})
 	if err != nil {
 		return nil, err

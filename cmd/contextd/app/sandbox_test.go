@@ -36,6 +36,10 @@ func TestSandboxShow(t *testing.T) {
 	}
 	setup := &homemount.Setup{Layers: lm, Mode: homemount.Overlay, SystemDirs: []string{"/usr"}}
 	root := filepath.Join(home, "proj")
+	rootID, err := cachelayer.Identity(root)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rep, err := sandboxShow(config.Default(), setup, root, home, map[string]string{"PATH": "/usr/bin"})
 	if err != nil {
 		t.Fatal(err)
@@ -49,14 +53,13 @@ func TestSandboxShow(t *testing.T) {
 		filepath.Join(root, ".mcp.json"):   "ro",
 		filepath.Join(root, ".git/config"): "ro",
 		home:                               "rw",
-		filepath.Join(home, ".gitconfig"):  "ro",
+		filepath.Join(home, ".gitconfig"):  "copy",
 		filepath.Join(home, "go/pkg/mod"):  "overlay",
-		filepath.Join(home, ".config/git/credentials"): "masked",
 	}
 	got := map[string]string{}
 	for _, e := range rep.Mounts {
 		got[e.Path] = e.Mode
-		if e.Path == home && e.Source != lm.Planned(root, homemount.ScratchLayer).Upper {
+		if e.Path == home && e.Source != lm.Planned(cachelayer.Key{Workspace: root, Identity: rootID, Sandbox: "safe_bash"}, homemount.ScratchLayer).Upper {
 			t.Errorf("scratch home from %s", e.Source)
 		}
 	}
