@@ -156,6 +156,6 @@ func FuzzRequestHead(f *testing.F) {
 		if _, ok := s.o.Policy.Allow(host, port, req.Method); !ok {
 			t.Fatalf("admitted %s %s:%d that the policy refuses", req.Method, host, port)
 		}
-		s.rewrite(req, host, port) //nolint:errcheck // must not panic, result irrelevant here
+		s.rewrite(req, host, port, false) //nolint:errcheck // must not panic, result irrelevant here
 	})
 }
