@@ -3,6 +3,7 @@ package egress
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -252,4 +253,73 @@ func escapeAll(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// ErrBadCredentialTarget is a credential destination that does not parse.
+var ErrBadCredentialTarget = errors.New("bad credential destination")
+
+// ParseCredentialTarget parses where a configured credential may be sent:
+// "[https://|http://]HOST[:PORT] [header=NAME] [url] [body]", for example
+// "api.github.com", "http://localhost:4873" or "api.example.com
+// header=X-Api-Key". HOST is one exact host (no wildcard); PORT defaults to
+// the scheme's (443, or 80 for http://, the only scheme that lets the
+// secret travel unencrypted); header names the request header it goes in
+// (default Authorization); url and body let it also be put into the request
+// target and a body. The result has no Placeholder or Secret.
+func ParseCredentialTarget(s string) (Credential, error) {
+	fail := func(why string) (Credential, error) {
+		return Credential{}, fmt.Errorf("%w %q: %s", ErrBadCredentialTarget, s, why)
+	}
+	fields := strings.Fields(s)
+	if len(fields) == 0 {
+		return fail("empty")
+	}
+	var c Credential
+	hp := fields[0]
+	if rest, ok := strings.CutPrefix(hp, "http://"); ok {
+		hp, c.Cleartext = rest, true
+	} else if rest, ok := strings.CutPrefix(hp, "https://"); ok {
+		hp = rest
+	} else if strings.Contains(hp, "://") {
+		return fail("only https:// or http:// origins")
+	}
+	hp = strings.TrimSuffix(hp, "/")
+	host, port, err := splitRuleHostPort(hp)
+	if err != nil {
+		return fail(err.Error())
+	}
+	if strings.HasPrefix(host, "*") {
+		return fail("a credential goes to one exact host, not a wildcard")
+	}
+	c.Host, c.Port = host, port
+	for _, f := range fields[1:] {
+		switch name, ok := strings.CutPrefix(f, "header="); {
+		case ok:
+			if !validHeaderName(name) {
+				return fail("header=" + name + " is not a header name")
+			}
+			c.Header = http.CanonicalHeaderKey(name)
+		case f == "url":
+			c.InTarget = true
+		case f == "body":
+			c.InBody = true
+		default:
+			return fail("unknown option " + f + " (header=NAME, url, body)")
+		}
+	}
+	return c, nil
+}
+
+// validHeaderName accepts the header names credentials travel in: letters,
+// digits, '-' and '_'.
+func validHeaderName(n string) bool {
+	if n == "" || len(n) > 64 {
+		return false
+	}
+	for _, c := range []byte(n) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
