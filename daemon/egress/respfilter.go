@@ -22,8 +22,59 @@ import (
 // placeholder: in the status line, in every header and trailer, and in the
 // body, streamed with bounded memory whatever its size or framing.
 
-// swap is one byte string the scrubber replaces, and what with.
-type swap struct{ from, to []byte }
+// swap is one byte string the scrubber replaces, and what with; rare is
+// the index in from of the byte the search looks for first.
+type swap struct {
+	from, to []byte
+	rare     int
+}
+
+// byteRank orders bytes by how often they occur in the text a registry
+// sends (JSON, HTML): lower-case letters and spacing most, then upper case
+// and digits, then punctuation, then anything else. A search for a secret
+// starts at its least common byte, so that it runs at IndexByte's speed
+// instead of stopping at every occurrence of its first letter.
+func byteRank(c byte) int {
+	switch {
+	case c >= 'a' && c <= 'z', c == ' ', c == '\n', c == '"', c == ',', c == ':':
+		return 3
+	case c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return 2
+	case c > ' ' && c < 0x7f:
+		return 1
+	default:
+		return 0
+	}
+}
+
+func rarest(b []byte) int {
+	k := 0
+	for i, c := range b {
+		if byteRank(c) < byteRank(b[k]) {
+			k = i
+		}
+	}
+	return k
+}
+
+// index is where s.from first occurs in b, or -1.
+func (s *swap) index(b []byte) int {
+	k, c := s.rare, s.from[s.rare]
+	for start := 0; start+len(s.from) <= len(b); start++ {
+		j := bytes.IndexByte(b[start+k:], c)
+		if j < 0 {
+			return -1
+		}
+		start += j
+		if start+len(s.from) > len(b) {
+			return -1
+		}
+		if bytes.Equal(b[start:start+len(s.from)], s.from) {
+			return start
+		}
+	}
+	return -1
+}
 
 // scrubber replaces secrets in a stream. It keeps back the last len(longest
 // secret)-1 bytes of what it was given, which may be the start of a secret
@@ -41,13 +92,13 @@ type scrubber struct {
 // percent-encoded as a query, a path or everything-but-unreserved would
 // have it. Each is replaced by the placeholder spelled the same way.
 func secretForms(c *Credential) []swap {
-	out := []swap{{[]byte(c.Secret), []byte(c.Placeholder)}}
+	out := []swap{{from: []byte(c.Secret), to: []byte(c.Placeholder)}}
 	for _, enc := range []func(string) string{escapeAll, url.QueryEscape, url.PathEscape} {
 		f := enc(c.Secret)
 		if f == c.Secret || slices.ContainsFunc(out, func(s swap) bool { return string(s.from) == f }) {
 			continue
 		}
-		out = append(out, swap{[]byte(f), []byte(enc(c.Placeholder))})
+		out = append(out, swap{from: []byte(f), to: []byte(enc(c.Placeholder))})
 	}
 	return out
 }
@@ -62,6 +113,7 @@ func newScrubber(creds []*Credential, w io.Writer) *scrubber {
 		}
 		for _, f := range secretForms(c) {
 			if !slices.ContainsFunc(sc.swaps, func(s swap) bool { return bytes.Equal(s.from, f.from) }) {
+				f.rare = rarest(f.from)
 				sc.swaps = append(sc.swaps, f)
 				sc.maxLen = max(sc.maxLen, len(f.from))
 			}
@@ -102,10 +154,11 @@ func (sc *scrubber) process(final bool) error {
 	pos := 0
 	for pos < decided {
 		at, which := -1, -1
-		for i, s := range sc.swaps {
+		for i := range sc.swaps {
+			s := &sc.swaps[i]
 			if sc.next[i] == -2 || sc.next[i] >= 0 && sc.next[i] < pos {
 				sc.next[i] = -1
-				if k := bytes.Index(b[pos:], s.from); k >= 0 {
+				if k := s.index(b[pos:]); k >= 0 {
 					sc.next[i] = pos + k
 				}
 			}
