@@ -21,8 +21,8 @@ type Egress struct {
 	Allow []string `toml:"allow"`
 	// CredentialEnv names variables of the daemon's own environment (the
 	// user manager's) whose value a sandboxed program sees only as a
-	// placeholder, and the hosts the proxy may send the real value to:
-	// GITHUB_TOKEN = ["api.github.com"].
+	// placeholder, and where the proxy may send the real value
+	// (egress.ParseCredentialTarget): GITHUB_TOKEN = ["api.github.com"].
 	CredentialEnv map[string][]string `toml:"credential_env"`
 	// CAFiles are more certificate bundles (PEM) to trust: the proxy
 	// verifies upstream servers with them, and the sandbox's trust store
@@ -57,12 +57,8 @@ func (e *Egress) validate() error {
 			return fmt.Errorf("%s: name at least one host the value may be sent to", key)
 		}
 		for _, h := range hosts {
-			r, err := egress.ParseRule(h, key)
-			if err != nil {
+			if _, err := egress.ParseCredentialTarget(h); err != nil {
 				return fmt.Errorf("%s: %v", key, err)
-			}
-			if r.Host[0] == '*' || len(r.Methods) > 0 {
-				return fmt.Errorf("%s: %q: a credential goes to one exact host (optionally :PORT), not a wildcard or methods", key, h)
 			}
 		}
 	}

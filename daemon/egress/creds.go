@@ -3,6 +3,7 @@ package egress
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,9 +17,22 @@ import (
 // are far smaller.
 const maxRewriteBody = 1 << 20
 
-// credMatches reports whether c may be sent to host:port.
-func credMatches(c *Credential, host string, port int) bool {
-	return c.Placeholder != "" && normalizeHost(c.Host) == host && (c.Port == 0 || c.Port == port)
+// credPort is the port a credential may be sent to: the one it names, else
+// the default of its scheme (https unless it names an http:// origin).
+func credPort(c *Credential) int {
+	switch {
+	case c.Port != 0:
+		return c.Port
+	case c.Cleartext:
+		return 80
+	default:
+		return 443
+	}
+}
+
+// credFor reports whether c belongs to host:port.
+func credFor(c *Credential, host string, port int) bool {
+	return c.Placeholder != "" && normalizeHost(c.Host) == host && credPort(c) == port
 }
 
 // intercepts reports whether connections to host:port are terminated to
@@ -27,48 +41,60 @@ func (s *Server) intercepts(host string, port int) bool {
 	if s.o.CA == nil {
 		return false
 	}
+	return len(s.ownCreds(host, port)) > 0
+}
+
+// ownCreds are the credentials of host:port, whatever the transport: those
+// whose secrets a response from there is scrubbed of.
+func (s *Server) ownCreds(host string, port int) []*Credential {
+	var out []*Credential
 	for i := range s.o.Credentials {
-		if credMatches(&s.o.Credentials[i], host, port) {
-			return true
+		if c := &s.o.Credentials[i]; credFor(c, host, port) {
+			out = append(out, c)
 		}
 	}
-	return false
+	return out
 }
 
 // rewriter substitutes the placeholders of the credentials that belong to
 // one host:port and spots those of credentials that do not.
 type rewriter struct {
-	own     []*Credential
+	own     []*Credential // may be sent in this request
+	clear   []*Credential // belong here but not over cleartext
 	foreign []*Credential
 	n       int
 }
 
-func (s *Server) newRewriter(host string, port int) *rewriter {
+// newRewriter sorts the credentials for a request to host:port; overTLS
+// says whether the proxy sends it encrypted.
+func (s *Server) newRewriter(host string, port int, overTLS bool) *rewriter {
 	rw := &rewriter{}
-	owned := map[string]bool{}
+	mine := map[string]bool{}
 	for i := range s.o.Credentials {
 		c := &s.o.Credentials[i]
-		if c.Placeholder == "" {
+		if !credFor(c, host, port) {
 			continue
 		}
-		if credMatches(c, host, port) {
+		mine[c.Placeholder] = true
+		if overTLS || c.Cleartext {
 			rw.own = append(rw.own, c)
-			owned[c.Placeholder] = true
+		} else {
+			rw.clear = append(rw.clear, c)
 		}
 	}
 	for i := range s.o.Credentials {
 		c := &s.o.Credentials[i]
-		if c.Placeholder != "" && !owned[c.Placeholder] && !credMatches(c, host, port) {
+		if c.Placeholder != "" && !mine[c.Placeholder] {
 			rw.foreign = append(rw.foreign, c)
 		}
 	}
 	return rw
 }
 
-// leak returns the foreign credential whose placeholder text holds, in
+// find returns the credential of list whose placeholder text holds, in
 // clear or percent-encoded.
-func (rw *rewriter) leak(text string) *Credential {
-	if text == "" {
+func find(list []*Credential, text string) *Credential {
+	if text == "" || len(list) == 0 {
 		return nil
 	}
 	forms := []string{text}
@@ -78,7 +104,7 @@ func (rw *rewriter) leak(text string) *Credential {
 	if u, err := url.PathUnescape(text); err == nil && u != text {
 		forms = append(forms, u)
 	}
-	for _, c := range rw.foreign {
+	for _, c := range list {
 		for _, f := range forms {
 			if strings.Contains(f, c.Placeholder) {
 				return c
@@ -97,39 +123,47 @@ const (
 	inBody                // as is for a clear placeholder, form-encoded for an encoded one
 )
 
-// replace substitutes own placeholders in text. Percent-encoded placeholders
+// replace substitutes c's placeholder in text. Percent-encoded placeholders
 // are replaced too in a target or body, since clients encode the brackets.
-func (rw *rewriter) replace(text string, where place) string {
-	for _, c := range rw.own {
-		type sub struct{ from, to string }
-		subs := []sub{{c.Placeholder, c.Secret}}
-		switch where {
-		case inTarget:
-			e := escapeAll(c.Secret)
-			subs = []sub{{c.Placeholder, e}, {url.PathEscape(c.Placeholder), e}, {url.QueryEscape(c.Placeholder), e}}
-		case inBody:
-			e := url.QueryEscape(c.Secret)
-			subs = append(subs, sub{url.PathEscape(c.Placeholder), e}, sub{url.QueryEscape(c.Placeholder), e})
-		}
-		for _, sb := range subs {
-			if k := strings.Count(text, sb.from); k > 0 {
-				text = strings.ReplaceAll(text, sb.from, sb.to)
-				rw.n += k
-			}
+func (rw *rewriter) replace(c *Credential, text string, where place) string {
+	type sub struct{ from, to string }
+	subs := []sub{{c.Placeholder, c.Secret}}
+	switch where {
+	case inTarget:
+		e := escapeAll(c.Secret)
+		subs = []sub{{c.Placeholder, e}, {url.PathEscape(c.Placeholder), e}, {url.QueryEscape(c.Placeholder), e}}
+	case inBody:
+		e := url.QueryEscape(c.Secret)
+		subs = append(subs, sub{url.PathEscape(c.Placeholder), e}, sub{url.QueryEscape(c.Placeholder), e})
+	}
+	for _, sb := range subs {
+		if k := strings.Count(text, sb.from); k > 0 {
+			text = strings.ReplaceAll(text, sb.from, sb.to)
+			rw.n += k
 		}
 	}
 	return text
 }
 
+// credHeader is the header a credential travels in.
+func credHeader(c *Credential) string {
+	if c.Header == "" {
+		return "Authorization"
+	}
+	return http.CanonicalHeaderKey(c.Header)
+}
+
 // rewrite checks req for placeholders of credentials that do not belong to
-// host:port (returning a leak reason) and puts the secrets of those that do
-// into the request target, header values (also inside Authorization: Basic)
-// and a small body. It returns how many placeholders it replaced.
-func (s *Server) rewrite(req *http.Request, host string, port int) (int, string, error) {
+// host:port, or not over cleartext when overTLS is false (returning a
+// refusal reason), and puts the secrets of those that do where they belong:
+// into their header (also inside Authorization: Basic), and into the
+// request target and a small body only when the credential allows it. It
+// returns how many placeholders it replaced.
+func (s *Server) rewrite(req *http.Request, host string, port int, overTLS bool) (int, string, error) {
 	if len(s.o.Credentials) == 0 {
 		return 0, "", nil
 	}
-	rw := s.newRewriter(host, port)
+	rw := s.newRewriter(host, port, overTLS)
 	var body []byte
 	if req.ContentLength > 0 && req.ContentLength <= maxRewriteBody && len(req.TransferEncoding) == 0 {
 		body = make([]byte, req.ContentLength)
@@ -138,52 +172,53 @@ func (s *Server) rewrite(req *http.Request, host string, port int) (int, string,
 		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	leakOf := func(c *Credential) string {
-		return fmt.Sprintf("credential placeholder for %s sent to %s", normalizeHost(c.Host), host)
-	}
-	if c := rw.leak(req.RequestURI); c != nil {
-		return 0, leakOf(c), nil
-	}
+	texts := []string{req.RequestURI, string(body)}
 	for _, vs := range req.Header {
 		for _, v := range vs {
-			if c := rw.leak(v); c != nil {
-				return 0, leakOf(c), nil
-			}
+			texts = append(texts, v)
 			if dec, ok := decodeBasic(v); ok {
-				if c := rw.leak(dec); c != nil {
-					return 0, leakOf(c), nil
-				}
+				texts = append(texts, dec)
 			}
 		}
 	}
-	if c := rw.leak(string(body)); c != nil {
-		return 0, leakOf(c), nil
-	}
-	if len(rw.own) == 0 {
-		return 0, "", nil
+	for _, t := range texts {
+		if c := find(rw.foreign, t); c != nil {
+			if normalizeHost(c.Host) == host {
+				return 0, fmt.Sprintf("credential placeholder for %s sent to port %d", Hint(host, credPort(c)), port), nil
+			}
+			return 0, fmt.Sprintf("credential placeholder for %s sent to %s", normalizeHost(c.Host), host), nil
+		}
+		if c := find(rw.clear, t); c != nil {
+			return 0, fmt.Sprintf("credential for %s is sent only over TLS; name its origin http://%s to allow cleartext",
+				host, Hint(host, port)), nil
+		}
 	}
 
-	if uri := rw.replace(req.RequestURI, inTarget); uri != req.RequestURI {
-		u, err := url.ParseRequestURI(uri)
-		if err != nil {
-			return 0, "", fmt.Errorf("target after substitution: %w", err)
+	for _, c := range rw.own {
+		if c.InTarget {
+			if uri := rw.replace(c, req.RequestURI, inTarget); uri != req.RequestURI {
+				u, err := url.ParseRequestURI(uri)
+				if err != nil {
+					return 0, "", fmt.Errorf("target after substitution: %w", err)
+				}
+				req.RequestURI, req.URL = uri, u
+			}
 		}
-		req.RequestURI, req.URL = uri, u
-	}
-	for k, vs := range req.Header {
+		vs := req.Header[credHeader(c)]
 		for i, v := range vs {
 			if dec, ok := decodeBasic(v); ok {
-				if nd := rw.replace(dec, inHeader); nd != dec {
+				if nd := rw.replace(c, dec, inHeader); nd != dec {
 					v = "Basic " + base64.StdEncoding.EncodeToString([]byte(nd))
 				}
 			}
-			req.Header[k][i] = rw.replace(v, inHeader)
+			vs[i] = rw.replace(c, v, inHeader)
 		}
-	}
-	if body != nil {
-		if nb := rw.replace(string(body), inBody); nb != string(body) {
-			req.Body = io.NopCloser(strings.NewReader(nb))
-			req.ContentLength = int64(len(nb))
+		if c.InBody && body != nil {
+			if nb := rw.replace(c, string(body), inBody); nb != string(body) {
+				body = []byte(nb)
+				req.Body = io.NopCloser(bytes.NewReader(body))
+				req.ContentLength = int64(len(body))
+			}
 		}
 	}
 	return rw.n, "", nil
@@ -218,4 +253,73 @@ func escapeAll(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// ErrBadCredentialTarget is a credential destination that does not parse.
+var ErrBadCredentialTarget = errors.New("bad credential destination")
+
+// ParseCredentialTarget parses where a configured credential may be sent:
+// "[https://|http://]HOST[:PORT] [header=NAME] [url] [body]", for example
+// "api.github.com", "http://localhost:4873" or "api.example.com
+// header=X-Api-Key". HOST is one exact host (no wildcard); PORT defaults to
+// the scheme's (443, or 80 for http://, the only scheme that lets the
+// secret travel unencrypted); header names the request header it goes in
+// (default Authorization); url and body let it also be put into the request
+// target and a body. The result has no Placeholder or Secret.
+func ParseCredentialTarget(s string) (Credential, error) {
+	fail := func(why string) (Credential, error) {
+		return Credential{}, fmt.Errorf("%w %q: %s", ErrBadCredentialTarget, s, why)
+	}
+	fields := strings.Fields(s)
+	if len(fields) == 0 {
+		return fail("empty")
+	}
+	var c Credential
+	hp := fields[0]
+	if rest, ok := strings.CutPrefix(hp, "http://"); ok {
+		hp, c.Cleartext = rest, true
+	} else if rest, ok := strings.CutPrefix(hp, "https://"); ok {
+		hp = rest
+	} else if strings.Contains(hp, "://") {
+		return fail("only https:// or http:// origins")
+	}
+	hp = strings.TrimSuffix(hp, "/")
+	host, port, err := splitRuleHostPort(hp)
+	if err != nil {
+		return fail(err.Error())
+	}
+	if strings.HasPrefix(host, "*") {
+		return fail("a credential goes to one exact host, not a wildcard")
+	}
+	c.Host, c.Port = host, port
+	for _, f := range fields[1:] {
+		switch name, ok := strings.CutPrefix(f, "header="); {
+		case ok:
+			if !validHeaderName(name) {
+				return fail("header=" + name + " is not a header name")
+			}
+			c.Header = http.CanonicalHeaderKey(name)
+		case f == "url":
+			c.InTarget = true
+		case f == "body":
+			c.InBody = true
+		default:
+			return fail("unknown option " + f + " (header=NAME, url, body)")
+		}
+	}
+	return c, nil
+}
+
+// validHeaderName accepts the header names credentials travel in: letters,
+// digits, '-' and '_'.
+func validHeaderName(n string) bool {
+	if n == "" || len(n) > 64 {
+		return false
+	}
+	for _, c := range []byte(n) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }

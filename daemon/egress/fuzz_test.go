@@ -4,6 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -11,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func FuzzParseRule(f *testing.F) {
@@ -156,6 +161,219 @@ func FuzzRequestHead(f *testing.F) {
 		if _, ok := s.o.Policy.Allow(host, port, req.Method); !ok {
 			t.Fatalf("admitted %s %s:%d that the policy refuses", req.Method, host, port)
 		}
-		s.rewrite(req, host, port) //nolint:errcheck // must not panic, result irrelevant here
+		// The rewrite's result: a request to example.com:80 in clear gets
+		// no secret (the credential is https-only, port 443), and one to
+		// any other host gets the secret nowhere; a placeholder of
+		// example.com's credential sent elsewhere is refused.
+		n, leak, err := s.rewrite(req, host, port, false)
+		if err != nil {
+			return
+		}
+		var out bytes.Buffer
+		req.Write(&out) //nolint:errcheck // a bytes.Buffer
+		if n != 0 || bytes.Contains(out.Bytes(), []byte(secret)) && !bytes.Contains(data, []byte(secret)) {
+			t.Fatalf("secret put into a cleartext request to %s:%d (%d substitutions): %q", host, port, n, out.Bytes())
+		}
+		if leak == "" && bytes.Contains(out.Bytes(), []byte(placeholder)) && host != "example.com" {
+			t.Fatalf("placeholder of example.com's credential passed to %s: %q", host, out.Bytes())
+		}
+		// Over TLS to example.com:443, the secret goes into Authorization
+		// only, and only where the placeholder was.
+		req2, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(data)))
+		if err != nil || host != "example.com" {
+			return
+		}
+		auth := slices.Clone(req2.Header.Values("Authorization"))
+		n, leak, err = s.rewrite(req2, "example.com", 443, true)
+		if err != nil || leak != "" {
+			return
+		}
+		want := 0
+		for _, v := range auth {
+			want += strings.Count(v, placeholder)
+			if dec, ok := decodeBasic(v); ok {
+				want += strings.Count(dec, placeholder)
+			}
+		}
+		if n != want {
+			t.Fatalf("%d substitutions, want %d (placeholders in Authorization) in %q", n, want, data)
+		}
+		req2.Header.Del("Authorization")
+		out.Reset()
+		req2.Write(&out) //nolint:errcheck // a bytes.Buffer
+		if bytes.Contains(out.Bytes(), []byte(secret)) && !bytes.Contains(data, []byte(secret)) {
+			t.Fatalf("secret outside Authorization: %q", out.Bytes())
+		}
+	})
+}
+
+// FuzzScrubber feeds a stream holding several secrets (one a prefix of
+// another, sharing starts, split anywhere) through the scrubber in pieces
+// the fuzzer chooses: no secret may come out, the result must not depend
+// on the pieces, and text without secrets must come out unchanged.
+func FuzzScrubber(f *testing.F) {
+	f.Add([]byte("a tok tokXYZ tok%2B tokXtok"), []byte{1, 2, 3, 250}, "tok", "tokXYZ")
+	f.Add([]byte("xxtoXYZWtoXY"), []byte{5, 1}, "toXYZW", "XY")
+	f.Add([]byte("\r\n3\r\nsec\r\n3\r\nret\r\n"), []byte{2}, "secret", "s")
+	f.Add([]byte("npm_s3cr3t+/=token npm_s3cr3t%2B%2F%3Dtoken"), []byte{7, 9}, "npm_s3cr3t+/=token", "npm_s3cr3t")
+	f.Fuzz(func(t *testing.T, data, cuts []byte, s1, s2 string) {
+		var creds []*Credential
+		for i, s := range []string{s1, s2} {
+			if s == "" || len(s) > 64 || strings.ContainsAny(s, "[]") || strings.Contains("[P0][P1]%5BP0%5D%5BP1%5D", s) {
+				continue
+			}
+			creds = append(creds, &Credential{Secret: s, Placeholder: fmt.Sprintf("[P%d]", i)})
+		}
+		var whole bytes.Buffer
+		sc := newScrubber(creds, &whole)
+		if sc == nil {
+			return
+		}
+		sc.Write(data) //nolint:errcheck // a bytes.Buffer
+		sc.Close()     //nolint:errcheck // a bytes.Buffer
+		var pieces bytes.Buffer
+		sc2 := newScrubber(creds, &pieces)
+		rest := data
+		for _, c := range cuts {
+			k := min(int(c), len(rest))
+			sc2.Write(rest[:k]) //nolint:errcheck // a bytes.Buffer
+			rest = rest[k:]
+		}
+		sc2.Write(rest) //nolint:errcheck // a bytes.Buffer
+		sc2.Close()     //nolint:errcheck // a bytes.Buffer
+		if !bytes.Equal(whole.Bytes(), pieces.Bytes()) {
+			t.Fatalf("pieces %v change the result: %q vs %q", cuts, whole.Bytes(), pieces.Bytes())
+		}
+		for _, c := range creds {
+			for _, f := range secretForms(c) {
+				if bytes.Contains(whole.Bytes(), f.from) {
+					t.Fatalf("%q survived in %q", f.from, whole.Bytes())
+				}
+			}
+		}
+		hasAny := false
+		for _, s := range sc.swaps {
+			hasAny = hasAny || bytes.Contains(data, s.from)
+		}
+		if !hasAny && !bytes.Equal(whole.Bytes(), data) {
+			t.Fatalf("changed text without secrets: %q -> %q", data, whole.Bytes())
+		}
+		if got := sc.scrubString(string(data)); got != whole.String() {
+			t.Fatalf("scrubString %q, stream %q", got, whole.Bytes())
+		}
+	})
+}
+
+// FuzzScrubbedResponse relays a response read off the wire through the
+// scrubber, as the proxy does, and reads back what the client would get:
+// it must parse, hold no secret anywhere, and carry the body with the
+// secret replaced.
+func FuzzScrubbedResponse(f *testing.F) {
+	f.Add([]byte("HTTP/1.1 401 bad sekret\r\nLocation: /x?t=sekret\r\nContent-Length: 10\r\n\r\nab sekret!"))
+	f.Add([]byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-T\r\n\r\n3\r\nsek\r\n3\r\nret\r\n0\r\nX-T: sekret\r\n\r\n"))
+	f.Add([]byte("HTTP/1.0 200 OK\r\nX-sekret: 1\r\n\r\nsekretsekret"))
+	f.Add([]byte("HTTP/1.1 204 sekret\r\n\r\n"))
+	cred := &Credential{Secret: "sekret", Placeholder: "[PH]"}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(data)), nil)
+		if err != nil {
+			return
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		stripHopHeaders(resp.Header)
+		chunkOK := resp.ProtoAtLeast(1, 1)
+		resp.Close = resp.Close || !chunkOK
+		var out bytes.Buffer
+		if err := writeScrubbed(&out, resp, newScrubber([]*Credential{cred}, nil), false, chunkOK); err != nil {
+			return
+		}
+		if bytes.Contains(out.Bytes(), []byte("sekret")) {
+			t.Fatalf("secret came through: %q", out.Bytes())
+		}
+		back, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(out.Bytes())), nil)
+		if err != nil {
+			t.Fatalf("relayed response does not parse: %v: %q", err, out.Bytes())
+		}
+		got, err := io.ReadAll(back.Body)
+		if err != nil {
+			t.Fatalf("relayed body: %v: %q", err, out.Bytes())
+		}
+		if resp.Header.Get("Content-Encoding") == "" && string(got) != strings.ReplaceAll(string(body), "sekret", "[PH]") && back.StatusCode >= 200 {
+			t.Fatalf("body %q became %q", body, got)
+		}
+	})
+}
+
+// FuzzClientHello checks the ClientHello reader against Go's own TLS
+// server: when both read a hello, they must agree on the server name, and
+// the reader never consumes the bytes it judged.
+func FuzzClientHello(f *testing.F) {
+	good := realHello(f, "registry.test")
+	f.Add(good)
+	f.Add(splitRecords(good, 100))
+	f.Add(realHello(f, ""))
+	f.Add(withExtension(f, good, extECH, []byte{1, 2}))
+	f.Add(withExtension(f, good, extServerName, []byte{0, 5, 0, 0, 2, 'a', 'b'}))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		br := bufio.NewReaderSize(bytes.NewReader(data), 16<<10)
+		h, err := peekHello(br)
+		if b, _ := br.Peek(min(len(data), br.Buffered())); !bytes.Equal(b, data[:len(b)]) {
+			t.Fatal("bytes consumed or changed")
+		}
+		if err != nil {
+			return
+		}
+		var goName string
+		var goSaw bool
+		srv := tls.Server(&replayConn{r: bytes.NewReader(data)}, &tls.Config{
+			GetConfigForClient: func(chi *tls.ClientHelloInfo) (*tls.Config, error) {
+				goName, goSaw = chi.ServerName, true
+				return nil, errors.New("seen")
+			},
+		})
+		srv.Handshake() //nolint:errcheck // stops at GetConfigForClient
+		if goSaw && !h.ech && normalizeHost(goName) != normalizeHost(h.sni) {
+			t.Fatalf("server name %q, Go's TLS says %q", h.sni, goName)
+		}
+	})
+}
+
+// replayConn serves a fixed byte stream to a TLS server and drops what it
+// writes.
+type replayConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *replayConn) Read(p []byte) (int, error)       { return c.r.Read(p) }
+func (c *replayConn) Write(p []byte) (int, error)      { return len(p), nil }
+func (c *replayConn) Close() error                     { return nil }
+func (c *replayConn) SetDeadline(time.Time) error      { return nil }
+func (c *replayConn) SetReadDeadline(time.Time) error  { return nil }
+func (c *replayConn) SetWriteDeadline(time.Time) error { return nil }
+
+func FuzzCredentialTarget(f *testing.F) {
+	for _, s := range []string{"api.github.com", "http://localhost:4873", "https://api.example.com:8443/ header=X-Api-Key url body",
+		"*.example.com", "ftp://x", "a header=", "[::1]:80", "http://[::1] body", "h x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := ParseCredentialTarget(s)
+		if err != nil {
+			return
+		}
+		if c.Host == "" || strings.HasPrefix(c.Host, "*") || c.Port < 0 || c.Port > 65535 || strings.ContainsAny(c.Host, " /:") && !strings.Contains(c.Host, "::") && strings.Count(c.Host, ":") < 2 {
+			t.Fatalf("%q accepted as %+v", s, c)
+		}
+		if c.Cleartext != strings.HasPrefix(strings.TrimSpace(s), "http://") {
+			t.Fatalf("%q: cleartext %v", s, c.Cleartext)
+		}
+		if c.Header != "" && !validHeaderName(c.Header) {
+			t.Fatalf("%q: header %q", s, c.Header)
+		}
 	})
 }

@@ -97,9 +97,14 @@ func (s *Server) handleTunnel(ctx context.Context, c net.Conn, br *bufio.Reader,
 	ev.Rule = rule.String()
 	if see {
 		ev.Intercepted = true
-		ev.BytesOut, ev.BytesIn, ev.Reason = s.intercept(ctx, c, br, up, via, host, port)
-	} else {
-		ev.BytesOut, ev.BytesIn = tunnel(c, br, up)
+		if reason, alert := checkFirstFlight(br, host); reason != "" {
+			tlsAlert(c, alert)
+			ev.Allowed, ev.Reason = false, reason
+		} else {
+			ev.BytesOut, ev.BytesIn, ev.Reason = s.intercept(ctx, c, br, up, via, host, port)
+		}
+	} else if ev.BytesOut, ev.BytesIn, ev.Reason = guardedTunnel(c, br, up, host); ev.Reason != "" {
+		ev.Allowed = false // the ClientHello was refused
 	}
 	s.emit(ev)
 }

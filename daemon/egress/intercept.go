@@ -12,8 +12,10 @@ import (
 
 // intercept serves a confirmed tunnel to a host with credentials as visible
 // requests. The first byte tells the client's protocol: a TLS handshake
-// (0x16) is terminated with a leaf certificate from the CA, anything else is
-// taken as plain HTTP (a forwarded plain-http registry port). It returns the
+// (0x16) is terminated with a leaf certificate from the CA once its
+// ClientHello names the host, anything else is taken as plain HTTP (a
+// forwarded plain-http registry port), into which only credentials of an
+// http:// origin are put. It returns the
 // byte counts of the requests relayed and why the tunnel ended early, if it
 // did.
 func (s *Server) intercept(ctx context.Context, c net.Conn, br *bufio.Reader, up net.Conn, via, host string, port int) (out, in int64, reason string) {
@@ -23,7 +25,7 @@ func (s *Server) intercept(ctx context.Context, c net.Conn, br *bufio.Reader, up
 	}
 	ss := newSession(ctx, s, via, c, br)
 	ss.fixed, ss.host, ss.port, ss.intercepted = true, host, port, true
-	if first[0] == 0x16 {
+	if first[0] == recordHandshake {
 		leaf, err := s.o.CA.leaf(host)
 		if err != nil {
 			return 0, 0, "leaf certificate: " + err.Error()

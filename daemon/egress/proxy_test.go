@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -23,13 +24,31 @@ const (
 	otherPlaceholder = "[REDACTED:contextd-config-credential:4]"
 )
 
+// echoLog is what an upstream received, kept on the host side: a test
+// asserts on it, not on the response the proxy scrubbed.
+type echoLog struct {
+	n    atomic.Int32
+	mu   sync.Mutex
+	seen []string
+}
+
+func (l *echoLog) hits() int32 { return l.n.Load() }
+
+// last is the echo text of the last request received.
+func (l *echoLog) last() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.seen) == 0 {
+		return ""
+	}
+	return l.seen[len(l.seen)-1]
+}
+
 // echoHandler answers with what the proxy let through: the Authorization
-// header, the decoded Basic password, the token query parameter and the body.
-func echoHandler(hits *atomic.Int32) http.Handler {
+// header, the decoded Basic password, the token query parameter and the
+// body; log, if set, keeps the same text.
+func echoHandler(log *echoLog) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if hits != nil {
-			hits.Add(1)
-		}
 		if r.URL.Path == "/big" {
 			w.Header().Set("Content-Length", fmt.Sprint(len(bigBody())))
 			w.Write(bigBody())
@@ -37,9 +56,16 @@ func echoHandler(hits *atomic.Int32) http.Handler {
 		}
 		body, _ := io.ReadAll(r.Body)
 		_, pass, _ := r.BasicAuth()
-		fmt.Fprintf(w, "auth=%s\npass=%s\ntoken=%s\nlen=%d\nbody=%s\nua=%q\nproxyconn=%q",
+		echo := fmt.Sprintf("auth=%s\npass=%s\ntoken=%s\nlen=%d\nbody=%s\nua=%q\nproxyconn=%q",
 			r.Header.Get("Authorization"), pass, r.URL.Query().Get("token"), r.ContentLength, body,
 			r.Header.Get("User-Agent"), r.Header.Get("Proxy-Connection"))
+		if log != nil {
+			log.mu.Lock()
+			log.seen = append(log.seen, echo)
+			log.mu.Unlock()
+			log.n.Add(1)
+		}
+		io.WriteString(w, echo)
 	})
 }
 
@@ -274,7 +300,7 @@ type credSetup struct {
 	p          *testProxy
 	regURL     string
 	otherURL   string
-	otherHits  *atomic.Int32
+	reg, other *echoLog // what each upstream received
 	regPort    int
 	otherPort  int
 	ca         *CA
@@ -282,14 +308,14 @@ type credSetup struct {
 }
 
 func setupCreds(t *testing.T, tlsUpstreams bool, roots func(*x509.CertPool) *x509.CertPool) *credSetup {
-	cs := &credSetup{otherHits: &atomic.Int32{}, ca: newCA(t)}
+	cs := &credSetup{reg: &echoLog{}, other: &echoLog{}, ca: newCA(t)}
 	var reg, other *httptest.Server
 	if tlsUpstreams {
-		reg, cs.upstreamCA = tlsUpstream(t, echoHandler(nil), nil, "registry.test")
-		other, _ = tlsUpstream(t, echoHandler(cs.otherHits), cs.upstreamCA, "other.test")
+		reg, cs.upstreamCA = tlsUpstream(t, echoHandler(cs.reg), nil, "registry.test")
+		other, _ = tlsUpstream(t, echoHandler(cs.other), cs.upstreamCA, "other.test")
 	} else {
-		reg = httptest.NewServer(echoHandler(nil))
-		other = httptest.NewServer(echoHandler(cs.otherHits))
+		reg = httptest.NewServer(echoHandler(cs.reg))
+		other = httptest.NewServer(echoHandler(cs.other))
 		t.Cleanup(reg.Close)
 		t.Cleanup(other.Close)
 	}
@@ -310,7 +336,8 @@ func setupCreds(t *testing.T, tlsUpstreams bool, roots func(*x509.CertPool) *x50
 			mustRule(t, fmt.Sprintf("other.test:%d", cs.otherPort)),
 		}},
 		Credentials: []Credential{
-			{Placeholder: placeholder, Secret: secret, Host: "registry.test", Source: "~/.npmrc"},
+			{Placeholder: placeholder, Secret: secret, Host: "registry.test", Port: cs.regPort, Cleartext: !tlsUpstreams,
+				InTarget: true, InBody: true, Source: "~/.npmrc"},
 			{Placeholder: otherPlaceholder, Secret: "other-secret", Host: "other.test", Port: 1, Source: "env OTHER_TOKEN"},
 		},
 		CA:       cs.ca,
@@ -328,12 +355,7 @@ func TestInjectPlainHTTP(t *testing.T) {
 	req := newReq(t, "GET", cs.regURL+"/pkg?token="+placeholder, "")
 	req.Header.Set("Authorization", "Bearer "+placeholder)
 	resp, body := get(t, c, req)
-	if resp.StatusCode != 200 || !strings.Contains(body, "auth=Bearer "+secret+"\n") || !strings.Contains(body, "token="+secret+"\n") {
-		t.Fatalf("%d %q", resp.StatusCode, body)
-	}
-	if !strings.Contains(body, `ua="Go-http-client/1.1"`) {
-		t.Errorf("User-Agent not passed on: %q", body)
-	}
+	delivered(t, cs, resp, body, "auth=Bearer "+secret+"\n", "token="+secret+"\n", `ua="Go-http-client/1.1"`)
 	ev := cs.p.event(t)
 	if !ev.Allowed || ev.Injected != 2 || ev.Leak || ev.Method != "GET" {
 		t.Errorf("event %+v", ev)
@@ -352,10 +374,7 @@ func TestInjectBasicAuthAndBody(t *testing.T) {
 	req.SetBasicAuth("me", placeholder)
 	resp, body := get(t, c, req)
 	want := `{"token":"` + secret + `"}`
-	if resp.StatusCode != 200 || !strings.Contains(body, "pass="+secret+"\n") || !strings.Contains(body, "body="+want) ||
-		!strings.Contains(body, fmt.Sprintf("len=%d\n", len(want))) {
-		t.Fatalf("%d %q", resp.StatusCode, body)
-	}
+	delivered(t, cs, resp, body, "pass="+secret+"\n", "body="+want, fmt.Sprintf("len=%d\n", len(want)))
 	if ev := cs.p.event(t); ev.Injected != 2 {
 		t.Errorf("event %+v", ev)
 	}
@@ -363,10 +382,33 @@ func TestInjectBasicAuthAndBody(t *testing.T) {
 	// A form-encoded body carries the placeholder percent-encoded.
 	req = newReq(t, "POST", cs.regURL+"/login", "password=%5BREDACTED%3Acontextd-config-credential%3A3%5D&x=1")
 	resp, body = get(t, c, req)
-	if resp.StatusCode != 200 || !strings.Contains(body, "body=password=npm_s3cr3t%2B%2F%3Dtoken&x=1") {
-		t.Fatalf("form body: %d %q", resp.StatusCode, body)
-	}
+	delivered(t, cs, resp, body, "body=password=npm_s3cr3t%2B%2F%3Dtoken&x=1")
 	cs.p.event(t)
+}
+
+// delivered checks, on the host side, that the registry received every
+// part of want (where the secret was put), and that the client got none of
+// the secret back although the registry echoed it: the placeholder stands
+// in its place.
+func delivered(t *testing.T, cs *credSetup, resp *http.Response, body string, want ...string) {
+	t.Helper()
+	up := cs.reg.last()
+	for _, w := range want {
+		if !strings.Contains(up, w) {
+			t.Errorf("the registry did not receive %q: %q", w, up)
+		}
+	}
+	if resp.StatusCode != 200 {
+		t.Errorf("status %s", resp.Status)
+	}
+	if l := leaks([]byte(body), secret); l != nil {
+		t.Errorf("the client got the secret back as %q: %q", l, body)
+	}
+	for _, f := range secretForms(&Credential{Secret: secret, Placeholder: placeholder}) {
+		if strings.Contains(up, string(f.from)) && !strings.Contains(body, string(f.to)) {
+			t.Errorf("the echo of %q did not come back as %q: %q", f.from, f.to, body)
+		}
+	}
 }
 
 func TestLeakRefused(t *testing.T) {
@@ -394,10 +436,13 @@ func TestLeakRefused(t *testing.T) {
 				req := mk()
 				if tlsUp {
 					// other.test has no credential, so its tunnel is opaque:
-					// nothing to see, nothing refused.
+					// nothing to see, nothing refused, and nothing but
+					// the placeholder reaches other.test.
+					before := cs.other.hits()
 					resp, _ := get(t, c, req)
-					if resp.StatusCode != 200 {
-						t.Errorf("tunnel to other.test: %s", resp.Status)
+					up := cs.other.last()
+					if resp.StatusCode != 200 || cs.other.hits() != before+1 || leaks([]byte(up), secret) != nil {
+						t.Errorf("tunnel to other.test: %s; other.test received %q", resp.Status, up)
 					}
 					continue
 				}
@@ -410,8 +455,8 @@ func TestLeakRefused(t *testing.T) {
 					t.Errorf("event %+v", ev)
 				}
 			}
-			if !tlsUp && cs.otherHits.Load() != 0 {
-				t.Errorf("other.test got %d requests", cs.otherHits.Load())
+			if !tlsUp && cs.other.hits() != 0 {
+				t.Errorf("other.test got %d requests", cs.other.hits())
 			}
 		})
 	}
@@ -420,14 +465,11 @@ func TestLeakRefused(t *testing.T) {
 func TestInjectInterceptedTLS(t *testing.T) {
 	cs := setupCreds(t, true, nil)
 	c, tr := cs.p.client(caPool(cs.ca)) // the sandbox trusts only the proxy's CA
-	for i := range 2 {
+	for range 2 {
 		req := newReq(t, "POST", cs.regURL+"/pkg?token="+placeholder, "x="+placeholder)
 		req.Header.Set("Authorization", "Bearer "+placeholder)
 		resp, body := get(t, c, req)
-		if resp.StatusCode != 200 || !strings.Contains(body, "auth=Bearer "+secret+"\n") ||
-			!strings.Contains(body, "token="+secret+"\n") || !strings.Contains(body, "body=x="+secret) {
-			t.Fatalf("request %d: %d %q", i, resp.StatusCode, body)
-		}
+		delivered(t, cs, resp, body, "auth=Bearer "+secret+"\n", "token="+secret+"\n", "body=x="+secret)
 		if resp.TLS == nil || resp.TLS.PeerCertificates[0].Issuer.CommonName != "contextd egress CA" {
 			t.Errorf("not served with the proxy's leaf")
 		}
@@ -470,14 +512,15 @@ func TestInterceptUpstreamUnverified(t *testing.T) {
 }
 
 func TestServeForwardInjects(t *testing.T) {
-	up := httptest.NewServer(echoHandler(nil))
+	seen := &echoLog{}
+	up := httptest.NewServer(echoHandler(seen))
 	defer up.Close()
 	target := strings.TrimPrefix(up.URL, "http://")
 	port := portOf(t, target)
 	events := make(chan Event, 10)
 	srv := NewServer(Options{
 		Policy:      Policy{Rules: []Rule{mustRule(t, target)}},
-		Credentials: []Credential{{Placeholder: placeholder, Secret: secret, Host: "127.0.0.1", Port: port}},
+		Credentials: []Credential{{Placeholder: placeholder, Secret: secret, Host: "127.0.0.1", Port: port, Cleartext: true}},
 		CA:          newCA(t),
 		OnEvent:     func(ev Event) { events <- ev },
 	})
@@ -499,8 +542,8 @@ func TestServeForwardInjects(t *testing.T) {
 	req := newReq(t, "GET", "http://"+ln.Addr().String()+"/-/whoami", "")
 	req.Header.Set("Authorization", "Bearer "+placeholder)
 	resp, body := get(t, &http.Client{Transport: tr}, req)
-	if resp.StatusCode != 200 || !strings.Contains(body, "auth=Bearer "+secret+"\n") {
-		t.Fatalf("%d %q", resp.StatusCode, body)
+	if resp.StatusCode != 200 || !strings.Contains(seen.last(), "auth=Bearer "+secret+"\n") || !strings.Contains(body, "auth=Bearer "+placeholder+"\n") {
+		t.Fatalf("%d %q; upstream received %q", resp.StatusCode, body, seen.last())
 	}
 	ev := <-events
 	if ev.Via != "forward" || !ev.Intercepted || ev.Injected != 1 || ev.Method != "GET" {

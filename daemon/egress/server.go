@@ -15,13 +15,25 @@ import (
 	"time"
 )
 
-// Credential is a secret that may be sent to one host only.
+// Credential is a secret that may be sent to one host only, and only where
+// it belongs in a request (creds.go).
 type Credential struct {
 	Placeholder string // what the sandbox sees in place of Secret
 	Secret      string
 	Host        string // exact host it belongs to
-	Port        int    // 0: any port of Host
+	Port        int    // 0: the scheme's default, 443 (80 with Cleartext)
 	Source      string // "~/.npmrc", "env GITHUB_TOKEN"
+	// Cleartext: the credential names an http:// origin, so it may be put
+	// into a request the proxy sends unencrypted. Otherwise only into
+	// requests it sends over TLS.
+	Cleartext bool
+	// Header is the request header the credential is sent in; "":
+	// Authorization (Bearer, token, or inside Basic).
+	Header string
+	// InTarget and InBody let the secret also be put into the request
+	// target (query, path) and into a body; off, a placeholder there is
+	// sent as it is.
+	InTarget, InBody bool
 }
 
 // Event is one connection (tunnel) or one request (plain HTTP, intercepted
@@ -110,6 +122,7 @@ func (s *Server) ServeForward(ctx context.Context, ln net.Listener, target strin
 		return err
 	}
 	return s.serve(ctx, ln, func(ctx context.Context, c net.Conn) {
+		// 64 KiB (maxHeadBytes): room for a ClientHello too.
 		s.handleTunnel(ctx, c, newHeadReader(c), "forward", host, port, nil)
 	}, s.overLimitForward(host, port))
 }

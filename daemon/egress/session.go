@@ -67,10 +67,13 @@ func (ss *session) setUp(c net.Conn, key string) {
 // target decides where req goes.
 func (ss *session) target(req *http.Request) (string, int, error) {
 	if ss.fixed {
-		if req.URL.IsAbs() {
-			if h, err := checkHost(req.URL.Hostname()); err != nil || h != ss.host {
-				return "", 0, fmt.Errorf("request for %q inside a tunnel to %s", req.URL.Host, ss.host)
-			}
+		if req.URL.IsAbs() && !ss.sameAuthority(req.URL.Host) {
+			return "", 0, fmt.Errorf("request for %q inside a tunnel to %s", req.URL.Host, Hint(ss.host, ss.port))
+		}
+		// A front end routes by Host, so inside a tunnel it must name the
+		// tunnel's host too (domain fronting otherwise).
+		if !ss.sameAuthority(req.Host) {
+			return "", 0, fmt.Errorf("Host %q inside a tunnel to %s", req.Host, Hint(ss.host, ss.port))
 		}
 		return ss.host, ss.port, nil
 	}
@@ -151,7 +154,7 @@ func (ss *session) handle(req *http.Request) bool {
 			return false
 		}
 	}
-	injected, leak, err := ss.s.rewrite(req, host, port)
+	injected, leak, err := ss.s.rewrite(req, host, port, ss.upTLS)
 	if err != nil {
 		return refuse(http.StatusBadRequest, host, port, &refusal{reason: err.Error()})
 	}
@@ -177,6 +180,14 @@ func (ss *session) handle(req *http.Request) bool {
 
 	clientClose := req.Close
 	prepareRequest(req)
+	sc := newScrubber(ss.s.ownCreds(host, port), nil)
+	if sc != nil {
+		// A response from a host that holds a secret is scrubbed of it; it
+		// must come in a coding the scrubber reads, and the connection
+		// must stay HTTP.
+		req.Header.Set("Accept-Encoding", "identity")
+		req.Header.Del("Upgrade")
+	}
 	var resp *http.Response
 	for {
 		out := &countWriter{w: ss.upBw}
@@ -216,6 +227,13 @@ func (ss *session) handle(req *http.Request) bool {
 			return false
 		}
 		if resp.StatusCode == http.StatusSwitchingProtocols {
+			if sc != nil {
+				resp.Body.Close()
+				ss.close()
+				ev.Allowed, ev.Reason = false, "upstream switched protocols on a host with credentials"
+				writeRefusal(ss.cbw, host, port, &refusal{kind: refusedDial, reason: ev.Reason})
+				return false
+			}
 			return ss.upgrade(resp, in, &ev)
 		}
 		informational := resp.StatusCode >= 100 && resp.StatusCode < 200
@@ -225,7 +243,22 @@ func (ss *session) handle(req *http.Request) bool {
 		// the connection, and Response.Write announces that.
 		closeAfter := clientClose || upClose || (!informational && resp.ContentLength < 0 && !isChunked(resp.TransferEncoding))
 		resp.Close = closeAfter && !informational
-		if ss.spliceable(req, resp) {
+		chunkOK := req.ProtoAtLeast(1, 1) && resp.ProtoAtLeast(1, 1)
+		if sc != nil && !informational && !chunkOK {
+			// No chunked framing for the scrubbed body: the close ends it.
+			resp.Close, closeAfter = true, true
+		}
+		if sc != nil {
+			err = writeScrubbed(in, resp, sc, req.Method == http.MethodHead, chunkOK)
+			resp.Body.Close()
+			if errors.Is(err, errEncodedEcho) && in.n == 0 {
+				ss.close()
+				ev.Allowed, ev.Reason = false, "upstream: "+err.Error()
+				writeRefusal(ss.cbw, host, port, &refusal{kind: refusedDial, reason: ev.Reason})
+				ss.cbw.Flush() //nolint:errcheck // the connection ends here
+				return false
+			}
+		} else if ss.spliceable(req, resp) {
 			// The body is consumed behind net/http's back, so resp.Body
 			// must not be closed: Close would try to drain it.
 			err = ss.writeSpliced(resp, in)
@@ -413,4 +446,37 @@ func (ss *session) writeSpliced(resp *http.Response, in *countWriter) error {
 	n, err := io.CopyN(ss.client, ss.up, remaining)
 	in.n += n
 	return err
+}
+
+// sameAuthority reports whether a request's Host (or absolute target's
+// authority) names the tunnel's host. Front ends route by the name; the
+// port is left alone, since a forwarded service may be reached inside at
+// another port than it has outside.
+func (ss *session) sameAuthority(hp string) bool {
+	h := hp
+	if host, _, err := net.SplitHostPort(hp); err == nil {
+		h = host
+	} else if strings.HasPrefix(hp, "[") && strings.HasSuffix(hp, "]") {
+		h = hp[1 : len(hp)-1]
+	}
+	n, err := checkHost(h)
+	if err != nil {
+		return false
+	}
+	// A host-loopback forward is reached inside the sandbox at a loopback
+	// address, so its clients name that; where it goes is fixed by the
+	// configuration, not by what the request names.
+	if ss.via == "forward" && isLoopbackName(n) {
+		return true
+	}
+	return n == ss.host
+}
+
+// isLoopbackName says whether a checked host names the loopback.
+func isLoopbackName(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }

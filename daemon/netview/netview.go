@@ -388,7 +388,9 @@ func (s *Setup) Prepare(c Call) (*Net, error) {
 			continue
 		}
 		ph := c.Vault.Placeholder(homeview.RuleConfigCredential, sec.Value, sec.File)
-		creds = append(creds, egress.Credential{Placeholder: ph, Secret: sec.Value, Host: sec.Host, Port: sec.Port, Source: sec.File})
+		port, clear := s.registryOrigin(sec.Host, sec.Port)
+		creds = append(creds, egress.Credential{Placeholder: ph, Secret: sec.Value, Host: sec.Host, Port: port,
+			Cleartext: clear, Source: sec.File})
 	}
 	var env []string
 	names := make([]string, 0, len(s.credEnv))
@@ -403,11 +405,12 @@ func (s *Setup) Prepare(c Call) (*Net, error) {
 		}
 		ph := c.Vault.Placeholder(homeview.RuleConfigCredential, v, "env "+n)
 		for _, h := range s.credEnv[n] {
-			r, err := egress.ParseRule(h, "egress.credential_env."+n)
+			cr, err := egress.ParseCredentialTarget(h)
 			if err != nil {
-				continue
+				continue // refused when the configuration loaded
 			}
-			creds = append(creds, egress.Credential{Placeholder: ph, Secret: v, Host: r.Host, Port: r.Port, Source: "env " + n})
+			cr.Placeholder, cr.Secret, cr.Source = ph, v, "env "+n
+			creds = append(creds, cr)
 		}
 		env = append(env, n+"="+ph)
 	}
@@ -668,6 +671,18 @@ type Description struct {
 	Credentials []string `json:"credentials"` // "HOST[:PORT]  (source)"
 	Forwards    []string `json:"forwards"`    // addresses inside forwarded to the host's loopback
 	Notes       []string `json:"notes,omitempty"`
+}
+
+// registryOrigin gives the port and transport for a secret of the user's
+// registry configuration: only a registry the user configured as http://
+// at that host (and port, if the secret names one) gets it unencrypted.
+func (s *Setup) registryOrigin(host string, port int) (int, bool) {
+	for _, r := range s.found.Registries {
+		if r.Scheme == "http" && r.Host == host && (port == 0 || r.Port == port) {
+			return r.Port, true
+		}
+	}
+	return port, false
 }
 
 // Describe says what a safe_bash call's proxy allows.
