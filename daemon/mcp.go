@@ -15,6 +15,7 @@ import (
 	"github.com/contextd/contextd/daemon/mcpwrap"
 	"github.com/contextd/contextd/daemon/netview"
 	"github.com/contextd/contextd/daemon/peer"
+	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/store/sqlite"
 	"github.com/contextd/contextd/daemon/tools"
 	mcpstore "github.com/contextd/contextd/mcp/store"
@@ -41,6 +42,9 @@ func (s *service) setupMCP(cfg *config.Config) {
 		HomeMount: s.opts.Home,
 		Net:       s.opts.Net,
 		NetErr:    s.opts.NetErr,
+		Shield: func(root string, callerEnv map[string]string, spec *runner.Spec) (func(), []string, error) {
+			return tools.Shield(root, home, callerEnv, spec)
+		},
 		RecordEgress: func(server, session string, start time.Time, sum netview.Summary) {
 			if s.audit == nil {
 				return

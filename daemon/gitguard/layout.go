@@ -29,7 +29,7 @@ type Layout struct {
 
 // Bounds of one Find, so that a workspace with a huge or hostile .git cannot
 // make every call slow: more gitdirs than this are not looked at (see
-// docs/sandbox-git.md).
+// docs/sandbox.md, "Git").
 const (
 	maxGitdirs      = 256
 	maxModuleDepth  = 8

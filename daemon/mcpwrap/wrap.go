@@ -68,6 +68,11 @@ type Deps struct {
 	// only, and NetErr says why.
 	Net    *netview.Setup
 	NetErr error
+	// Shield protects what the host runs from the server as from a
+	// safe_bash call (git's paths and pins, the agents' configuration, the
+	// deny-list's masks; tools.Shield); release once the server is gone.
+	// Nil: the server is refused (fail closed).
+	Shield func(root string, callerEnv map[string]string, spec *runner.Spec) (release func(), warnings []string, err error)
 	// RecordEgress writes a wrapped server's connections through the egress
 	// proxy to the audit log when it ends (nil: not recorded).
 	RecordEgress func(server, session string, start time.Time, sum netview.Summary)
@@ -554,6 +559,18 @@ func (w *Wrapper) views(req *lite.Wrap, sc config.MCPServer, sessionID, root str
 		spec.Env = netview.MergeEnv(spec.Env, m.Env)
 		s.warnings = append(s.warnings, m.Warnings...)
 	}
+	// After the home view, whose masks it adds to.
+	if w.d.Shield == nil {
+		after()
+		return nil, fmt.Errorf("mcp wrap: no protection of the workspace's host-run paths: %w", catalog.ErrSandbox)
+	}
+	release, warnings, err := w.d.Shield(root, req.Env, spec)
+	afters = append(afters, release)
+	if err != nil {
+		after()
+		return nil, fmt.Errorf("mcp wrap: %w", err)
+	}
+	s.warnings = append(s.warnings, warnings...)
 	switch {
 	case sc.Network:
 	case w.d.Net != nil:

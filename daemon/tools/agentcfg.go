@@ -13,6 +13,7 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/homeview"
+	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/workspace"
 )
 
@@ -397,4 +398,23 @@ func parseRecordLine(line string) (placeholderID, string, bool) {
 		return placeholderID{}, "", false
 	}
 	return placeholderID{dev: dev, ino: ino, ctime: ctime}, p, true
+}
+
+// Shield gives spec, the sandbox of something that runs in root outside a
+// tool call (a wrapped MCP server), the same protection a safe_bash call
+// gets: git's read-only paths and pins, the agents' configuration read-only
+// (placeholders where it is missing), the deny-listed paths masked. A
+// workspace the shield refuses is refused. release must be called once the
+// sandbox is gone, also when err is not nil.
+func Shield(root, home string, callerEnv map[string]string, spec *runner.Spec) (release func(), warnings []string, err error) {
+	sh, err := shieldWorkspace(root, home, callerEnv)
+	if err != nil {
+		return sh.release, nil, err
+	}
+	ro, pins := gitProtected(root)
+	spec.ReadOnly = append(append(append([]string{}, ro...), sh.ReadOnly...), spec.ReadOnly...)
+	spec.ReadWrite = append(append([]string{}, sh.ReadWrite...), spec.ReadWrite...)
+	spec.Masks = append(spec.Masks, sh.Masks...)
+	spec.Pins = append(spec.Pins, pins...)
+	return sh.release, sh.Warnings, nil
 }
