@@ -81,6 +81,17 @@ func Redact(content []byte, placeholder func(secret string) string) []byte {
 		if isReference(v) || strings.HasPrefix(v, "[REDACTED:") {
 			return m
 		}
+		// user:password: the password is the secret, and the one the egress
+		// proxy puts back (a registry's placeholder for it is the same); the
+		// user name stays, as the tool must send it. A lone token@ is the
+		// secret itself.
+		// (GitHub's TOKEN:x-oauth-basic@ puts the token in the user's place.)
+		if user, pass, ok := strings.Cut(v, ":"); ok && !strings.EqualFold(pass, "x-oauth-basic") && pass != "" {
+			if isReference(pass) || strings.HasPrefix(pass, "[REDACTED:") {
+				return m
+			}
+			return append(append(append([]byte{}, g[1]...), user+":"+placeholder(pass)...), '@')
+		}
 		return append(append(append([]byte{}, g[1]...), placeholder(v)...), '@')
 	})
 	lines := bytes.SplitAfter(content, []byte("\n"))

@@ -133,3 +133,20 @@ func TestRender(t *testing.T) {
 		t.Errorf("oversized file: %v", err)
 	}
 }
+
+// A URL's user info keeps the user name and loses the password (the part the
+// egress proxy puts back, with the same placeholder a registry gets); a lone
+// token, or a token in the user's place before x-oauth-basic, goes whole.
+func TestRedactURLUserinfo(t *testing.T) {
+	ph := func(s string) string { return "[REDACTED:t:" + s + "]" }
+	for _, tt := range []struct{ in, want string }{
+		{"index-url = https://alice:s3cretpass@pypi.corp.example/simple", "index-url = https://alice:[REDACTED:t:s3cretpass]@pypi.corp.example/simple"},
+		{"url = https://tok123456789@git.example/r.git", "url = https://[REDACTED:t:tok123456789]@git.example/r.git"},
+		{"url = https://tok123456789:x-oauth-basic@github.com/r.git", "url = https://[REDACTED:t:tok123456789:x-oauth-basic]@github.com/r.git"},
+		{"url = https://alice:${PASS}@host/", "url = https://alice:${PASS}@host/"},
+	} {
+		if got := string(Redact([]byte(tt.in), ph)); got != tt.want {
+			t.Errorf("Redact(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

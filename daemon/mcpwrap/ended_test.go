@@ -23,6 +23,7 @@ import (
 	"github.com/contextd/contextd/daemon/pages"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/runner/runnertest"
+	"github.com/contextd/contextd/daemon/tools"
 	"github.com/contextd/contextd/mcp/jsonrpc"
 	mcpstore "github.com/contextd/contextd/mcp/store"
 	"github.com/contextd/contextd/mcp/transport"
@@ -85,6 +86,10 @@ func newWrapEnv(t *testing.T, r runner.Runner) *wrapEnv {
 			return []string{"PATH=/usr/bin:/bin", "HOME=" + e.home}
 		},
 		Home: e.home,
+		// The daemon's own shield (a wrap without one is refused).
+		Shield: func(root string, callerEnv map[string]string, spec *runner.Spec) (func(), []string, error) {
+			return tools.Shield(root, e.home, callerEnv, spec)
+		},
 	})
 	return e
 }
