@@ -26,6 +26,10 @@ const resolveFlags = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS
 type Root struct {
 	path string
 	dir  *os.File // O_PATH|O_DIRECTORY fd of the root, the anchor of every lookup
+	// host: the root of a program of the host's own (contextd-proxy
+	// install), which writes the agents' configuration itself; a sandboxed
+	// tool's Root refuses it (HostRunAt).
+	host bool
 }
 
 // Open opens the workspace root at path (absolute, already resolved).
@@ -35,6 +39,18 @@ func Open(path string) (*Root, error) {
 		return nil, fmt.Errorf("open workspace %s: %w", path, errnoErr("open", err))
 	}
 	return &Root{path: path, dir: os.NewFile(uintptr(fd), path)}, nil
+}
+
+// OpenHost is Open for the host's own tools (contextd-proxy install and
+// uninstall): the same confinement beneath the root, but the agents' and
+// editors' configuration may be written, as writing it is their job. Never
+// for what a sandboxed tool does.
+func OpenHost(path string) (*Root, error) {
+	r, err := Open(path)
+	if err == nil {
+		r.host = true
+	}
+	return r, err
 }
 
 // Path is the root's absolute path.
@@ -127,7 +143,7 @@ func (r *Root) writeOnce(rel string, data []byte, expect string) (WriteResult, s
 	// before a missing parent is made for it, and as actually opened (a
 	// symlinked directory, `..`, the case a case-insensitive directory
 	// stores), below.
-	if err := refuseHostRun(rel, path.Clean(rel)); err != nil {
+	if err := r.refuseHostRun(rel, path.Clean(rel)); err != nil {
 		return WriteResult{}, "", err
 	}
 	dirfd, err := r.openDir(dirRel, true)
@@ -294,7 +310,15 @@ func (r *Root) refuseOpened(rel string, dirfd int, base string) error {
 	if !ok {
 		return fmt.Errorf("%s resolves to %s: %w", rel, real, catalog.ErrOutsideWorkspace)
 	}
-	return refuseHostRun(rel, path.Join(dir, base))
+	return r.refuseHostRun(rel, path.Join(dir, base))
+}
+
+// refuseHostRun is refuseHostRun for this root: nothing for the host's own.
+func (r *Root) refuseHostRun(display, rel string) error {
+	if r.host {
+		return nil
+	}
+	return refuseHostRun(display, rel)
 }
 
 func tempName(base string) (string, error) {

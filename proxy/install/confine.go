@@ -61,7 +61,8 @@ func openRoot(root string) (*workspace.Root, error) {
 	if err != nil {
 		return nil, fmt.Errorf("project %s: %v: %w", root, err, catalog.ErrIO)
 	}
-	return workspace.Open(real)
+	// The host's own root: install writes the agents' configuration.
+	return workspace.OpenHost(real)
 }
 
 // readIn reads the file at p; inside the project only beneath its root. A
