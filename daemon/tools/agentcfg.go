@@ -411,10 +411,20 @@ func Shield(root, home string, callerEnv map[string]string, spec *runner.Spec) (
 	if err != nil {
 		return sh.release, nil, err
 	}
-	ro, pins := gitProtected(root)
-	spec.ReadOnly = append(append(append([]string{}, ro...), sh.ReadOnly...), spec.ReadOnly...)
-	spec.ReadWrite = append(append([]string{}, sh.ReadWrite...), spec.ReadWrite...)
-	spec.Masks = append(spec.Masks, sh.Masks...)
-	spec.Pins = append(spec.Pins, pins...)
+	sh.apply(root, spec)
 	return sh.release, sh.Warnings, nil
+}
+
+// apply adds the shield to spec, with git's entries of root (gitProtected,
+// worked out once a call): their read-only paths and the shield's go
+// before what spec already has (the configuration's own paths), the pins,
+// directories bound onto themselves and masks with them. The one place
+// every sandbox of a workspace (safe_bash, the file tools, wrapped servers)
+// gets its protection from.
+func (s *shielded) apply(root string, spec *runner.Spec) {
+	ro, pins := gitProtected(root)
+	spec.ReadOnly = append(append(append([]string{}, ro...), s.ReadOnly...), spec.ReadOnly...)
+	spec.ReadWrite = append(append([]string{}, s.ReadWrite...), spec.ReadWrite...)
+	spec.Masks = append(spec.Masks, s.Masks...)
+	spec.Pins = append(spec.Pins, pins...)
 }

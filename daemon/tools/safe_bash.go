@@ -93,16 +93,14 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 		sh.Warnings = append(sh.Warnings, fmt.Sprintf("the workspace has more than %d directories: agent configuration below the first %d is not protected", maxScanDirs, maxScanDirs))
 	}
 	started := time.Now()
-	_, pins := gitProtected(env.Place.Root)
 	spec := runner.Spec{
 		Dir:       dir,
-		ReadOnly:  append(append(protected(env.Place.Root), sh.ReadOnly...), cfg.ReadOnly...),
-		ReadWrite: append(sh.ReadWrite, cfg.ReadWrite...),
-		Masks:     sh.Masks,
-		Pins:      pins,
+		ReadOnly:  cfg.ReadOnly,
+		ReadWrite: cfg.ReadWrite,
 		Network:   c.in.Network,
 		Timeout:   timeout,
 	}
+	sh.apply(env.Place.Root, &spec)
 	warnings := sh.Warnings
 	if env.Home != nil {
 		m, release, err := env.Home.Prepare(homemount.Call{Home: homeDir(), Workspace: env.Place.Root, Sandbox: "safe_bash",

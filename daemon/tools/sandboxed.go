@@ -98,16 +98,13 @@ func runFileOp(ctx context.Context, env *Env, op toolproto.Op, source string) Ou
 	if err != nil {
 		return Outcome{Err: fmt.Errorf("%s: %w", op.Tool, err)}
 	}
-	_, pins := gitProtected(env.Place.Root)
-	o := runSandboxed(ctx, env, op, source, runner.Spec{
-		Dir:       env.Place.Root,
-		Env:       []string{"PATH=/usr/bin:/bin"},
-		ReadOnly:  append(protected(env.Place.Root), sh.ReadOnly...),
-		ReadWrite: sh.ReadWrite,
-		Masks:     sh.Masks,
-		Pins:      pins,
-		Timeout:   env.Config.Tools.FileTimeout.Duration,
-	})
+	spec := runner.Spec{
+		Dir:     env.Place.Root,
+		Env:     []string{"PATH=/usr/bin:/bin"},
+		Timeout: env.Config.Tools.FileTimeout.Duration,
+	}
+	sh.apply(env.Place.Root, &spec)
+	o := runSandboxed(ctx, env, op, source, spec)
 	o.Warnings = append(o.Warnings, sh.Warnings...)
 	return o
 }
