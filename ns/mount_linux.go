@@ -153,22 +153,33 @@ func (b *rootBuilder) plan(s *Spec) *SetupError {
 		&entry{dest: "/dev", kind: kindDev, what: "/dev", srcFD: -1},
 		&entry{dest: "/tmp", kind: kindTmp, what: "/tmp", srcFD: -1},
 	)
-	for _, p := range s.ReadOnly {
-		e, se := hostEntry(p, kindBindRO, "read-only path", true)
-		if se != nil {
-			return se
-		}
-		if e != nil {
-			b.entries = append(b.entries, e)
-		}
+	// Paths listed below the workspace (the protected ones, the
+	// directories on their way) must still resolve below it when opened:
+	// a directory swapped for a link by a concurrent call must not bring
+	// in, read-only or read-write, what it names outside (checked once the
+	// workspace is open, below).
+	type listed struct {
+		p string
+		e *entry
 	}
-	for _, p := range s.ReadWrite {
-		e, se := hostEntry(p, kindBindRW, "read-write path", true)
-		if se != nil {
-			return se
-		}
-		if e != nil {
+	var beneath []listed
+	for _, l := range []struct {
+		paths []string
+		k     kind
+		what  string
+	}{{s.ReadOnly, kindBindRO, "read-only path"}, {s.ReadWrite, kindBindRW, "read-write path"}} {
+		for _, p := range l.paths {
+			e, se := hostEntry(p, l.k, l.what, true)
+			if se != nil {
+				return se
+			}
+			if e == nil {
+				continue
+			}
 			b.entries = append(b.entries, e)
+			if e.kind != kindSymlink && within(filepath.Clean(p), filepath.Clean(s.Workspace)) {
+				beneath = append(beneath, listed{p, e})
+			}
 		}
 	}
 	ws, se := hostEntry(s.Workspace, kindBindRW, "workspace", false)
@@ -183,6 +194,12 @@ func (b *rootBuilder) plan(s *Spec) *SetupError {
 	// the workspace's place in the list decides only its ties with the
 	// read-only and read-write paths above: it wins them, as before.
 	b.entries = append(b.entries, ws)
+	for _, l := range beneath {
+		if !within(l.e.dest, ws.dest) {
+			return &SetupError{Step: StepMounts, Path: l.e.what + " " + l.p, Errno: unix.EXDEV,
+				Msg: "it now resolves to " + l.e.dest + ", outside the workspace " + ws.dest + " (a link planted on its way?)"}
+		}
+	}
 	for _, p := range s.Pins {
 		e, se := hostEntry(p, kindBindRW, "pinned path", true)
 		if se != nil {

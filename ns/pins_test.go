@@ -60,3 +60,33 @@ func TestPinOutsideRefused(t *testing.T) {
 		t.Fatal("the command ran and wrote outside the workspace")
 	}
 }
+
+// A read-only or read-write path listed below the workspace (a protected
+// path, a directory on its way) that a concurrent call turned into a link
+// out of it is refused, not bound: read-write it would hand the sandbox the
+// outside directory, read-only it would show it (a ~/.claude with its
+// credentials).
+func TestListedPathOutsideRefused(t *testing.T) {
+	for _, rw := range []bool{false, true} {
+		ws := workspace(t)
+		outside := workspace(t)
+		os.MkdirAll(filepath.Join(outside, ".config"), 0o755)
+		os.Symlink(outside, filepath.Join(ws, "x"))
+		marker := filepath.Join(outside, ".config", "written")
+		s := spec(t, ws, "sh", "-c", "touch "+marker+"; ls "+outside)
+		p := filepath.Join(ws, "x", ".config")
+		if rw {
+			s.ReadWrite = []string{p}
+		} else {
+			s.ReadOnly = []string{p}
+		}
+		r := run(t, s)
+		var se *ns.SetupError
+		if !errors.As(r.err, &se) || !errors.Is(r.err, syscall.EXDEV) {
+			t.Fatalf("read-write %v: want a setup error with EXDEV, got %v (code %d)", rw, r.err, r.code)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatalf("read-write %v: the command ran and wrote outside the workspace", rw)
+		}
+	}
+}
