@@ -93,3 +93,43 @@ func TestNoDeadlineBeforeEnded(t *testing.T) {
 		t.Fatalf("ReadAll = %q, %v", got, err)
 	}
 }
+
+// A leftover writer that keeps writing, more often than the grace, does not
+// keep the reader going: beyond what was in the pipe at Ended, it waits
+// until the grace after Ended and no longer. (A fresh grace for every read
+// would read on until the writer stops, here never.)
+func TestSteadyLeftoverWriterEnds(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		defer pw.Close()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+				pw.Write([]byte("tick\n"))
+			}
+		}
+	}()
+	r := New(pr, 50*time.Millisecond)
+	r.Ended()
+	done := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, r)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("the copy ended with %v, want the deadline", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a steady leftover writer kept the reader going past its grace")
+	}
+}
