@@ -22,6 +22,8 @@ func TestCAScopedToInterceptedHosts(t *testing.T) {
 	}
 	cfg := config.Default()
 	cfg.Egress.Allow = []string{"api.github.com:443", "*.pythonhosted.test:443 GET,HEAD"}
+	// credential_env's own forms, as docs/config.md shows them.
+	cfg.Egress.CredentialEnv = map[string][]string{"CTXD_TEST_TOKEN": {"https://api.corp.test header=X-Api-Key", "plain.corp.test:8443"}}
 	dirs := Dirs{CA: filepath.Join(t.TempDir(), "ca"), Runtime: t.TempDir()}
 	s, err := NewSetup(cfg, &homeview.Host{Home: home, Env: map[string]string{"PATH": "/usr/bin"}}, dirs, nil)
 	if err != nil {
@@ -29,7 +31,7 @@ func TestCAScopedToInterceptedHosts(t *testing.T) {
 	}
 	c := s.ca.Certificate()
 	dns := c.PermittedDNSDomains
-	for _, want := range []string{"registry.npmjs.org", "npm.corp.test", ".pythonhosted.test"} {
+	for _, want := range []string{"registry.npmjs.org", "npm.corp.test", ".pythonhosted.test", "api.corp.test", "plain.corp.test"} {
 		if !slices.Contains(dns, want) {
 			t.Errorf("the CA may not sign for %s: %v", want, dns)
 		}

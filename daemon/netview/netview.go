@@ -180,10 +180,13 @@ func (s *Setup) interceptScope() []string {
 			out = append(out, sec.Host)
 		}
 	}
-	for n, hosts := range s.credEnv {
+	for _, hosts := range s.credEnv {
 		for _, h := range hosts {
-			if r, err := egress.ParseRule(h, "egress.credential_env."+n); err == nil {
-				out = append(out, r.Host)
+			// The credential's own syntax (https://, header=, url, body), as
+			// Prepare reads it: a rule's parser refused those forms, and the
+			// host was left out of the CA's names.
+			if c, err := egress.ParseCredentialTarget(h); err == nil {
+				out = append(out, c.Host)
 			}
 		}
 	}
