@@ -39,8 +39,9 @@ type clientHello struct {
 }
 
 // peekHello reads the ClientHello at the start of br without consuming it.
-// It may span several records; it must fit in br's buffer (16 KiB for the
-// proxy's connections; real ones are a few hundred bytes to 2 KiB).
+// It may span several records; it must fit in br's buffer (maxHeadBytes,
+// 64 KiB, for the proxy's connections; real ones are a few hundred bytes to
+// 2 KiB).
 func peekHello(br *bufio.Reader) (*clientHello, error) {
 	var msg []byte
 	off := 0

@@ -78,10 +78,7 @@ func (l Limits) maxConns() int {
 }
 
 // headError is a message head the proxy will not read to its end.
-type headError struct {
-	code   int // 431 for a request, 502 for a response
-	reason string
-}
+type headError struct{ reason string }
 
 func (e *headError) Error() string { return e.reason }
 

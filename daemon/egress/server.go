@@ -1,7 +1,6 @@
 package egress
 
 import (
-	"bufio"
 	"context"
 	"crypto/x509"
 	"errors"
@@ -312,34 +311,6 @@ func shortErr(err error) string {
 		}
 		err = u
 	}
-}
-
-// tunnel copies bytes both ways until both directions end, and returns the
-// counts. Bytes the client sent that already sit in br go first; after that
-// the raw connections are copied directly, so that two *net.TCPConn use the
-// kernel's splice path. A direction that ends cleanly is half-closed, so the
-// other can finish; an error closes both.
-func tunnel(client net.Conn, br *bufio.Reader, up net.Conn) (out, in int64) {
-	if n := br.Buffered(); n > 0 {
-		b, _ := br.Peek(n)
-		w, err := up.Write(b)
-		out += int64(w)
-		if err != nil {
-			return out, 0
-		}
-		br.Discard(n) //nolint:errcheck // n bytes are buffered
-	}
-	done := make(chan int64, 1)
-	go func() {
-		n, err := io.Copy(up, client)
-		finishDirection(up, client, err)
-		done <- n
-	}()
-	n, err := io.Copy(client, up)
-	finishDirection(client, up, err)
-	in = n
-	out += <-done
-	return out, in
 }
 
 // finishDirection ends one copy direction: a clean end is passed on as a
