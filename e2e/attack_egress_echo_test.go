@@ -22,6 +22,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // echoRegistry answers every request by echoing its Authorization header
@@ -173,15 +174,29 @@ func TestAttackEgressSNIMismatch(t *testing.T) {
 	}
 	// The proxy dialled before the hello came and closed that connection
 	// on refusing it: wait for it to end, and see what it carried.
-	if n := <-ended; n != 0 {
+	if n := upstreamEnded(t, ended); n != 0 {
 		t.Errorf("the upstream received %d bytes of a fronted hello", n)
 	}
 
 	// Control: without a server name the same tunnel carries the hello.
 	r = bashIn(t, ws, fmt.Sprintf("openssl s_client -proxy 127.0.0.1:3128 -connect 127.0.0.1:%d -noservername </dev/null >ctl.out 2>&1; echo rc=$? # %s-ctl", port, marker))
-	if n := <-ended; n == 0 {
+	if n := upstreamEnded(t, ended); n == 0 {
 		b, _ := os.ReadFile(filepath.Join(ws, "ctl.out"))
 		t.Errorf("the control hello did not reach the upstream: %s\n%s", r, b)
+	}
+}
+
+// upstreamEnded waits, bounded, for the test upstream's next connection to
+// end, and gives the bytes it carried: a proxy that never dials fails the
+// test instead of hanging the suite.
+func upstreamEnded(t *testing.T, ended <-chan int64) int64 {
+	t.Helper()
+	select {
+	case n := <-ended:
+		return n
+	case <-time.After(2 * time.Minute):
+		t.Fatal("no connection reached the test upstream, or it never ended, in 2 minutes")
+		return 0
 	}
 }
 

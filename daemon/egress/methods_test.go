@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // methodLog is an upstream's record of every request method it received.
@@ -245,8 +246,13 @@ func TestMethodsNotHTTPRefused(t *testing.T) {
 	target := fmt.Sprintf("127.0.0.1:%d", port)
 	_, _, c, _ := rawRequest(t, p.addr, "CONNECT "+target+" HTTP/1.1\r\nHost: "+target+"\r\n\r\n")
 	io.WriteString(c, "SSH-2.0-OpenSSH_9.2\r\nsome binary upload \x00\x01\x02\r\n\r\n")
-	if n := <-got; n > 0 {
-		t.Errorf("the upstream received %d bytes of a non-HTTP protocol", n)
+	select {
+	case n := <-got:
+		if n > 0 {
+			t.Errorf("the upstream received %d bytes of a non-HTTP protocol", n)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the upstream's connection never ended")
 	}
 	c.Close()
 	p.event(t)
