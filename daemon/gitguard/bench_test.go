@@ -11,10 +11,10 @@ import (
 // module and a worktree; BenchmarkExecTrue, beside it, is one fork and exec
 // of /bin/true, the cheapest thing a call does (a call is about 40 ms).
 func BenchmarkGuard(b *testing.B) {
-	dir := repo(&testing.T{})
-	git(&testing.T{}, dir, "worktree", "add", "-q", "-b", "w", "wt")
-	write(&testing.T{}, dir+"/.git/modules/m/HEAD", "ref: refs/heads/x\n", 0o644)
-	write(&testing.T{}, dir+"/.git/modules/m/config", "[core]\n\tbare = false\n", 0o644)
+	dir := repo(b)
+	git(b, dir, "worktree", "add", "-q", "-b", "w", "wt")
+	write(b, dir+"/.git/modules/m/HEAD", "ref: refs/heads/x\n", 0o644)
+	write(b, dir+"/.git/modules/m/config", "[core]\n\tbare = false\n", 0o644)
 	q := b.TempDir()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

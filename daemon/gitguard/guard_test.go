@@ -11,7 +11,7 @@ import (
 )
 
 // git runs the real git in dir with a fixed identity and no user config.
-func git(t *testing.T, dir string, args ...string) string {
+func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
@@ -25,7 +25,7 @@ func git(t *testing.T, dir string, args ...string) string {
 }
 
 // repo makes a repository with one commit in a new directory.
-func repo(t *testing.T) string {
+func repo(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	git(t, dir, "init", "-q")
@@ -33,7 +33,7 @@ func repo(t *testing.T) string {
 	return dir
 }
 
-func write(t *testing.T, path, data string, mode os.FileMode) {
+func write(t testing.TB, path, data string, mode os.FileMode) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
