@@ -78,7 +78,7 @@ func Redact(content []byte, placeholder func(secret string) string) []byte {
 	content = urlUserinfo.ReplaceAllFunc(content, func(m []byte) []byte {
 		g := urlUserinfo.FindSubmatch(m)
 		v := string(g[2])
-		if isReference(v) || strings.HasPrefix(v, "[REDACTED:") {
+		if isReference(v) { // (a placeholder has brackets, which urlUserinfo excludes)
 			return m
 		}
 		// user:password: the password is the secret, and the one the egress
@@ -87,7 +87,7 @@ func Redact(content []byte, placeholder func(secret string) string) []byte {
 		// secret itself.
 		// (GitHub's TOKEN:x-oauth-basic@ puts the token in the user's place.)
 		if user, pass, ok := strings.Cut(v, ":"); ok && !strings.EqualFold(pass, "x-oauth-basic") && pass != "" {
-			if isReference(pass) || strings.HasPrefix(pass, "[REDACTED:") {
+			if isReference(pass) {
 				return m
 			}
 			return append(append(append([]byte{}, g[1]...), user+":"+placeholder(pass)...), '@')

@@ -222,7 +222,7 @@ func (s *shielded) shield(root, rel string, mask bool) error {
 	return nil
 }
 
-// shieldNested shields a nested host-run path that exists (nestedHostRun)
+// shieldNested shields a nested host-run path that exists (scanNested)
 // like a top-level one; nothing is created for it.
 func (s *shielded) shieldNested(root, rel string) error {
 	placeholders.mu.Lock()

@@ -244,7 +244,8 @@ func TestNestedSetAside(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(proj, "a/.claude/settings.json"), []byte("{}"), 0o644)
 	os.WriteFile(filepath.Join(proj, "a/b/.vscode/launch.json"), []byte("{}"), 0o644)
-	found, complete := nestedHostRun(proj)
+	sc := scanNested(proj)
+	found, complete := sc.found, sc.complete
 	if !complete || !slices.Equal(found, []string{"a/.claude"}) {
 		t.Fatalf("found %v (complete %v)", found, complete)
 	}
@@ -277,7 +278,7 @@ func TestNestedSetAside(t *testing.T) {
 			t.Errorf("%s: set aside as %v", rel, m)
 		}
 	}
-	if found, _ := nestedHostRun(proj); len(found) != 0 {
+	if found := scanNested(proj).found; len(found) != 0 {
 		t.Errorf("still found after setting aside: %v", found)
 	}
 }

@@ -49,14 +49,9 @@ type nestedScan struct {
 	complete bool
 }
 
-// nestedHostRun walks root for the host-run paths below its top level
-// that exist, relative to root. complete is false when the walk stopped at
-// maxScanDirs.
-func nestedHostRun(root string) (found []string, complete bool) {
-	sc := scanNested(root)
-	return sc.found, sc.complete
-}
-
+// scanNested walks root for the host-run paths below its top level that
+// exist (found, relative to root); complete is false when the walk stopped
+// at maxScanDirs.
 func scanNested(root string) *nestedScan {
 	sc := &nestedScan{root: root, complete: true}
 	sc.walk("", true)

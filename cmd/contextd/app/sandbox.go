@@ -170,7 +170,7 @@ func sandboxShow(cfg *config.Config, setup *homemount.Setup, root, home string, 
 		rep.Mounts = append(rep.Mounts, homemount.Entry{Mode: "ro", Path: p, From: from})
 	}
 	for _, p := range masks {
-		rep.Mounts = append(rep.Mounts, homemount.Entry{Mode: "mask", Path: p, From: "credential deny-list, in the workspace"})
+		rep.Mounts = append(rep.Mounts, homemount.Entry{Mode: "masked", Path: p, From: "credential deny-list, in the workspace"})
 	}
 	rep.Skipped = append(rep.Skipped, warns...)
 	for _, p := range cfg.Tools.SafeBash.ReadOnly {
