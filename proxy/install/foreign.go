@@ -226,6 +226,10 @@ type seenRecord struct {
 	Files   map[string]map[string]string `json:"files"` // root -> path -> sha256
 }
 
+// stateDir is where the record of what install wrote or the user accepted
+// lives, outside every project; "" when neither XDG_STATE_HOME nor HOME is
+// an absolute path (a relative one would put the record in the current
+// directory, the project, where a sandboxed call could forge it).
 func (o *Options) stateDir() string {
 	if o.StateDir != "" {
 		return o.StateDir
@@ -233,15 +237,21 @@ func (o *Options) stateDir() string {
 	if s := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(s) {
 		return filepath.Join(s, "contextd")
 	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".local", "state", "contextd")
+	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
+		return filepath.Join(home, ".local", "state", "contextd")
+	}
+	return ""
 }
 
 const seenName = "install-seen.json"
 
 func (o *Options) readSeen() *seenRecord {
 	r := &seenRecord{Version: 1, Files: map[string]map[string]string{}}
-	b, err := os.ReadFile(filepath.Join(o.stateDir(), seenName))
+	dir := o.stateDir()
+	if dir == "" {
+		return r
+	}
+	b, err := os.ReadFile(filepath.Join(dir, seenName))
 	if err != nil || json.Unmarshal(b, r) != nil || r.Files == nil {
 		// No record (or a damaged one) proves nothing: everything is asked about.
 		return &seenRecord{Version: 1, Files: map[string]map[string]string{}}
@@ -254,7 +264,11 @@ func (o *Options) writeSeen(r *seenRecord) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %v: %w", seenName, err, catalog.ErrInternal)
 	}
-	return writeAtomic(filepath.Join(o.stateDir(), seenName), append(b, '\n'))
+	dir := o.stateDir()
+	if dir == "" {
+		return fmt.Errorf("no place outside the project for %s: HOME and XDG_STATE_HOME are unset or relative; set HOME: %w", seenName, catalog.ErrConfig)
+	}
+	return writeAtomic(filepath.Join(dir, seenName), append(b, '\n'))
 }
 
 // checkForeign finds the foreign entries of the agents' files install is about
