@@ -33,13 +33,15 @@ var Version = "dev"
 type IO struct {
 	Stdin          io.Reader
 	StdinIsTerm    bool
+	StderrIsTerm   bool
 	Stdout, Stderr io.Writer
 }
 
 // StdIO returns the real standard streams.
 func StdIO() IO {
-	_, err := unix.IoctlGetTermios(int(os.Stdin.Fd()), unix.TCGETS)
-	return IO{Stdin: os.Stdin, StdinIsTerm: err == nil, Stdout: os.Stdout, Stderr: os.Stderr}
+	_, inErr := unix.IoctlGetTermios(int(os.Stdin.Fd()), unix.TCGETS)
+	_, errErr := unix.IoctlGetTermios(int(os.Stderr.Fd()), unix.TCGETS)
+	return IO{Stdin: os.Stdin, StdinIsTerm: inErr == nil, StderrIsTerm: errErr == nil, Stdout: os.Stdout, Stderr: os.Stderr}
 }
 
 // Main runs the proxy for argv and returns the exit status. It is the one place
@@ -148,7 +150,9 @@ func runInstall(ctx context.Context, args []string, sio IO) error {
 		return fmt.Errorf("install: resolve own binary: %v: %w", err, catalog.ErrInternal)
 	}
 	o.Proxy = exe
-	if sio.StdinIsTerm {
+	// Asked only where the question is seen (it goes to stderr) and can be
+	// answered; otherwise the refusal names --yes.
+	if sio.StdinIsTerm && sio.StderrIsTerm {
 		o.Confirm = install.Ask(sio.Stdin, sio.Stderr)
 	}
 	rep, err := install.Setup(ctx, o)
