@@ -292,6 +292,23 @@ func checkForeign(root string, o Options, agents []string, cfg map[string]*fileE
 				foreign = append(foreign, foreignIn(a, e, o.Proxy)...)
 			}
 		}
+		// OpenCode merges opencode.json and opencode.jsonc: the one install
+		// does not edit is read too, and checked like it.
+		if e := cfg[a]; a == AgentOpenCode && e != nil {
+			other := "opencode.json"
+			if e.rel == other {
+				other = "opencode.jsonc"
+			}
+			if b, err := readIn(root, other); err == nil {
+				h := sum(b)
+				if seen[other] != h {
+					foreign = append(foreign, foreignIn(a, &fileEdit{rel: other, orig: b, exists: true}, o.Proxy)...)
+				}
+				accepted[other] = h
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return nil, err
+			}
+		}
 		dir, ok := agentDirs[a]
 		if !ok {
 			continue
