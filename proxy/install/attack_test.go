@@ -7,6 +7,7 @@ package install_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -368,4 +369,25 @@ func TestSetupRefusesForeignInOtherOpenCodeFile(t *testing.T) {
 		t.Fatalf("err %v, want ErrConflict naming mcp.evil", err)
 	}
 	sameTree(t, "after the refusal", snapshot(t, filepath.Dir(root)), before)
+}
+
+// Files past the limit of what install reads in an agent's directory are
+// never taken as accepted: a plant behind 1,000 harmless files is asked
+// about on every run, --yes once notwithstanding.
+func TestSetupAgentDirPastLimitAskedAgain(t *testing.T) {
+	files := map[string]string{}
+	for i := range 1001 {
+		files[fmt.Sprintf(".opencode/plugin/p%04d.js", i)] = "export const X = 1\n"
+	}
+	_, o, _ := homeEnv(t, files)
+	o.Agent = install.AgentOpenCode
+	o.Yes = true
+	if _, err := install.Setup(context.Background(), o); err != nil {
+		t.Fatalf("install --yes: %v", err)
+	}
+	o.Yes = false
+	_, err := install.Setup(context.Background(), o)
+	if !errors.Is(err, catalog.ErrConflict) || !strings.Contains(err.Error(), "more than 1000 files") {
+		t.Fatalf("second install: %v, want ErrConflict naming the files not checked", err)
+	}
 }

@@ -172,17 +172,17 @@ func foreignIn(agent string, e *fileEdit, proxy string) []string {
 }
 
 // agentDirFiles lists the files under the agent's project directory (depth
-// first, at most limit), each found beneath the project root.
-func agentDirFiles(root, dir string, limit int) ([]string, error) {
+// first, at most limit), each found beneath the project root; more says
+// there were more than limit.
+func agentDirFiles(root, dir string, limit int) (out []string, more bool, err error) {
 	d, err := openProjectDir(root, dir, false)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer d.close()
-	var out []string
 	var walk func(d *dirAt, rel string, depth int) error
 	walk = func(d *dirAt, rel string, depth int) error {
 		fd, err := unix.Dup(d.fd)
@@ -197,6 +197,7 @@ func agentDirFiles(root, dir string, limit int) ([]string, error) {
 		}
 		for _, ent := range ents {
 			if len(out) >= limit {
+				more = true
 				return nil
 			}
 			p := filepath.Join(rel, ent.Name())
@@ -216,7 +217,8 @@ func agentDirFiles(root, dir string, limit int) ([]string, error) {
 		}
 		return nil
 	}
-	return out, walk(d, dir, 0)
+	err = walk(d, dir, 0)
+	return out, more, err
 }
 
 // seenRecord is what install last wrote or the user last accepted: the
@@ -244,6 +246,10 @@ func (o *Options) stateDir() string {
 }
 
 const seenName = "install-seen.json"
+
+// maxAgentDirFiles bounds the files of an agent's directory install reads
+// to check them.
+const maxAgentDirFiles = 1000
 
 func (o *Options) readSeen() *seenRecord {
 	r := &seenRecord{Version: 1, Files: map[string]map[string]string{}}
@@ -313,9 +319,14 @@ func checkForeign(root string, o Options, agents []string, cfg map[string]*fileE
 		if !ok {
 			continue
 		}
-		files, err := agentDirFiles(root, dir, 1000)
+		files, more, err := agentDirFiles(root, dir, maxAgentDirFiles)
 		if err != nil {
 			return nil, err
+		}
+		if more {
+			// Past the limit nothing is looked at, so nothing there can be
+			// taken as accepted: asked again on every run.
+			foreign = append(foreign, fmt.Sprintf("%s: more than %d files, the rest not checked (it holds what %s runs: review it)", dir, maxAgentDirFiles, a))
 		}
 		for _, f := range files {
 			if e := cfg[a]; e != nil && e.rel == f {
