@@ -158,17 +158,21 @@ func credHeader(c *Credential) string {
 // refusal reason), and puts the secrets of those that do where they belong:
 // into their header (also inside Authorization: Basic), and into the
 // request target and a small body only when the credential allows it. It
-// returns how many placeholders it replaced.
-func (s *Server) rewrite(req *http.Request, host string, port int, overTLS bool) (int, string, error) {
+// returns how many placeholders it replaced, and the re-encoded Basic
+// values it made (base64 of user:secret), each swapped back to what the
+// client sent, for the response's scrubber: a server that echoes its
+// Authorization header would otherwise hand the secret back in base64.
+func (s *Server) rewrite(req *http.Request, host string, port int, overTLS bool) (int, []swap, string, error) {
 	if len(s.o.Credentials) == 0 {
-		return 0, "", nil
+		return 0, nil, "", nil
 	}
 	rw := s.newRewriter(host, port, overTLS)
+	var echoes []swap
 	var body []byte
 	if req.ContentLength > 0 && req.ContentLength <= maxRewriteBody && len(req.TransferEncoding) == 0 {
 		body = make([]byte, req.ContentLength)
 		if _, err := io.ReadFull(req.Body, body); err != nil {
-			return 0, "", fmt.Errorf("read body: %w", err)
+			return 0, nil, "", fmt.Errorf("read body: %w", err)
 		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
 	}
@@ -184,12 +188,12 @@ func (s *Server) rewrite(req *http.Request, host string, port int, overTLS bool)
 	for _, t := range texts {
 		if c := find(rw.foreign, t); c != nil {
 			if normalizeHost(c.Host) == host {
-				return 0, fmt.Sprintf("credential placeholder for %s sent to port %d", Hint(host, credPort(c)), port), nil
+				return 0, nil, fmt.Sprintf("credential placeholder for %s sent to port %d", Hint(host, credPort(c)), port), nil
 			}
-			return 0, fmt.Sprintf("credential placeholder for %s sent to %s", normalizeHost(c.Host), host), nil
+			return 0, nil, fmt.Sprintf("credential placeholder for %s sent to %s", normalizeHost(c.Host), host), nil
 		}
 		if c := find(rw.clear, t); c != nil {
-			return 0, fmt.Sprintf("credential for %s is sent only over TLS; name its origin http://%s to allow cleartext",
+			return 0, nil, fmt.Sprintf("credential for %s is sent only over TLS; name its origin http://%s to allow cleartext",
 				host, Hint(host, port)), nil
 		}
 	}
@@ -199,7 +203,7 @@ func (s *Server) rewrite(req *http.Request, host string, port int, overTLS bool)
 			if uri := rw.replace(c, req.RequestURI, inTarget); uri != req.RequestURI {
 				u, err := url.ParseRequestURI(uri)
 				if err != nil {
-					return 0, "", fmt.Errorf("target after substitution: %w", err)
+					return 0, nil, "", fmt.Errorf("target after substitution: %w", err)
 				}
 				req.RequestURI, req.URL = uri, u
 			}
@@ -208,7 +212,10 @@ func (s *Server) rewrite(req *http.Request, host string, port int, overTLS bool)
 		for i, v := range vs {
 			if dec, ok := decodeBasic(v); ok {
 				if nd := rw.replace(c, dec, inHeader); nd != dec {
-					v = "Basic " + base64.StdEncoding.EncodeToString([]byte(nd))
+					sent := strings.TrimSpace(strings.SplitN(strings.TrimSpace(v), " ", 2)[1])
+					enc := base64.StdEncoding.EncodeToString([]byte(nd))
+					echoes = append(echoes, encodedForms(enc, sent)...)
+					v = "Basic " + enc
 				}
 			}
 			vs[i] = rw.replace(c, v, inHeader)
@@ -221,7 +228,7 @@ func (s *Server) rewrite(req *http.Request, host string, port int, overTLS bool)
 			}
 		}
 	}
-	return rw.n, "", nil
+	return rw.n, echoes, "", nil
 }
 
 // decodeBasic decodes the credentials of an "Authorization: Basic" value.

@@ -165,7 +165,7 @@ func FuzzRequestHead(f *testing.F) {
 		// no secret (the credential is https-only, port 443), and one to
 		// any other host gets the secret nowhere; a placeholder of
 		// example.com's credential sent elsewhere is refused.
-		n, leak, err := s.rewrite(req, host, port, false)
+		n, _, leak, err := s.rewrite(req, host, port, false)
 		if err != nil {
 			return
 		}
@@ -184,7 +184,7 @@ func FuzzRequestHead(f *testing.F) {
 			return
 		}
 		auth := slices.Clone(req2.Header.Values("Authorization"))
-		n, leak, err = s.rewrite(req2, "example.com", 443, true)
+		n, _, leak, err = s.rewrite(req2, "example.com", 443, true)
 		if err != nil || leak != "" {
 			return
 		}

@@ -91,32 +91,38 @@ type scrubber struct {
 // secretForms are the spellings of a secret a server may echo: as is, and
 // percent-encoded as a query, a path or everything-but-unreserved would
 // have it. Each is replaced by the placeholder spelled the same way.
-func secretForms(c *Credential) []swap {
-	out := []swap{{from: []byte(c.Secret), to: []byte(c.Placeholder)}}
+func secretForms(c *Credential) []swap { return encodedForms(c.Secret, c.Placeholder) }
+
+// encodedForms is the swap of secret for its replacement, as is and in each
+// way a URL encodes them.
+func encodedForms(secret, replacement string) []swap {
+	out := []swap{{from: []byte(secret), to: []byte(replacement)}}
 	for _, enc := range []func(string) string{escapeAll, url.QueryEscape, url.PathEscape} {
-		f := enc(c.Secret)
-		if f == c.Secret || slices.ContainsFunc(out, func(s swap) bool { return string(s.from) == f }) {
+		f := enc(secret)
+		if f == secret || slices.ContainsFunc(out, func(s swap) bool { return string(s.from) == f }) {
 			continue
 		}
-		out = append(out, swap{from: []byte(f), to: []byte(enc(c.Placeholder))})
+		out = append(out, swap{from: []byte(f), to: []byte(enc(replacement))})
 	}
 	return out
 }
 
-// newScrubber returns a scrubber of creds' secrets writing to w, or nil
-// when there is nothing to replace.
-func newScrubber(creds []*Credential, w io.Writer) *scrubber {
+// newScrubber returns a scrubber of creds' secrets, and of the request's
+// own extra forms of them (rewrite's re-encoded Basic values), writing to
+// w, or nil when there is nothing to replace.
+func newScrubber(creds []*Credential, w io.Writer, extra ...swap) *scrubber {
 	sc := &scrubber{w: w}
+	var forms []swap
 	for _, c := range creds {
-		if c.Secret == "" {
-			continue
+		if c.Secret != "" {
+			forms = append(forms, secretForms(c)...)
 		}
-		for _, f := range secretForms(c) {
-			if !slices.ContainsFunc(sc.swaps, func(s swap) bool { return bytes.Equal(s.from, f.from) }) {
-				f.rare = rarest(f.from)
-				sc.swaps = append(sc.swaps, f)
-				sc.maxLen = max(sc.maxLen, len(f.from))
-			}
+	}
+	for _, f := range append(forms, extra...) {
+		if !slices.ContainsFunc(sc.swaps, func(s swap) bool { return bytes.Equal(s.from, f.from) }) {
+			f.rare = rarest(f.from)
+			sc.swaps = append(sc.swaps, f)
+			sc.maxLen = max(sc.maxLen, len(f.from))
 		}
 	}
 	if len(sc.swaps) == 0 {

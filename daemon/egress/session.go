@@ -154,7 +154,7 @@ func (ss *session) handle(req *http.Request) bool {
 			return false
 		}
 	}
-	injected, leak, err := ss.s.rewrite(req, host, port, ss.upTLS)
+	injected, echoes, leak, err := ss.s.rewrite(req, host, port, ss.upTLS)
 	if err != nil {
 		return refuse(http.StatusBadRequest, host, port, &refusal{reason: err.Error()})
 	}
@@ -180,7 +180,7 @@ func (ss *session) handle(req *http.Request) bool {
 
 	clientClose := req.Close
 	prepareRequest(req)
-	sc := newScrubber(ss.s.ownCreds(host, port), nil)
+	sc := newScrubber(ss.s.ownCreds(host, port), nil, echoes...)
 	if sc != nil {
 		// A response from a host that holds a secret is scrubbed of it; it
 		// must come in a coding the scrubber reads, and the connection

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -393,5 +394,29 @@ func TestInterceptedHostMustMatch(t *testing.T) {
 	}
 	if r := ws.log.requests(); len(r) != 0 {
 		t.Errorf("the upstream got %q", r)
+	}
+}
+
+// An echoed "Authorization: Basic" does not hand the secret back in base64:
+// the value the proxy re-encoded with the secret comes back as the one the
+// client sent, with the placeholder.
+func TestEchoedBasicScrubbed(t *testing.T) {
+	for _, useTLS := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tls=%v", useTLS), func(t *testing.T) {
+			ws := setupWire(t, useTLS, Credential{Placeholder: placeholder, Secret: secret, Host: "registry.test", Port: -1, Cleartext: !useTLS})
+			sent := base64.StdEncoding.EncodeToString([]byte("ci-user:" + placeholder))
+			real := base64.StdEncoding.EncodeToString([]byte("ci-user:" + secret))
+			got := ws.exchange(t, useTLS, "GET", "/length", "Authorization: Basic "+sent+"\r\n", "")
+			reqs := ws.log.requests()
+			if last := reqs[len(reqs)-1]; !strings.Contains(last, "Authorization: Basic "+real+"\r\n") {
+				t.Fatalf("the upstream did not get the secret: %q", last)
+			}
+			if bytes.Contains(got, []byte(strings.TrimRight(real, "="))) {
+				t.Errorf("the client got the secret back in base64: %q", got)
+			}
+			if !bytes.Contains(got, []byte(sent)) {
+				t.Errorf("the echo does not carry what the client sent: %q", got)
+			}
+		})
 	}
 }
