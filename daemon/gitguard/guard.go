@@ -74,14 +74,17 @@ type Snapshot struct {
 // Take fingerprints the git entries of the workspace at root. An error means
 // the guard cannot be applied (a file it must read cannot be): the call must
 // not run.
-func Take(root string) (*Snapshot, error) {
+func Take(root string) (*Snapshot, error) { return TakeLayout(root, Find(root)) }
+
+// TakeLayout is Take of the entries of l, a Find of root the caller made
+// just before (for the call's mounts): one walk of git's entries, not two.
+func TakeLayout(root string, l Layout) (*Snapshot, error) {
 	s := &Snapshot{root: root, start: time.Now().Add(-ctimeSlack), nodes: map[string]node{}, gitFD: -1}
 	rfd, err := openRoot(root)
 	if err != nil {
 		return nil, fmt.Errorf("git guard: open the workspace %s: %v: %w", root, err, catalog.ErrIO)
 	}
 	defer unix.Close(rfd)
-	l := Find(root)
 	for _, p := range watched(l) {
 		if err := s.record(rfd, p, s.nodes, isDir(p, l)); err != nil {
 			return nil, fmt.Errorf("git guard: cannot fingerprint %s: %v (fix its permissions; the call is refused because what git runs there could not be watched): %w",

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/gitguard"
 	"github.com/contextd/contextd/daemon/homeview"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/workspace"
@@ -411,18 +412,18 @@ func Shield(root, home string, callerEnv map[string]string, spec *runner.Spec) (
 	if err != nil {
 		return sh.release, nil, err
 	}
-	sh.apply(root, spec)
+	sh.apply(root, gitguard.Find(root), spec)
 	return sh.release, sh.Warnings, nil
 }
 
-// apply adds the shield to spec, with git's entries of root (gitProtected,
-// worked out once a call): their read-only paths and the shield's go
+// apply adds the shield to spec, with git's entries l of root (gitProtected;
+// the call's one Find, which its git guard's fingerprint uses too): their read-only paths and the shield's go
 // before what spec already has (the configuration's own paths), the pins,
 // directories bound onto themselves and masks with them. The one place
 // every sandbox of a workspace (safe_bash, the file tools, wrapped servers)
 // gets its protection from.
-func (s *shielded) apply(root string, spec *runner.Spec) {
-	ro, pins := gitProtected(root)
+func (s *shielded) apply(root string, l gitguard.Layout, spec *runner.Spec) {
+	ro, pins := gitProtected(root, l)
 	spec.ReadOnly = append(append(append([]string{}, ro...), s.ReadOnly...), spec.ReadOnly...)
 	spec.ReadWrite = append(append([]string{}, s.ReadWrite...), spec.ReadWrite...)
 	spec.Masks = append(spec.Masks, s.Masks...)

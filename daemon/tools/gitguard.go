@@ -12,8 +12,11 @@ import (
 // warnings, which the audit record carries; a change that could not be
 // reverted fails the call. A fingerprint that cannot be taken refuses the
 // call before it runs.
-func guardGit(tool string, env *Env, run func() Outcome) Outcome {
-	snap, err := gitguard.Take(env.Place.Root)
+//
+// l is the Find of the workspace the call's mounts were worked out from,
+// just before: the fingerprint covers the same entries.
+func guardGit(tool string, env *Env, l gitguard.Layout, run func() Outcome) Outcome {
+	snap, err := gitguard.TakeLayout(env.Place.Root, l)
 	if err != nil {
 		return Outcome{Err: fmt.Errorf("%s: %w", tool, err)}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/gitguard"
 	"github.com/contextd/contextd/workspace"
 )
 
@@ -24,7 +25,7 @@ func TestGuardGit(t *testing.T) {
 	}
 	env := &Env{Place: workspace.Place{Root: root, Cwd: root, LogicalRoot: root}}
 	hook := filepath.Join(root, ".git/hooks/pre-commit")
-	o := guardGit("safe_bash", env, func() Outcome {
+	o := guardGit("safe_bash", env, gitguard.Find(root), func() Outcome {
 		os.WriteFile(hook, []byte("#!/bin/sh\ntouch /tmp/pwned\n"), 0o755)
 		return Outcome{Warnings: []string{"the call's own"}}
 	})
@@ -44,7 +45,7 @@ func TestGuardGit(t *testing.T) {
 		os.WriteFile(filepath.Join(root, ".git/hooks", "h"+strconv.Itoa(i)), nil, 0o644)
 	}
 	ran := false
-	o = guardGit("safe_bash", env, func() Outcome { ran = true; return Outcome{} })
+	o = guardGit("safe_bash", env, gitguard.Find(root), func() Outcome { ran = true; return Outcome{} })
 	if ran || !errors.Is(o.Err, catalog.ErrIO) {
 		t.Errorf("no fingerprint: ran %v, err %v", ran, o.Err)
 	}

@@ -1,5 +1,7 @@
 package tools
 
+import "github.com/contextd/contextd/daemon/gitguard"
+
 // Paths of the workspace that the host runs later, outside any sandbox, are
 // kept from calls in two groups, each with its own owner:
 //   - git's (config, hooks, the core.hooksPath directory, and their submodule
@@ -18,6 +20,6 @@ func Protected(root string) []string { return protected(root) }
 // protected returns git's read-only paths of the workspace root, for the
 // sandbox's read-only binds.
 func protected(root string) []string {
-	ro, _ := gitProtected(root)
+	ro, _ := gitProtected(root, gitguard.Find(root))
 	return ro
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/contextd/contextd/daemon/gitguard"
 )
 
-// gitProtected returns how the sandbox shows the git entries of the
-// workspace at root (gitguard.Layout): the files git reads that can name a
+// gitProtected returns how the sandbox shows the git entries l of the
+// workspace at root (gitguard.Find): the files git reads that can name a
 // program (config, config.worktree, commondir, a worktree's gitdir, the
 // .git files of submodule and worktree checkouts, the root's .git when it
 // is a file, includes in the workspace) and the hook directories
@@ -22,8 +22,7 @@ import (
 // moved aside and replaced by a copy). Paths that do not exist, or are
 // symbolic links, cannot be bound: the guard's fingerprint (gitguard)
 // covers them after the call.
-func gitProtected(root string) (readOnly, pins []string) {
-	l := gitguard.Find(root)
+func gitProtected(root string, l gitguard.Layout) (readOnly, pins []string) {
 	pin := map[string]bool{}
 	addPins := func(rel string) {
 		for d := filepath.Dir(rel); d != "." && d != "/"; d = filepath.Dir(d) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/gitguard"
 	"github.com/contextd/contextd/daemon/homemount"
 	"github.com/contextd/contextd/daemon/homeview"
 	"github.com/contextd/contextd/daemon/netview"
@@ -100,7 +101,8 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 		Network:   c.in.Network,
 		Timeout:   timeout,
 	}
-	sh.apply(env.Place.Root, &spec)
+	git := gitguard.Find(env.Place.Root)
+	sh.apply(env.Place.Root, git, &spec)
 	warnings := sh.Warnings
 	if env.Home != nil {
 		m, release, err := env.Home.Prepare(homemount.Call{Home: homeDir(), Workspace: env.Place.Root, Sandbox: "safe_bash",
@@ -141,7 +143,7 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 		// command has its loopback and nothing else. Said, not hidden.
 		warnings = append(warnings, fmt.Sprintf("no egress proxy (%v): the command has no network beyond its own loopback", env.NetErr))
 	}
-	o := guardGit("safe_bash", env, func() Outcome { return runSandboxed(ctx, env, op, "", spec) })
+	o := guardGit("safe_bash", env, git, func() Outcome { return runSandboxed(ctx, env, op, "", spec) })
 	o.Warnings = append(o.Warnings, warnings...)
 	// The sandbox is gone (its pid namespace ended with its init): what it
 	// planted can be looked for.

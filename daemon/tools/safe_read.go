@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/gitguard"
 	"github.com/contextd/contextd/daemon/tools/toolproto"
 )
 
@@ -69,7 +70,7 @@ func (c *readCall) Run(ctx context.Context, env *Env) Outcome {
 	if _, ok := env.Out.(holeWriter); !ok {
 		op.Window = 0 // an output that cannot hold a gap gets every byte
 	}
-	o := runFileOp(ctx, env, op, "")
+	o := runFileOp(ctx, env, op, "", gitguard.Find(env.Place.Root))
 	o.Source = source
 	if key := o.File.Key(); key != "" && o.Err == nil && env.Vault != nil {
 		env.Vault.Opened(source, key)

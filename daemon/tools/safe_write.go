@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/contextd/contextd/daemon/gitguard"
 	"github.com/contextd/contextd/daemon/tools/toolproto"
 )
 
@@ -68,8 +69,9 @@ func (c *writeCall) Run(ctx context.Context, env *Env) Outcome {
 	if len(put) == 0 {
 		over = "" // no secret of a file in content: any target will do
 	}
-	o := guardGit("safe_write", env, func() Outcome {
-		return runFileOp(ctx, env, toolproto.Op{Tool: "safe_write", Root: env.Place.Root, Rel: rel, Display: c.in.Path, Content: &content, Over: over}, "")
+	git := gitguard.Find(env.Place.Root)
+	o := guardGit("safe_write", env, git, func() Outcome {
+		return runFileOp(ctx, env, toolproto.Op{Tool: "safe_write", Root: env.Place.Root, Rel: rel, Display: c.in.Path, Content: &content, Over: over}, "", git)
 	})
 	o.Warnings = append(warnings, o.Warnings...)
 	if key := o.File.Key(); key != "" && o.Err == nil && len(put) > 0 {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/gitguard"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/tools/toolproto"
 	"github.com/contextd/contextd/salience"
@@ -66,7 +67,7 @@ func FillGap(ctx context.Context, env *Env, source []byte, off int64, p []byte) 
 	e.Place = workspace.Place{Root: src.Root, Cwd: src.Root, LogicalRoot: src.Root}
 	e.Out = &got
 	o := runFileOp(ctx, &e, toolproto.Op{Tool: "safe_read", Root: src.Root, Rel: src.Rel, Display: src.Display,
-		Gap: &src.Gap, Skip: off, N: int64(len(p))}, "")
+		Gap: &src.Gap, Skip: off, N: int64(len(p))}, "", gitguard.Find(src.Root))
 	if o.Err != nil {
 		return o
 	}
@@ -85,7 +86,10 @@ func FillGap(ctx context.Context, env *Env, source []byte, off int64, p []byte) 
 // The file tools get the same shield as safe_bash: the host-run
 // configuration read-only (placeholders where it is missing), the
 // deny-listed paths in the workspace masked.
-func runFileOp(ctx context.Context, env *Env, op toolproto.Op, source string) Outcome {
+//
+// git is the call's Find of the workspace's git entries (safe_write's git
+// guard fingerprints the same).
+func runFileOp(ctx context.Context, env *Env, op toolproto.Op, source string, git gitguard.Layout) Outcome {
 	shield := shieldWorkspace
 	if op.Content == nil {
 		// Reading only: nothing can be created, so no placeholder is
@@ -103,7 +107,7 @@ func runFileOp(ctx context.Context, env *Env, op toolproto.Op, source string) Ou
 		Env:     []string{"PATH=/usr/bin:/bin"},
 		Timeout: env.Config.Tools.FileTimeout.Duration,
 	}
-	sh.apply(env.Place.Root, &spec)
+	sh.apply(env.Place.Root, git, &spec)
 	o := runSandboxed(ctx, env, op, source, spec)
 	o.Warnings = append(o.Warnings, sh.Warnings...)
 	return o
