@@ -42,8 +42,18 @@ func (s *service) setupMCP(cfg *config.Config) {
 		HomeMount: s.opts.Home,
 		Net:       s.opts.Net,
 		NetErr:    s.opts.NetErr,
-		Shield: func(root string, callerEnv map[string]string, spec *runner.Spec) (func(), []string, error) {
+		Shield: func(root string, callerEnv map[string]string, spec *runner.Spec) (func() []string, []string, error) {
 			return tools.Shield(root, home, callerEnv, spec)
+		},
+		RecordGuard: func(server, session string, start time.Time, warnings []string) {
+			if s.audit == nil {
+				return
+			}
+			r := &audit.Record{Kind: audit.KindGitGuard, Time: start.UTC(), Tool: "mcp:" + server, Session: session,
+				DurationMS: time.Since(start).Milliseconds(), Warnings: warnings}
+			if err := s.audit.Append(r); err != nil {
+				s.opts.Logger.Error("audit record not written", "tool", r.Tool, "err", err)
+			}
 		},
 		RecordEgress: func(server, session string, start time.Time, sum netview.Summary) {
 			if s.audit == nil {

@@ -23,6 +23,7 @@ const (
 	KindReset     = "chain-reset" // Open found the log damaged and restarted the chain
 	KindRetention = "retention"   // old files were deleted by Options.MaxFiles
 	KindEgress    = "egress"      // a wrapped MCP server ended: its connections through the egress proxy
+	KindGitGuard  = "git-guard"   // a wrapped MCP server ended: what it changed of git's entries, reverted
 )
 
 // Record is one line of the audit log. The caller fills in what it knows about

@@ -87,7 +87,7 @@ func newWrapEnv(t *testing.T, r runner.Runner) *wrapEnv {
 		},
 		Home: e.home,
 		// The daemon's own shield (a wrap without one is refused).
-		Shield: func(root string, callerEnv map[string]string, spec *runner.Spec) (func(), []string, error) {
+		Shield: func(root string, callerEnv map[string]string, spec *runner.Spec) (func() []string, []string, error) {
 			return tools.Shield(root, e.home, callerEnv, spec)
 		},
 	})

@@ -70,9 +70,13 @@ type Deps struct {
 	NetErr error
 	// Shield protects what the host runs from the server as from a
 	// safe_bash call (git's paths and pins, the agents' configuration, the
-	// deny-list's masks; tools.Shield); release once the server is gone.
+	// deny-list's masks, the git guard; tools.Shield); end, once the server
+	// is gone, reverts what it changed of git's entries and says what.
 	// Nil: the server is refused (fail closed).
-	Shield func(root string, callerEnv map[string]string, spec *runner.Spec) (release func(), warnings []string, err error)
+	Shield func(root string, callerEnv map[string]string, spec *runner.Spec) (end func() []string, warnings []string, err error)
+	// RecordGuard writes to the audit log what a wrapped server changed of
+	// what git runs on its own, reverted when it ended (nil: logged only).
+	RecordGuard func(server, session string, start time.Time, warnings []string)
 	// RecordEgress writes a wrapped server's connections through the egress
 	// proxy to the audit log when it ends (nil: not recorded).
 	RecordEgress func(server, session string, start time.Time, sum netview.Summary)
@@ -564,8 +568,20 @@ func (w *Wrapper) views(req *lite.Wrap, sc config.MCPServer, sessionID, root str
 		after()
 		return nil, fmt.Errorf("mcp wrap: no protection of the workspace's host-run paths: %w", catalog.ErrSandbox)
 	}
-	release, warnings, err := w.d.Shield(root, req.Env, spec)
-	afters = append(afters, release)
+	end, warnings, err := w.d.Shield(root, req.Env, spec)
+	started := time.Now()
+	afters = append(afters, func() {
+		ws := end()
+		if len(ws) == 0 {
+			return
+		}
+		// The session is over: the log and the audit record are where
+		// the server's plants are named.
+		s.log.Warn("mcp wrap: the server changed what git runs on its own", "server", req.Name, "warnings", ws)
+		if w.d.RecordGuard != nil {
+			w.d.RecordGuard(req.Name, sessionID, started, ws)
+		}
+	})
 	if err != nil {
 		after()
 		return nil, fmt.Errorf("mcp wrap: %w", err)

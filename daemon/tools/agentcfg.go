@@ -404,16 +404,34 @@ func parseRecordLine(line string) (placeholderID, string, bool) {
 // Shield gives spec, the sandbox of something that runs in root outside a
 // tool call (a wrapped MCP server), the same protection a safe_bash call
 // gets: git's read-only paths and pins, the agents' configuration read-only
-// (placeholders where it is missing), the deny-listed paths masked. A
-// workspace the shield refuses is refused. release must be called once the
-// sandbox is gone, also when err is not nil.
-func Shield(root, home string, callerEnv map[string]string, spec *runner.Spec) (release func(), warnings []string, err error) {
+// (placeholders where it is missing), the deny-listed paths masked, and the
+// git guard's fingerprint, checked when it ends. A workspace the shield
+// refuses, or whose fingerprint cannot be taken, is refused.
+//
+// end must be called once the sandbox is gone, also when err is not nil: it
+// puts back what the server changed among what git runs on its own and
+// returns the guard's warnings (each change reverted, or why one could not
+// be), then lets go of the placeholders.
+func Shield(root, home string, callerEnv map[string]string, spec *runner.Spec) (end func() []string, warnings []string, err error) {
 	sh, err := shieldWorkspace(root, home, callerEnv)
 	if err != nil {
-		return sh.release, nil, err
+		return func() []string { sh.release(); return nil }, nil, err
 	}
-	sh.apply(root, gitguard.Find(root), spec)
-	return sh.release, sh.Warnings, nil
+	l := gitguard.Find(root)
+	snap, err := gitguard.TakeLayout(root, l)
+	if err != nil {
+		return func() []string { sh.release(); return nil }, nil, err
+	}
+	sh.apply(root, l, spec)
+	return func() []string {
+		rep := snap.Check(gitguard.DefaultDir())
+		sh.release()
+		ws := rep.Warnings()
+		if err := rep.Err(); err != nil {
+			ws = append(ws, err.Error())
+		}
+		return ws
+	}, sh.Warnings, nil
 }
 
 // apply adds the shield to spec, with git's entries l of root (gitProtected;
