@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -67,7 +68,7 @@ func (sc *nestedScan) walk(rel string, deep bool) bool {
 		return false
 	}
 	sc.dirs = append(sc.dirs, rel)
-	ents, err := readDirTypes(filepath.Join(sc.root, rel))
+	ents, err := dirIndex.entries(sc.root, rel)
 	if err != nil {
 		return true // gone or unreadable: nothing the host reads there either
 	}
@@ -206,6 +207,10 @@ func contains(list []string, p string) bool {
 	return false
 }
 
+// direntBufs are readDirTypes' buffers, one per walk at a time rather than
+// one per directory.
+var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
 // dirEnt is one entry of a directory: its name, and whether it is a
 // directory (not a link to one).
 type dirEnt struct {
@@ -224,7 +229,9 @@ func readDirTypes(dir string) ([]dirEnt, error) {
 	}
 	defer unix.Close(fd)
 	var out []dirEnt
-	buf := make([]byte, 32<<10)
+	bp := direntBufs.Get().(*[]byte)
+	defer direntBufs.Put(bp)
+	buf := *bp
 	for {
 		n, err := unix.Getdents(fd, buf)
 		if err == unix.EINTR {
