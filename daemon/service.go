@@ -100,10 +100,18 @@ func (s *service) call(parent context.Context, c Call, cred peer.Cred, out func(
 	stopAfter := context.AfterFunc(s.callsCtx, func() { cancel(context.Cause(s.callsCtx)) })
 	defer stopAfter()
 
+	admitted := time.Now()
 	pipe := s.pipe(adm, out)
 	o := s.run(ctx, adm, pipe)
+	ran := time.Now()
 	sum := s.respond(adm, pipe, &o)
+	responded := time.Now()
 	res := s.account(parent, adm, o, sum, start)
+	// Where the call's time went, stage by stage, the tool's own stages
+	// (the daemon's and its sandbox's) among them: bench/roundtrip's
+	// latency, taken apart.
+	adm.log.Debug("call stages", "admit_ms", msBetween(start, admitted), "run_ms", msBetween(admitted, ran),
+		"respond_ms", msBetween(ran, responded), "account_ms", msBetween(responded, time.Now()), "tool_stages", o.Stages)
 	return res, nil
 }
 
@@ -192,6 +200,9 @@ func (s *service) pipe(adm *admission, out func([]byte) error) *respond.Pipe {
 		Store: s.store, Session: env.Session, Tool: adm.c.Tool, Send: deliver(out)})
 }
 
+// msBetween is b-a in milliseconds, to the microsecond.
+func msBetween(a, b time.Time) float64 { return float64(b.Sub(a).Microseconds()) / 1000 }
+
 // deliver is the pipe's Send: a write the caller cannot take means it is
 // gone.
 func deliver(out func([]byte) error) func([]byte) error {
@@ -213,13 +224,9 @@ func (s *service) run(ctx context.Context, adm *admission, pipe *respond.Pipe) t
 // marker and the tail) and keeps the rest for pages. A failure there is the
 // call's failure unless the tool had one of its own.
 func (s *service) respond(adm *admission, pipe *respond.Pipe, o *tools.Outcome) respond.Summary {
-	t0 := time.Now()
 	sum, err := pipe.Close()
 	if err != nil && o.Err == nil {
 		o.Err = fmt.Errorf("%s: response: %v: %w", adm.c.Tool, err, catalog.ErrIO)
-	}
-	if len(o.Stages) > 0 {
-		adm.log.Debug("tool stages", "stages", o.Stages, "pipe_ms", float64(time.Since(t0).Microseconds())/1000)
 	}
 	return sum
 }

@@ -52,7 +52,7 @@ func (SafeBash) Decode(input []byte) (Call, error) {
 
 type bashCall struct{ in BashInput }
 
-func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
+func (c *bashCall) Run(ctx context.Context, env *Env) (o Outcome) {
 	cfg := env.Config.Tools.SafeBash
 	timeout := cfg.DefaultTimeout.Duration
 	if c.in.Timeout != nil {
@@ -73,12 +73,17 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 	if c.in.Network && !cfg.AllowNetwork {
 		return Outcome{Err: fmt.Errorf("safe_bash: network access asked for, but tools.safe_bash.allow_network is off in the configuration: %w", catalog.ErrPolicy)}
 	}
+	// The daemon's own work before and after the sandbox, stage by stage
+	// (the debug log's "call stages", next to the sandbox's own).
+	pre := stageClock{t: time.Now()}
+	// Deferred first, so run last: the releases below are a stage too.
+	defer func() { pre.into(&o) }()
 	op := toolproto.Op{Tool: "safe_bash", Root: env.Place.Root, Shell: cfg.Shell, Command: c.in.Command,
 		Dir: dir, Env: Environ(env)}
 	sh, err := shieldWorkspace(env.Place.Root, homeDir(), env.CallerEnv)
 	// After the run (deferred first, so run last): no process of the
 	// sandbox is left to see a placeholder go.
-	defer sh.release()
+	defer func() { sh.release(); pre.mark("release_shield") }()
 	if err != nil {
 		return Outcome{Err: fmt.Errorf("safe_bash: %w", err)}
 	}
@@ -93,6 +98,7 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 	if !scan.complete {
 		sh.Warnings = append(sh.Warnings, fmt.Sprintf("the workspace has more than %d directories: agent configuration below the first %d is not protected", maxScanDirs, maxScanDirs))
 	}
+	pre.mark("shield")
 	started := time.Now()
 	spec := runner.Spec{
 		Dir:       dir,
@@ -104,6 +110,7 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 	git := gitguard.Find(env.Place.Root)
 	sh.apply(env.Place.Root, git, &spec)
 	warnings := sh.Warnings
+	pre.mark("git")
 	if env.Home != nil {
 		m, release, err := env.Home.Prepare(homemount.Call{Home: homeDir(), Workspace: env.Place.Root, Sandbox: "safe_bash",
 			CallerEnv: env.CallerEnv, Vault: env.Vault, Scrubber: env.Scrubber,
@@ -115,7 +122,7 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 		}
 		// After the run: the sandbox, and with it every mount of the
 		// layers, is gone by then.
-		defer release()
+		defer func() { release(); pre.mark("release_home") }()
 		// The view's paths go first: a protected workspace path or a
 		// configured one below a shown directory is mounted after it.
 		spec.ReadOnly = append(m.ReadOnly, spec.ReadOnly...)
@@ -124,6 +131,7 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 		op.Env = append(op.Env, m.Env...)
 		warnings = append(warnings, m.Warnings...)
 	}
+	pre.mark("home")
 	var finish func() netview.Summary
 	switch {
 	case c.in.Network:
@@ -143,7 +151,13 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 		// command has its loopback and nothing else. Said, not hidden.
 		warnings = append(warnings, fmt.Sprintf("no egress proxy (%v): the command has no network beyond its own loopback", env.NetErr))
 	}
-	o := guardGit("safe_bash", env, git, func() Outcome { return runSandboxed(ctx, env, op, "", spec) })
+	pre.mark("net")
+	o = guardGit("safe_bash", env, git, func() Outcome {
+		pre.mark("git_before")
+		o := runSandboxed(ctx, env, op, "", spec)
+		pre.mark("sandbox")
+		return o
+	})
 	o.Warnings = append(o.Warnings, warnings...)
 	// The sandbox is gone (its pid namespace ended with its init): what it
 	// planted can be looked for.
@@ -153,6 +167,7 @@ func (c *bashCall) Run(ctx context.Context, env *Env) Outcome {
 		o.Egress = sum.Connections
 		o.Warnings = append(o.Warnings, sum.Lines...)
 	}
+	pre.mark("after")
 	return o
 }
 

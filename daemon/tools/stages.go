@@ -1,0 +1,32 @@
+package tools
+
+import "time"
+
+// stageClock times the daemon's side of a call, one span per stage, for the
+// debug log's "call stages" (where a call's time goes: issue 26).
+type stageClock struct {
+	t     time.Time
+	spans []stageSpan
+}
+
+type stageSpan struct {
+	name string
+	ms   float64
+}
+
+// mark ends the current stage, named name, and starts the next.
+func (c *stageClock) mark(name string) {
+	now := time.Now()
+	c.spans = append(c.spans, stageSpan{name, float64(now.Sub(c.t).Microseconds()) / 1000})
+	c.t = now
+}
+
+// into adds the spans to o's stages as "daemon_<name>" (milliseconds each).
+func (c *stageClock) into(o *Outcome) {
+	if o.Stages == nil {
+		o.Stages = map[string]float64{}
+	}
+	for _, s := range c.spans {
+		o.Stages["daemon_"+s.name] = s.ms
+	}
+}
