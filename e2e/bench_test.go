@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -16,9 +17,15 @@ import (
 // directly and against `systemd-run --user --scope bwrap --unshare-all ... bash -c
 // true`, rotated in one run by bench/roundtrip as the test user, and reports the
 // ratios of medians. Run it with `make bench`; it is not part of `make test`.
+//
+// The project is one as a developer has it, with everything on: a git
+// repository with history and a hooks path, a Node package and a Go module
+// (their presets, caches and registries), the user's ~/.npmrc with a token and
+// ~/.gitconfig (scrubbed copies and placeholders), the default egress proxy.
 func BenchmarkRoundTrip(b *testing.B) {
+	dir := benchProject(b)
 	for i := 0; i < b.N; i++ {
-		r := runAs(b, "", nil, "", env.bin+"/roundtrip", "-n", "200", "-json")
+		r := runAs(b, dir, nil, "", env.bin+"/roundtrip", "-n", "200", "-json")
 		if r.code != 0 {
 			b.Fatalf("roundtrip: %s", r)
 		}
@@ -34,6 +41,80 @@ func BenchmarkRoundTrip(b *testing.B) {
 			b.Logf("  %s: median %.2f ms p90 %.2f ms  (safe_bash/this %.2fx)", s.Name, float64(s.MedianNS)/1e6, float64(s.P90NS)/1e6, s.Ratio)
 		}
 	}
+}
+
+// BenchmarkBurst starts 200 `safe_bash "echo out-N"` at once, as an agent
+// that runs its tool calls in parallel does, and as many hand-made
+// scope+bwrap sandboxes, three bursts of each alternating, in the project of
+// BenchmarkRoundTrip; it reports the median wall times, their ratio and the
+// failures of each side (a failure is a non-zero exit or any output but the
+// call's own line).
+func BenchmarkBurst(b *testing.B) {
+	dir := benchProject(b)
+	for i := 0; i < b.N; i++ {
+		r := runAs(b, dir, nil, "", env.bin+"/roundtrip", "-burst", strconv.Itoa(burstCalls), "-rounds", "3", "-json")
+		if r.code != 0 {
+			b.Fatalf("roundtrip -burst: %s", r)
+		}
+		var rep struct {
+			Calls    int `json:"calls"`
+			Contextd struct {
+				Failures int     `json:"failures"`
+				MedianNS int64   `json:"median_wall_ns"`
+				WallNS   []int64 `json:"wall_ns"`
+				Example  string  `json:"example"`
+			} `json:"safe_bash"`
+			Baseline struct {
+				Failures int     `json:"failures"`
+				MedianNS int64   `json:"median_wall_ns"`
+				WallNS   []int64 `json:"wall_ns"`
+				Example  string  `json:"example"`
+			} `json:"scope_bwrap"`
+			Ratio float64 `json:"wall_ratio"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			b.Fatalf("roundtrip -burst output: %v\n%s", err, r.stdout)
+		}
+		b.ReportMetric(float64(rep.Contextd.MedianNS)/1e9, "safe_bash-wall-s")
+		b.ReportMetric(float64(rep.Baseline.MedianNS)/1e9, "scope+bwrap-wall-s")
+		b.ReportMetric(rep.Ratio, "wall-ratio")
+		b.ReportMetric(float64(rep.Contextd.Failures), "safe_bash-failed")
+		b.ReportMetric(float64(rep.Baseline.Failures), "scope+bwrap-failed")
+		b.Logf("burst of %d, 3 rounds each: safe_bash wall median %.2f s %v, %d failed %s",
+			rep.Calls, float64(rep.Contextd.MedianNS)/1e9, rep.Contextd.WallNS, rep.Contextd.Failures, rep.Contextd.Example)
+		b.Logf("  scope+bwrap wall median %.2f s %v, %d failed %s (safe_bash/this %.2fx)",
+			float64(rep.Baseline.MedianNS)/1e9, rep.Baseline.WallNS, rep.Baseline.Failures, rep.Baseline.Example, rep.Ratio)
+		if rep.Contextd.Failures > 0 {
+			b.Errorf("%d calls of the burst failed: %s", rep.Contextd.Failures, rep.Contextd.Example)
+		}
+	}
+}
+
+// benchProject makes, once per run, the project the latency benchmarks call
+// in (BenchmarkRoundTrip), with the tools installed, and the user's files a
+// developer has: it returns its directory.
+func benchProject(b *testing.B) string {
+	b.Helper()
+	dir := filepath.Join(env.home, "proj-bench")
+	script := `set -e
+rm -rf ` + dir + ` && mkdir -p ` + dir + ` && cd ` + dir + `
+git init -q && git config user.email bench@test && git config user.name bench
+git config core.hooksPath .githooks
+printf '{"name":"bench","version":"1.0.0","scripts":{"test":"true"}}\n' > package.json
+printf 'module example.com/bench\n\ngo 1.22\n' > go.mod
+mkdir -p src && for i in $(seq 1 50); do echo "line $i" > src/f$i.txt; done
+git add -A && git commit -qm one && echo two >> src/f1.txt && git commit -qam two
+[ -e ~/.npmrc ] || printf '//registry.npmjs.org/:_authToken=npm_%s\n' 0123456789abcdefghijABCDEFGHIJ012345 > ~/.npmrc.bench
+[ -e ~/.npmrc ] || mv ~/.npmrc.bench ~/.npmrc
+` + env.bin + `/contextd-proxy install --agent none >/dev/null`
+	if r := userSh(b, script); r.code != 0 {
+		b.Fatalf("bench project: %s", r)
+	}
+	// The token is the bench's own (an earlier ~/.npmrc is left as it was).
+	b.Cleanup(func() {
+		userSh(b, "grep -q 0123456789abcdefghijABCDEFGHIJ012345 ~/.npmrc 2>/dev/null && rm -f ~/.npmrc; rm -rf "+dir)
+	})
+	return dir
 }
 
 // BenchmarkSafeRead10MB measures `safe_read` of a 10 MB file end to end through

@@ -6,7 +6,9 @@
 // -read FILE it measures `safe_read FILE` against `cat FILE` and `true` instead.
 // With -sockets A=PATH,B=PATH it measures the command its arguments name
 // through each of those daemons (two configurations side by side), the first
-// against the others.
+// against the others. With -burst N it starts N calls at once (an agent's
+// parallel tool calls) against as many hand-made sandboxes, for wall time and
+// failures.
 package main
 
 import (
@@ -42,8 +44,19 @@ func main() {
 	asJSON := flag.Bool("json", false, "print the report as JSON")
 	read := flag.String("read", "", "instead: measure `safe_read FILE` (its first, budgeted response) against `cat FILE` and `true`")
 	reader := flag.String("safe-read", ".claude/tools/safe_read/safe_read", "path of the safe_read symlink")
+	burstN := flag.Int("burst", 0, "instead: start this many `safe_bash \"echo out-N\"` at once, and as many scope+bwrap sandboxes, and compare wall times and failures")
+	rounds := flag.Int("rounds", 3, "with -burst: bursts of each, alternating which goes first")
 	sockets := flag.String("sockets", "", "instead: run the command the arguments name through each daemon of NAME=SOCKET,... (CONTEXTD_SOCKET), the first against the others")
 	flag.Parse()
+	if *burstN > 0 {
+		r := runBurst(*burstN, *rounds, *tool)
+		if *asJSON {
+			json.NewEncoder(os.Stdout).Encode(r)
+		} else {
+			printBurst(r)
+		}
+		return
+	}
 
 	type command struct {
 		name string
