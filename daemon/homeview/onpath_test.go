@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/contextd/contextd/scrub"
 )
@@ -141,4 +142,87 @@ func TestToolchainConfigFollowsPath(t *testing.T) {
 			t.Errorf("~/.npmrc shown with the node preset turned off: %v", v.Scrubbed)
 		}
 	})
+}
+
+// What a PATH directory holds is kept while the directory is unchanged:
+// adding or removing a program is seen on the next call, and a directory
+// changed just now is scanned again rather than trusted.
+func TestProgramsInKept(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-time.Hour)
+	age := func(d time.Duration) {
+		t.Helper()
+		if err := os.Chtimes(dir, old.Add(d), old.Add(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	has := func() bool { return programsIn([]string{dir})["npm"] }
+
+	age(0)
+	if has() {
+		t.Fatal("npm found in an empty directory")
+	}
+	npm := filepath.Join(dir, "npm")
+	if err := os.WriteFile(npm, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if !has() {
+		t.Fatal("npm added to a PATH directory is not seen")
+	}
+	if !has() {
+		t.Fatal("npm in a directory changed just now is not seen the second time")
+	}
+	os.Remove(npm)
+	age(time.Minute)
+	if has() {
+		t.Fatal("npm removed from a PATH directory is still seen")
+	}
+	// The scan of an unchanged directory is used again: a program planted
+	// behind the directory's timestamp (no tool does) is not looked for.
+	os.WriteFile(npm, []byte("#!/bin/sh\n"), 0o755)
+	age(time.Minute)
+	if has() {
+		t.Fatal("an unchanged directory was scanned again")
+	}
+	age(2 * time.Minute)
+	if !has() {
+		t.Fatal("npm not seen once its directory's timestamp moved")
+	}
+}
+
+// BenchmarkOnPath is the lookup's cost for one call when no program of any
+// preset is on PATH (every name looked up in every directory): ten
+// directories of the machine's that hold no toolchain.
+func BenchmarkOnPath(b *testing.B) {
+	dirs := []string{"/usr/sbin", "/sbin", "/usr/local/sbin", "/usr/lib", "/usr/share", "/etc", "/usr/include", "/var/lib", "/opt", "/srv"}
+	r := &resolver{h: &Host{Home: b.TempDir(), Env: map[string]string{"PATH": strings.Join(dirs, ":")}}}
+	r.deny = DenyList(r.h)
+	var ps []Preset
+	for _, p := range Presets {
+		if len(p.Programs) > 0 {
+			ps = append(ps, p)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if got := r.onPath(ps); len(got) != 0 {
+			b.Fatalf("found %v", got)
+		}
+	}
+}
+
+// BenchmarkResolve is Resolve for a Go repository with the caller's PATH
+// this process has, system directories as ns shows them.
+func BenchmarkResolve(b *testing.B) {
+	home := b.TempDir()
+	ws := filepath.Join(home, "ws")
+	os.MkdirAll(ws, 0o755)
+	os.WriteFile(filepath.Join(ws, "go.mod"), []byte("module x\n"), 0o644)
+	h := &Host{Home: home, Workspace: ws, Env: map[string]string{"PATH": os.Getenv("PATH")}}
+	o := Options{SystemDirs: []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc"}}
+	for b.Loop() {
+		if _, err := Resolve(h, o); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
