@@ -226,6 +226,11 @@ func TestDocumented(t *testing.T) {
 		if !strings.Contains(doc, "| `"+p.Name+"` |") {
 			t.Errorf("preset %s has no row in docs/sandbox.md", p.Name)
 		}
+		for _, prog := range p.Programs {
+			if !strings.Contains(doc, "`"+prog+"`") {
+				t.Errorf("preset %s: program %s not in docs/sandbox.md", p.Name, prog)
+			}
+		}
 		for _, c := range p.Caches {
 			if !strings.Contains(doc, c.Path) && !strings.Contains(doc, strings.TrimPrefix(c.Path, "$npm_config_cache")) {
 				t.Errorf("preset %s: cache %s not in docs/sandbox.md", p.Name, c.Path)
