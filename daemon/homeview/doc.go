@@ -2,8 +2,8 @@
 //
 // $HOME is hidden by default. On top of it a call sees, read-only, what
 // development needs: git's configuration, the toolchains the user's PATH
-// reaches, and the configuration of the toolchains the workspace uses
-// (Presets, one table). Every file shown is either one that cannot hold a
+// reaches, the configuration of those toolchains, and the caches of the
+// toolchains the workspace uses (Presets, one table). Every file shown is either one that cannot hold a
 // credential or a copy with placeholders in place of its secrets: the
 // configuration files of the presets, and the known credential files below
 // any shown directory (prefixSecrets). Of a PATH link below the home only

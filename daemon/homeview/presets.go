@@ -7,8 +7,16 @@ type Preset struct {
 	Name string
 	// Markers are file names at the workspace root, or in a directory
 	// directly below it, that select the preset ("go.mod"); a trailing "*"
-	// matches any rest ("requirements*"). No markers: every call.
+	// matches any rest ("requirements*"). No markers: every call. Markers
+	// select the whole preset, its caches included.
 	Markers []string
+	// Programs are the names of the toolchain's commands. One of them on
+	// the caller's PATH applies the preset's configuration (Show and
+	// Scrubbed, not Caches) whatever the workspace holds: the user's
+	// ~/.npmrc is what npm reads wherever it runs, in a Go repository as in
+	// a node project. A wrapped MCP server launched as one of them gets the
+	// whole preset (LauncherPresets).
+	Programs []string
 	// Show are paths shown read-only: configuration the toolchain reads.
 	Show []string
 	// Scrubbed are configuration files that may hold credentials: shown
@@ -47,6 +55,7 @@ var Presets = []Preset{
 		// hold a user and password.
 		Name:     "go",
 		Markers:  []string{"go.mod", "go.work"},
+		Programs: []string{"go"},
 		Scrubbed: []string{"$XDG_CONFIG_HOME/go/env"},
 		Caches: []Cache{
 			{Name: "go-mod", Path: "$GOMODCACHE"},
@@ -59,6 +68,7 @@ var Presets = []Preset{
 		// npmAuthToken.
 		Name:     "node",
 		Markers:  []string{"package.json"},
+		Programs: []string{"npx", "npm", "node", "pnpm", "pnpx", "yarn", "bunx", "bun"},
 		Scrubbed: []string{"$npm_config_userconfig", "$XDG_CONFIG_HOME/pnpm/rc", "~/.yarnrc", "~/.yarnrc.yml"},
 		Caches: []Cache{
 			{Name: "npm", Path: "$npm_config_cache"},
@@ -71,6 +81,7 @@ var Presets = []Preset{
 		// pip's config may name an index URL with a password in it.
 		Name:     "python",
 		Markers:  []string{"pyproject.toml", "setup.py", "setup.cfg", "requirements*", "Pipfile", "tox.ini"},
+		Programs: []string{"uvx", "uv", "pipx", "python", "python3", "pip", "pip3"},
 		Scrubbed: []string{"$XDG_CONFIG_HOME/pip/pip.conf", "~/.pip/pip.conf", "$XDG_CONFIG_HOME/uv/uv.toml", "$XDG_CONFIG_HOME/pypoetry/config.toml"},
 		Caches: []Cache{
 			{Name: "pip", Path: "$PIP_CACHE_DIR"},
@@ -83,6 +94,7 @@ var Presets = []Preset{
 		// in config.toml's [registries] tables).
 		Name:     "rust",
 		Markers:  []string{"Cargo.toml"},
+		Programs: []string{"cargo"},
 		Show:     []string{"$RUSTUP_HOME"},
 		Scrubbed: []string{"$CARGO_HOME/config.toml", "$CARGO_HOME/config", "$CARGO_HOME/credentials.toml", "$CARGO_HOME/credentials"},
 		Caches: []Cache{
@@ -95,6 +107,7 @@ var Presets = []Preset{
 		// holds repository credentials.
 		Name:     "java",
 		Markers:  []string{"pom.xml", "mvnw", "build.gradle", "build.gradle.kts", "settings.gradle", "settings.gradle.kts", "gradlew"},
+		Programs: []string{"java", "mvn", "gradle", "jbang"},
 		Scrubbed: []string{"~/.m2/settings.xml", "$GRADLE_USER_HOME/gradle.properties"},
 		Caches: []Cache{
 			{Name: "maven", Path: "~/.m2/repository"},
@@ -156,14 +169,18 @@ var prefixSecrets = []string{
 // ~/.local/bin's parent is ~/.local, which holds every application's data.
 var broadDirs = []string{"~", "~/.local", "$XDG_DATA_HOME", "$XDG_CONFIG_HOME", "$XDG_CACHE_HOME", "$XDG_STATE_HOME"}
 
-// LauncherPresets name the preset a program needs by the program's name,
-// for a command that runs outside any project of its language: a wrapped
-// MCP server launched as `npx -y PACKAGE` fetches and caches the package
-// with npm, `uvx PACKAGE` with uv.
-var LauncherPresets = map[string]string{
-	"npx": "node", "npm": "node", "node": "node", "pnpm": "node", "pnpx": "node", "yarn": "node", "bunx": "node", "bun": "node",
-	"uvx": "python", "uv": "python", "pipx": "python", "python": "python", "python3": "python", "pip": "python", "pip3": "python",
-	"go":    "go",
-	"cargo": "rust",
-	"java":  "java", "mvn": "java", "gradle": "java", "jbang": "java",
+// LauncherPresets name the preset a program needs by the program's name
+// (Preset.Programs), for a command that runs outside any project of its
+// language: a wrapped MCP server launched as `npx -y PACKAGE` fetches and
+// caches the package with npm, `uvx PACKAGE` with uv.
+var LauncherPresets = launcherPresets()
+
+func launcherPresets() map[string]string {
+	m := map[string]string{}
+	for _, p := range Presets {
+		for _, prog := range p.Programs {
+			m[prog] = p.Name
+		}
+	}
+	return m
 }

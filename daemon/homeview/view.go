@@ -32,8 +32,14 @@ type Options struct {
 // View is what one call sees of the user's home (and of PATH directories
 // elsewhere), besides the workspace: every path absolute and existing.
 type View struct {
-	// Presets are the presets in force, in table order.
+	// Presets are the presets in force, in table order: those the
+	// workspace's markers select (or Options.Presets names), whole.
 	Presets []string
+	// ConfigOnly are the presets applied for their configuration alone, in
+	// table order: no marker selects them, but a program of theirs is on
+	// PATH, so their Show and Scrubbed paths are shown and their caches
+	// are not.
+	ConfigOnly []string
 	// ReadOnly are host paths shown read-only at their own place.
 	ReadOnly []string
 	// Scrubbed are configuration files shown as a copy with placeholders in
@@ -73,17 +79,33 @@ func Resolve(h *Host, o Options) (*View, error) {
 	for _, n := range workspaceNames(h.Workspace) {
 		markers[n] = true
 	}
-	var active []Preset
+	// The presets the workspace selects apply whole; of the others, those
+	// whose toolchain is on PATH apply their configuration: the toolchain
+	// reads it wherever it runs, but its caches are for the projects that
+	// use it.
+	var active, configOnly []Preset
 	for _, p := range Presets {
-		if slices.Contains(o.PresetsOff, p.Name) || !selected(p, markers) && !slices.Contains(o.Presets, p.Name) {
-			continue
+		switch {
+		case slices.Contains(o.PresetsOff, p.Name):
+		case selected(p, markers) || slices.Contains(o.Presets, p.Name):
+			active = append(active, p)
+			r.v.Presets = append(r.v.Presets, p.Name)
+		default:
+			configOnly = append(configOnly, p)
 		}
-		active = append(active, p)
-		r.v.Presets = append(r.v.Presets, p.Name)
+	}
+	configOnly = r.onPath(configOnly)
+	for _, p := range configOnly {
+		r.v.ConfigOnly = append(r.v.ConfigOnly, p.Name)
 	}
 	for _, p := range active {
 		for _, t := range p.Show {
 			r.showTemplate(t, "preset "+p.Name)
+		}
+	}
+	for _, p := range configOnly {
+		for _, t := range p.Show {
+			r.showTemplate(t, "preset "+p.Name+" (its program on PATH)")
 		}
 	}
 	r.pathDirs()
@@ -106,7 +128,7 @@ func Resolve(h *Host, o Options) (*View, error) {
 	// below a shown directory (~/.cargo shown as the prefix of ~/.cargo/bin)
 	// must show as its scrubbed copy, never as itself.
 	for _, p := range Presets {
-		on := slices.Contains(r.v.Presets, p.Name)
+		on := slices.Contains(r.v.Presets, p.Name) || slices.Contains(r.v.ConfigOnly, p.Name)
 		for _, t := range p.Scrubbed {
 			r.scrubbed(t, on)
 		}

@@ -47,6 +47,12 @@ func fakeHome(t *testing.T) (home, ws string) {
 			t.Fatal(err)
 		}
 	}
+	// The system's programs are this test's own, not the machine's: which
+	// toolchains are on PATH decides which configuration is shown.
+	if err := os.MkdirAll(filepath.Join(sysDir(home), "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(sysDir(home), "bin", "sh"), []byte("ELF"), 0o755)
 	os.MkdirAll(filepath.Join(home, ".local/bin"), 0o755)
 	if err := os.Symlink(filepath.Join(home, ".local/share/pipx/venvs/black/bin/black"), filepath.Join(home, ".local/bin/black")); err != nil {
 		t.Fatal(err)
@@ -54,23 +60,30 @@ func fakeHome(t *testing.T) (home, ws string) {
 	return home, filepath.Join(home, "ws")
 }
 
+// sysDir is fakeHome's stand-in for /usr, beside the home in the test's
+// temporary directory.
+func sysDir(home string) string { return home + "-usr" }
+
 func hostFor(home, ws string) *Host {
 	path := strings.Join([]string{
 		filepath.Join(home, "go/bin"), filepath.Join(home, ".cargo/bin"), filepath.Join(home, ".local/bin"),
-		filepath.Join(home, ".ssh"), "/usr/bin", ".",
+		filepath.Join(home, ".ssh"), filepath.Join(sysDir(home), "bin"), ".",
 	}, ":")
 	return &Host{Home: home, Workspace: ws, Env: map[string]string{"PATH": path}}
 }
 
 func TestResolve(t *testing.T) {
 	home, ws := fakeHome(t)
-	v, err := Resolve(hostFor(home, ws), Options{SystemDirs: []string{"/usr"}})
+	v, err := Resolve(hostFor(home, ws), Options{SystemDirs: []string{sysDir(home)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := func(p string) string { return filepath.Join(home, p) }
 	if got := strings.Join(v.Presets, ","); got != "git,go,node" {
 		t.Errorf("presets %s, want git,go,node (go.mod at the root, package.json one level down)", got)
+	}
+	if got := strings.Join(v.ConfigOnly, ","); got != "rust" {
+		t.Errorf("configuration-only presets %s, want rust (cargo on PATH; nothing of python's or java's)", got)
 	}
 	wantRO := []string{
 		h(".config/git/ignore"),                    // git
@@ -83,14 +96,15 @@ func TestResolve(t *testing.T) {
 			t.Errorf("%s not shown; read-only: %v", p, v.ReadOnly)
 		}
 	}
-	for _, p := range []string{home, h(".local"), h(".ssh"), "/usr/bin", h(".config"), h("go"), h(".config/git"), h(".gitconfig")} {
+	for _, p := range []string{home, h(".local"), h(".ssh"), filepath.Join(sysDir(home), "bin"), h(".config"), h("go"), h(".config/git"), h(".gitconfig")} {
 		if slices.Contains(v.ReadOnly, p) {
 			t.Errorf("%s shown: %v", p, v.ReadOnly)
 		}
 	}
-	// ~/.gitconfig, ~/.npmrc: the git and node presets'; ~/.cargo/credentials.toml: rust is off,
-	// but ~/.cargo is shown, so it must show scrubbed; ~/.m2/settings.xml:
-	// java is off and nothing shows it.
+	// ~/.gitconfig, ~/.npmrc: the git and node presets'; ~/.cargo/credentials.toml:
+	// rust's configuration, cargo being on PATH (and ~/.cargo is shown);
+	// ~/.m2/settings.xml: java is off, none of its programs is on PATH, and
+	// nothing shows it.
 	if want := []string{h(".cargo/credentials.toml"), h(".gitconfig"), h(".npmrc")}; !slices.Equal(v.Scrubbed, want) {
 		t.Errorf("scrubbed %v, want %v", v.Scrubbed, want)
 	}
@@ -115,12 +129,18 @@ func TestResolve(t *testing.T) {
 func TestResolveOptions(t *testing.T) {
 	home, ws := fakeHome(t)
 	os.MkdirAll(filepath.Join(home, "shared"), 0o755)
-	v, err := Resolve(hostFor(home, ws), Options{PresetsOff: []string{"git", "node"}, ReadOnly: []string{"~/shared"}})
+	v, err := Resolve(hostFor(home, ws), Options{PresetsOff: []string{"git", "node", "rust"}, ReadOnly: []string{"~/shared"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if slices.Contains(v.ReadOnly, filepath.Join(home, ".gitconfig")) || slices.Contains(v.Scrubbed, filepath.Join(home, ".npmrc")) {
+	if slices.Contains(v.ReadOnly, filepath.Join(home, ".gitconfig")) || slices.Contains(v.Scrubbed, filepath.Join(home, ".npmrc")) ||
+		slices.Contains(v.ConfigOnly, "rust") {
 		t.Errorf("presets turned off still apply: %+v", v)
+	}
+	// rust is off, but ~/.cargo is shown as the prefix of ~/.cargo/bin: its
+	// credentials show as their scrubbed copy all the same.
+	if !slices.Contains(v.Scrubbed, filepath.Join(home, ".cargo/credentials.toml")) {
+		t.Errorf("~/.cargo/credentials.toml below a shown ~/.cargo is not a copy: %v", v.Scrubbed)
 	}
 	if !slices.Contains(v.ReadOnly, filepath.Join(home, "shared")) {
 		t.Errorf("configured path not shown: %v", v.ReadOnly)
@@ -206,6 +226,11 @@ func TestDocumented(t *testing.T) {
 		if !strings.Contains(doc, "| `"+p.Name+"` |") {
 			t.Errorf("preset %s has no row in docs/sandbox.md", p.Name)
 		}
+		for _, prog := range p.Programs {
+			if !strings.Contains(doc, "`"+prog+"`") {
+				t.Errorf("preset %s: program %s not in docs/sandbox.md", p.Name, prog)
+			}
+		}
 		for _, c := range p.Caches {
 			if !strings.Contains(doc, c.Path) && !strings.Contains(doc, strings.TrimPrefix(c.Path, "$npm_config_cache")) {
 				t.Errorf("preset %s: cache %s not in docs/sandbox.md", p.Name, c.Path)
@@ -254,7 +279,7 @@ func TestNpmUserconfigUpperCase(t *testing.T) {
 	os.WriteFile(custom, []byte("//r.example/:_authToken=abc\n"), 0o600)
 	h := hostFor(home, ws)
 	h.Env["NPM_CONFIG_USERCONFIG"] = custom
-	v, err := Resolve(h, Options{SystemDirs: []string{"/usr"}, Presets: []string{"node"}})
+	v, err := Resolve(h, Options{SystemDirs: []string{sysDir(home)}, Presets: []string{"node"}})
 	if err != nil {
 		t.Fatal(err)
 	}

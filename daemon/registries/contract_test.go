@@ -253,3 +253,64 @@ func TestContract(t *testing.T) {
 	t.Logf("registries: %+v", found.Registries)
 	t.Logf("notes: %q", found.Notes)
 }
+
+// TestContractOutsideProject: the same contract where the issue met it, in a
+// Go repository (go.mod, no package.json) with npm on PATH. The registry the
+// user's ~/.npmrc names is one the proxy allows (Discover reads the user's
+// configuration whatever the workspace), and the copy of ~/.npmrc the call
+// sees names it with the placeholder the proxy puts the token back for, so
+// that npm inside goes where it goes outside, authenticated.
+func TestContractOutsideProject(t *testing.T) {
+	const token = "npm_Q7kRt2XvB9mLpZ4wYc1NdHs8FjGa3EuK6oTi"
+	home := t.TempDir()
+	bin := t.TempDir()
+	writeFiles(t, home, map[string]string{
+		".npmrc":    "registry=https://npm.corp.test/\n//npm.corp.test/:_authToken=" + token + "\n",
+		"ws/go.mod": "module x\n",
+	})
+	if err := os.WriteFile(filepath.Join(bin, "npm"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := etcDir
+	etcDir = t.TempDir()
+	t.Cleanup(func() { etcDir = old })
+	h := &homeview.Host{Home: home, Workspace: filepath.Join(home, "ws"), Env: map[string]string{"PATH": bin}}
+
+	found := Discover(h)
+	if !slices.ContainsFunc(found.Registries, func(r Registry) bool { return r.Host == "npm.corp.test" && r.Port == 443 }) {
+		t.Errorf("the egress rules lack the user's registry npm.corp.test:443: %+v", found.Registries)
+	}
+	if slices.ContainsFunc(found.Registries, func(r Registry) bool { return r.Host == "registry.npmjs.org" }) {
+		t.Errorf("npm's default registry is allowed though the user's configuration names another: %+v", found.Registries)
+	}
+	i := slices.IndexFunc(found.Secrets, func(s Secret) bool { return s.Host == "npm.corp.test" })
+	if i < 0 {
+		t.Fatalf("no credential for npm.corp.test: %+v", found.Secrets)
+	}
+
+	v, err := homeview.Resolve(h, homeview.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scrub.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vault := scrub.NewVault()
+	copies, err := homeview.Render(v, t.TempDir(), vault, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := slices.IndexFunc(copies, func(c homeview.Copy) bool { return c.Target == filepath.Join(home, ".npmrc") })
+	if j < 0 {
+		t.Fatalf("the call sees no copy of ~/.npmrc in a workspace without package.json, npm on PATH: copies %+v", copies)
+	}
+	b, err := os.ReadFile(copies[j].Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph := vault.Placeholder(homeview.RuleConfigCredential, found.Secrets[i].Value, found.Secrets[i].File)
+	if !strings.Contains(string(b), ph) || strings.Contains(string(b), token) {
+		t.Errorf("the copy of ~/.npmrc should hold placeholder %s and not the token:\n%s", ph, b)
+	}
+}

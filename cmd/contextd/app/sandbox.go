@@ -38,6 +38,9 @@ type sandboxReport struct {
 	CacheNote string              `json:"cache_note,omitempty"`
 	Mounts    []homemount.Entry   `json:"mounts"`
 	Skipped   []string            `json:"skipped,omitempty"`
+	// ConfigOnly are the presets whose configuration alone is shown: a
+	// program of theirs is on PATH, no marker selects them.
+	ConfigOnly []string `json:"config_only,omitempty"`
 	// Denied are the deny-listed paths that exist on this machine: never
 	// shown, whatever is configured.
 	Denied []string `json:"denied"`
@@ -101,7 +104,11 @@ deny-list that exist on this machine. It changes nothing.`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(rep)
 			}
-			fmt.Fprintf(out, "workspace   %s\npresets     %s\ncache mode  %s", rep.Workspace, strings.Join(rep.Presets, ", "), rep.CacheMode)
+			fmt.Fprintf(out, "workspace   %s\npresets     %s", rep.Workspace, strings.Join(rep.Presets, ", "))
+			if len(rep.ConfigOnly) > 0 {
+				fmt.Fprintf(out, "; configuration only (on PATH): %s", strings.Join(rep.ConfigOnly, ", "))
+			}
+			fmt.Fprintf(out, "\ncache mode  %s", rep.CacheMode)
 			if rep.CacheNote != "" {
 				fmt.Fprintf(out, " (%s)", rep.CacheNote)
 			}
@@ -142,7 +149,7 @@ func sandboxShow(cfg *config.Config, setup *homemount.Setup, root, home string, 
 	if err != nil {
 		return nil, err
 	}
-	rep := &sandboxReport{Workspace: root, Presets: view.Presets, CacheMode: setup.Mode,
+	rep := &sandboxReport{Workspace: root, Presets: view.Presets, ConfigOnly: view.ConfigOnly, CacheMode: setup.Mode,
 		CacheNote: setup.ModeNote, Skipped: view.Skipped, Denied: []string{}}
 	for _, p := range setup.SystemDirs {
 		if _, err := os.Lstat(p); err == nil {
