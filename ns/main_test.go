@@ -30,6 +30,11 @@ import (
 // problems a real user hits.
 const testUser = "ctxd-ns"
 
+// rootOwnedEnv names, in the unprivileged run, the directory of root-owned
+// files the root phase made for it (see makeRootOwned): files of an owner
+// the sandbox's user namespace does not map.
+const rootOwnedEnv = "CTXD_NS_ROOT_OWNED"
+
 func TestMain(m *testing.M) {
 	// 1. The sandbox init re-executes this binary: become the init.
 	ns.ReexecWith(ns.Hooks{Func: toolMain})
@@ -106,6 +111,10 @@ func rerunUnprivileged() int {
 	}
 	defer staged.Finish()
 	dir, tmp := staged.Dir, staged.Out
+	rootOwned, err := makeRootOwned(dir)
+	if err != nil {
+		return die("root-owned files for the tests: %v", err)
+	}
 
 	cmd := exec.Command(staged.Bin, staged.Args...)
 	cmd.Dir = dir // the source tree may not be readable by the test user
@@ -118,7 +127,7 @@ func rerunUnprivileged() int {
 		}
 	}
 	cmd.Env = append(cmd.Env, "HOME="+u.HomeDir, "USER="+testUser, "LOGNAME="+testUser,
-		"TMPDIR="+tmp, "XDG_RUNTIME_DIR="+runDir)
+		"TMPDIR="+tmp, "XDG_RUNTIME_DIR="+runDir, rootOwnedEnv+"="+rootOwned)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}},
 	}
@@ -131,6 +140,51 @@ func rerunUnprivileged() int {
 		return die("run as %s: %v", testUser, err)
 	}
 	return 0
+}
+
+// makeRootOwned makes, as root, parent/root-owned with what the tests
+// would otherwise take from the host: skel/.profile, a file others may read
+// (like /etc/skel's), and locked/.ssh/id in a directory others cannot
+// search (like /root).
+func makeRootOwned(parent string) (string, error) {
+	root := filepath.Join(parent, "root-owned")
+	for _, d := range []struct {
+		path string
+		mode os.FileMode
+	}{{root, 0o755}, {filepath.Join(root, "skel"), 0o755}, {filepath.Join(root, "locked"), 0o700}, {filepath.Join(root, "locked", ".ssh"), 0o700}} {
+		if err := os.Mkdir(d.path, d.mode); err != nil {
+			return "", err
+		}
+		if err := os.Chmod(d.path, d.mode); err != nil { // past the umask
+			return "", err
+		}
+	}
+	for _, f := range []struct {
+		path, data string
+		mode       os.FileMode
+	}{{filepath.Join(root, "skel", ".profile"), "# root's, read-only to others\n", 0o644}, {filepath.Join(root, "locked", ".ssh", "id"), "SECRET-root\n", 0o600}} {
+		if err := os.WriteFile(f.path, []byte(f.data), f.mode); err != nil {
+			return "", err
+		}
+		if err := os.Chmod(f.path, f.mode); err != nil {
+			return "", err
+		}
+	}
+	return root, nil
+}
+
+// rootOwned returns the path of name in the root-owned files the root phase
+// made. Started unprivileged, the tests have none: then the host's own
+// path serves if suitable says it is, and the test is skipped otherwise.
+func rootOwned(t *testing.T, name, host string, suitable func(string) error) string {
+	t.Helper()
+	if dir := os.Getenv(rootOwnedEnv); dir != "" {
+		return filepath.Join(dir, name)
+	}
+	if err := suitable(host); err != nil {
+		t.Skipf("started unprivileged, with no root-owned files of its own (run the tests as root, as CI does), and the host's %s does not serve: %v", host, err)
+	}
+	return host
 }
 
 // toolMain is this binary acting as "contextd-tool" inside a sandbox: small

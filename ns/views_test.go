@@ -413,10 +413,15 @@ cat "$L/a"`
 // A lower file owned by a uid the user namespace does not map (root's)
 // cannot be copied up: writing it fails, reading it works, nothing changes.
 func TestOverlayRootOwnedLower(t *testing.T) {
-	const lower = "/etc/skel"
-	fi, err := os.Stat(lower + "/.profile")
-	if err != nil || fi.Sys().(*syscall.Stat_t).Uid != 0 {
-		t.Skipf("needs a root-owned %s/.profile: %v", lower, err)
+	lower := rootOwned(t, "skel", "/etc/skel", func(dir string) error {
+		fi, err := os.Stat(dir + "/.profile")
+		if err == nil && fi.Sys().(*syscall.Stat_t).Uid != 0 {
+			err = errors.New(".profile is not root's")
+		}
+		return err
+	})
+	if fi, err := os.Stat(lower + "/.profile"); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Fatalf("%s/.profile is not a file of root's: %v", lower, err)
 	}
 	_, upper, work := overlayDirs(t)
 	before := snapshot(t, lower)
@@ -656,8 +661,9 @@ func TestMaskCoversLaterEntries(t *testing.T) {
 
 // Directories the init cannot search: one of the user's own (mode 0) is
 // searched anyway (CAP_DAC_OVERRIDE) and its masked child stays hidden after
-// the command makes it searchable; below one of another owner (root's
-// /root, mode 0700) the command can never look, and the mask needs nothing.
+// the command makes it searchable; below one of another owner (root's,
+// mode 0700, like /root) the command can never look, and the mask needs
+// nothing.
 func TestMaskBehindUnsearchableDirs(t *testing.T) {
 	ws := workspace(t)
 	writeFiles(t, ws, map[string]string{"locked/secret": "SECRET-locked"})
@@ -672,14 +678,21 @@ func TestMaskBehindUnsearchableDirs(t *testing.T) {
 		t.Errorf("masked file in a directory the command made searchable: %q", out)
 	}
 
-	if fi, err := os.Stat("/root"); err != nil || fi.Mode().Perm()&0o005 != 0 {
-		t.Skipf("needs a /root that others cannot search: %v", err)
+	rootsDir := rootOwned(t, "locked", "/root", func(dir string) error {
+		fi, err := os.Stat(dir)
+		if err == nil && fi.Mode().Perm()&0o005 != 0 {
+			err = errors.New("others can search it")
+		}
+		return err
+	})
+	if fi, err := os.Stat(rootsDir); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 0 || fi.Mode().Perm()&0o005 != 0 {
+		t.Fatalf("%s is not a directory of root's that others cannot search: %v", rootsDir, err)
 	}
-	s = toolSpec(t, ws, "list", "/root")
-	s.ReadOnly = append(append([]string(nil), ns.DefaultReadOnly...), "/root")
-	s.Masks = []string{"/root/.ssh"}
-	if m := probe(t, s); m["/root"] != "EACCES" {
-		t.Errorf("list /root: %v", m)
+	s = toolSpec(t, ws, "list", rootsDir)
+	s.ReadOnly = append(append([]string(nil), ns.DefaultReadOnly...), rootsDir)
+	s.Masks = []string{rootsDir + "/.ssh"}
+	if m := probe(t, s); m[rootsDir] != "EACCES" {
+		t.Errorf("list %s: %v", rootsDir, m)
 	}
 }
 

@@ -3,6 +3,8 @@ package outline
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -40,16 +42,44 @@ func check(t *testing.T, name, src, lang string, wants []want) []Def {
 	return defs
 }
 
-func TestGoStdlib(t *testing.T) {
-	src, err := os.ReadFile("/usr/local/go/src/bufio/bufio.go")
+// goSource returns the source of a file of the Go standard library, from the
+// GOROOT of the go command on PATH (go test puts its own first). Go is on
+// every machine the tests run on, so a missing go is a failure, not a skip.
+func goSource(t *testing.T, rel string) (path string, src []byte) {
+	t.Helper()
+	goCmd, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip(err)
+		t.Fatalf("no go command on PATH to find the standard library's source with: %v", err)
 	}
-	defs, lang := Of("bufio.go", src)
-	if lang != "go" {
-		t.Fatal(lang)
+	out, err := exec.Command(goCmd, "env", "GOROOT").Output()
+	root := strings.TrimSpace(string(out))
+	if err != nil || root == "" {
+		t.Fatalf("%s env GOROOT: %q, %v", goCmd, out, err)
 	}
-	find := func(line int) Def {
+	path = filepath.Join(root, "src", rel)
+	if src, err = os.ReadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	return path, src
+}
+
+func TestGoStdlib(t *testing.T) {
+	path, src := goSource(t, filepath.Join("bufio", "bufio.go"))
+	// Where the definitions checked are, found in the text: their lines
+	// move between Go releases.
+	lines := strings.Split(string(src), "\n")
+	lineOf := func(prefix string) int {
+		for i, l := range lines {
+			if strings.HasPrefix(l, prefix) {
+				return i + 1
+			}
+		}
+		t.Fatalf("no line of %s starts with %q", path, prefix)
+		return 0
+	}
+	const readString = "func (b *Reader) ReadString(delim byte) (string, error)"
+	reader, rs := lineOf("type Reader struct {"), lineOf(readString)
+	find := func(defs []Def, line int) Def {
 		for _, d := range defs {
 			if d.Line == line {
 				return d
@@ -57,22 +87,38 @@ func TestGoStdlib(t *testing.T) {
 		}
 		return Def{}
 	}
-	if d := find(35); d.Kind != "struct" || d.Name != "Reader" {
-		t.Errorf("line 35: %+v", d)
+
+	defs, lang := Of("bufio.go", src)
+	if lang != "go" {
+		t.Fatal(lang)
 	}
-	if d := find(498); d.Kind != "method" || d.Name != "*Reader.ReadString" || d.Sig != "func (b *Reader) ReadString(delim byte) (string, error)" {
-		t.Errorf("line 498: %+v", d)
+	if d := find(defs, reader); d.Kind != "struct" || d.Name != "Reader" {
+		t.Errorf("line %d: %+v, want struct Reader", reader, d)
 	}
-	// A file cut in the middle does not parse: line patterns take over.
-	cut := src[:len(src)*2/3]
-	defs2, _ := Of("bufio.go", cut)
-	if len(defs2) < len(defs)/2 {
-		t.Errorf("partial file: %d defs of %d", len(defs2), len(defs))
+	if d := find(defs, rs); d.Kind != "method" || d.Name != "*Reader.ReadString" || d.Sig != readString {
+		t.Errorf("line %d: %+v, want method *Reader.ReadString", rs, d)
 	}
-	for _, d := range defs2 {
-		if d.Line == 498 && d.Kind != "func" {
-			t.Errorf("partial: %+v", d)
+
+	// A file cut in the middle (of ReadString's body) does not parse: line
+	// patterns take over, and find every function and method the parser
+	// found above the cut, at its line, as a func.
+	cut := []byte(strings.Join(lines[:rs+1], "\n"))
+	partial, _ := Of("bufio.go", cut)
+	if d := find(partial, rs); d.Kind != "func" || d.Name != "ReadString" {
+		t.Errorf("partial file: line %d: %+v, want func ReadString", rs, d)
+	}
+	funcs := 0
+	for _, d := range defs {
+		if d.Line > rs || d.Kind != "func" && d.Kind != "method" {
+			continue
 		}
+		funcs++
+		if p := find(partial, d.Line); p.Kind != "func" {
+			t.Errorf("partial file: line %d: %+v, want the func of %+v", d.Line, p, d)
+		}
+	}
+	if funcs < 10 {
+		t.Errorf("only %d functions above line %d of %s", funcs, rs, path)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"regexp/syntax"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -131,7 +132,10 @@ func TestRecallAgainstGitleaks(t *testing.T) {
 // TestRecallMixedTexts puts generated secrets of random rules, some of them base64-, hex-
 // or percent-encoded, between lines of Go source and logs, many to a text, and checks
 // again that Find covers everything gitleaks' detector finds: windows around keywords,
-// merging of overlapping findings and decoding all take part.
+// merging of overlapping findings and decoding all take part. So that the check cannot
+// pass on texts where gitleaks finds nothing, every planted secret gitleaks finds on its
+// own line must be found in the text too, by gitleaks and by Find; every text must hold
+// such secrets, and at least 3/4 of all planted ones must be such.
 func TestRecallMixedTexts(t *testing.T) {
 	d := gitleaksOracle(t)
 	s := newTestScrubber(t)
@@ -146,8 +150,15 @@ func TestRecallMixedTexts(t *testing.T) {
 	if raceEnabled {
 		texts = 3
 	}
+	// plant is a secret written into a text: the span of its (maybe encoded) form.
+	type plant struct {
+		start, end int
+		line       string
+	}
+	planted, confirmed := 0, 0
 	for k := 0; k < texts; k++ {
 		var b bytes.Buffer
+		var plants []plant
 		off := r.Intn(len(noise) / 2)
 		for b.Len() < 16<<10 {
 			switch r.Intn(4) {
@@ -164,16 +175,43 @@ func TestRecallMixedTexts(t *testing.T) {
 				i := r.Intn(len(trees))
 				secret := genMatch(trees[i], r)
 				c := contexts[r.Intn(len(contexts))]
-				b.WriteString(c.before + encodeSometimes(secret, r) + c.after)
+				secret = encodeSometimes(secret, r)
+				start := b.Len() + len(c.before)
+				plants = append(plants, plant{start, start + len(secret), c.before + secret + c.after})
+				b.WriteString(c.before + secret + c.after)
 			}
 		}
 		text := b.Bytes()
 		got := s.Find(text)
-		for _, g := range d.DetectBytes(text) {
+		found := d.DetectBytes(text)
+		for _, g := range found {
 			if !covers(text, got, g) {
 				t.Errorf("text %d: %s not covered: secret %q match %q (tags %v)", k, g.RuleID, g.Secret, g.Match, g.Tags)
 			}
 		}
+		mine := 0
+		for _, p := range plants {
+			alone := d.DetectString(p.line)
+			if len(alone) == 0 {
+				continue // not a secret by gitleaks' rules (allowlist, entropy): nothing to find
+			}
+			mine++
+			if !slices.ContainsFunc(found, func(g report.Finding) bool { return covers(text, []Finding{{Start: p.start, End: p.end}}, g) }) {
+				t.Errorf("text %d: gitleaks finds %s in %q alone but not in the text", k, alone[0].RuleID, p.line)
+			}
+			if !slices.ContainsFunc(got, func(f Finding) bool { return f.Start < p.end && p.start < f.End }) {
+				t.Errorf("text %d: Find misses the planted %s in %q", k, alone[0].RuleID, p.line)
+			}
+		}
+		if mine == 0 {
+			t.Errorf("text %d: none of its %d planted secrets is one gitleaks finds", k, len(plants))
+		}
+		confirmed += mine
+		planted += len(plants)
+	}
+	t.Logf("%d secrets planted in %d texts, %d of them found by gitleaks alone", planted, texts, confirmed)
+	if confirmed < planted*3/4 {
+		t.Errorf("gitleaks finds only %d of the %d planted secrets on their own lines, want at least 3/4: the generator no longer fits the rules", confirmed, planted)
 	}
 }
 

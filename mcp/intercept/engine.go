@@ -899,7 +899,7 @@ func (m *matcher) matches(mc *matchCtx) (bool, error) {
 func (c *compiledCond) holds(b []byte, s, e int) (bool, error) {
 	vs, ve, ok, err := lookup(b, s, e, c.path)
 	if err != nil {
-		return false, fmt.Errorf("path %s: %v", c.src, err)
+		return false, fmt.Errorf("path %s: %w", c.src, err)
 	}
 	if c.exists != nil && *c.exists != ok {
 		return false, nil
@@ -916,7 +916,7 @@ func (c *compiledCond) holds(b []byte, s, e int) (bool, error) {
 		text := string(val)
 		if val[0] == '"' {
 			if text, err = jsonscan.StringValue(val, 0); err != nil {
-				return false, fmt.Errorf("path %s: %v", c.src, err)
+				return false, fmt.Errorf("path %s: %w", c.src, err)
 			}
 		}
 		if !c.matches.MatchString(text) {

@@ -1,9 +1,15 @@
 package intercept
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/contextd/contextd/mcp/jsonscan"
 )
@@ -182,33 +188,190 @@ func FuzzPathOps(f *testing.F) {
 	})
 }
 
-// FuzzMatch evaluates conditions with untrusted paths, regular expressions
-// and values on untrusted messages: compiling either fails cleanly or the
-// evaluation runs without a panic, and a message that is not JSON is an
-// error, never a match.
+// FuzzMatch evaluates a condition with an untrusted path, regular
+// expression and value on an untrusted message, and holds the result to
+// refHolds, a reading of the message with encoding/json that follows
+// Condition's documentation: a message the MCP path's scanner refuses is a
+// syntax error (jsonscan.ErrSyntax), never a match; on one it accepts, a
+// name along the path that is there twice or in another letter case is a
+// duplicate error (jsonscan.ErrDuplicate) and anything else is a yes or a
+// no, the reference's. Compiling fails only for a path that does not
+// parse, a regular expression that does not compile or a condition with
+// no test.
 func FuzzMatch(f *testing.F) {
-	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"path":"/etc/a"}}}`), "params.arguments.path", "^/etc/", `"/etc/a"`)
-	f.Add([]byte(`{"params":{"level":"debug"}}`), "params.level", "", `"debug"`)
-	f.Add([]byte(`{"a":[1,2.0,{"b":null}]}`), "a[1]", "2", `2`)
-	f.Add([]byte(`{"a":{"a":1,"a":2}}`), "a.a", "1", ``)
-	f.Fuzz(func(t *testing.T, msg []byte, path, re, equals string) {
+	const (
+		noExists uint8 = iota
+		mustExist
+		mustNotExist
+	)
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"path":"/etc/a"}}}`), "params.arguments.path", "^/etc/", `"/etc/a"`, mustExist)
+	f.Add([]byte(`{"params":{"level":"debug"}}`), "params.level", "", `"debug"`, noExists)
+	f.Add([]byte(`{"a":[1,2.0,{"b":null}]}`), "a[1]", "2", `2`, mustExist)
+	f.Add([]byte(`{"a":[1,2.0,{"b":null}]}`), "a[2].b", "", ``, mustExist)
+	f.Add([]byte(`{"a":[1,2.0,{"b":null}]}`), "a[3]", "", ``, mustNotExist)
+	f.Add([]byte(`{"a":{"a":1,"a":2}}`), "a.a", "1", ``, mustExist)
+	f.Add([]byte(`{"a":{"x":1,"X":2}}`), "a.x", "", `1`, noExists)
+	f.Add([]byte(`{"a":{"x":1,"X":2}}`), "a.y", "", ``, mustNotExist)
+	f.Add([]byte(`{"a":1}`), "b", "", `1`, mustNotExist)
+	f.Add([]byte(`{"a":1}`), "b", "", ``, mustNotExist)
+	f.Add([]byte(`{"a":1}`), "a.b", "", ``, mustNotExist)
+	f.Add([]byte(`{"a": { "b" : [ true ] }}`), "a", `"b" : \[`, `{"b":[true]}`, noExists)
+	f.Add([]byte(`{"k":"\u0041\ud800"}`), `["k"]`, "^A\uFFFD$", `"A\ufffd"`, noExists)
+	f.Add([]byte(`{"n":1e400}`), "n", "", `1`, noExists)
+	f.Add([]byte(`{"n":1e400}`), "n", "e400", `null`, noExists)
+	f.Add([]byte("{\"s\":\"\xff\"}"), "s", ".", ``, noExists)
+	f.Add([]byte(strings.Repeat("[", jsonscan.MaxDepth+1)+strings.Repeat("]", jsonscan.MaxDepth+1)), "", "", ``, mustExist)
+	f.Add([]byte(`{"a":1,}`), "a", "", ``, mustExist)
+	f.Fuzz(func(t *testing.T, msg []byte, path, re, equals string, exists uint8) {
 		c := Condition{Path: path, Matches: re}
+		var want any // the value equals gives, decoded; nil: no equals test
 		if equals != "" {
-			var v any
-			if json.Unmarshal([]byte(equals), &v) != nil {
+			if json.Unmarshal([]byte(equals), &want) != nil {
 				return
 			}
-			c.Equals = v
+			c.Equals = want
 		}
-		yes := true
-		c.Exists = &yes
+		switch exists % 3 {
+		case mustExist:
+			c.Exists = new(true)
+		case mustNotExist:
+			c.Exists = new(false)
+		}
+		cond := fmt.Sprintf("path %q, equals %q, matches %q, exists %s", path, equals, re, [...]string{"unset", "true", "false"}[exists%3])
 		m, err := compileMatch(&Match{Method: "tools/*", When: []Condition{c}})
+		p, perr := ParsePath(path)
+		rx, rerr := regexp.Compile(re)
+		if bad := perr != nil || re != "" && rerr != nil || want == nil && re == "" && c.Exists == nil; bad != (err != nil) {
+			t.Fatalf("condition %s: compile error %v", cond, err)
+		}
 		if err != nil {
 			return
 		}
+		if re == "" {
+			rx = nil
+		}
+
 		ok, err := m.matches(&matchCtx{method: "tools/call", raw: msg})
-		if !json.Valid(msg) && (ok || err == nil) {
-			t.Fatalf("invalid JSON %q: match %v, error %v", msg, ok, err)
+		if !json.Valid(msg) || !utf8.Valid(msg) || nesting(msg) > jsonscan.MaxDepth {
+			if ok || !errors.Is(err, jsonscan.ErrSyntax) {
+				t.Fatalf("message %q is not strict JSON: match %v, error %v", msg, ok, err)
+			}
+			return
+		}
+		wantOK, dup := refHolds(msg, p, want, rx, c.Exists)
+		switch {
+		case dup:
+			if ok || !errors.Is(err, jsonscan.ErrDuplicate) {
+				t.Fatalf("%q, condition %s: match %v, error %v; want a duplicate name error", msg, cond, ok, err)
+			}
+		case err != nil || ok != wantOK:
+			t.Fatalf("%q, condition %s: match %v, error %v; want %v", msg, cond, ok, err, wantOK)
 		}
 	})
+}
+
+// refHolds evaluates a condition on msg (valid JSON) as Condition documents
+// it, reading the message with encoding/json: every test given must hold,
+// equals and matches only on a value that is there. dup: a name along
+// path is ambiguous, which no test may get past.
+func refHolds(msg []byte, path Path, equals any, re *regexp.Regexp, exists *bool) (ok, dup bool) {
+	val, found, dup := refLookup(msg, path)
+	if dup {
+		return false, true
+	}
+	ok = true
+	if exists != nil {
+		ok = ok && *exists == found
+	}
+	if equals != nil {
+		// Compared as JSON values: decoded, numbers as float64. A value
+		// encoding/json cannot decode (a number out of range) equals
+		// nothing.
+		var v any
+		ok = ok && found && json.Unmarshal(val, &v) == nil && reflect.DeepEqual(v, equals)
+	}
+	if re != nil {
+		// A string is matched decoded, anything else as its JSON text.
+		text := string(val)
+		var s string
+		if found && json.Unmarshal(val, &s) == nil {
+			text = s
+		}
+		ok = ok && found && re.MatchString(text)
+	}
+	return ok, false
+}
+
+// refLookup follows path from the top of msg, decoding one level at a time
+// with encoding/json and keeping every member in order: a name is found
+// when exactly one member has it and none has it in another letter case
+// (dup otherwise), an index when the array is that long; a step into
+// anything else finds nothing.
+func refLookup(msg []byte, path Path) (val json.RawMessage, found, dup bool) {
+	if json.Unmarshal(msg, &val) != nil {
+		panic("refLookup on invalid JSON")
+	}
+	for _, st := range path {
+		if st.Index >= 0 {
+			var elems []json.RawMessage
+			if val[0] != '[' || json.Unmarshal(val, &elems) != nil || st.Index >= len(elems) {
+				return nil, false, false
+			}
+			val = elems[st.Index]
+			continue
+		}
+		if val[0] != '{' {
+			return nil, false, false
+		}
+		var next json.RawMessage
+		exact, folded := 0, 0
+		dec := json.NewDecoder(bytes.NewReader(val))
+		dec.Token() // the '{'
+		for dec.More() {
+			name, _ := dec.Token()
+			var v json.RawMessage
+			if err := dec.Decode(&v); err != nil {
+				panic(err)
+			}
+			switch {
+			case name == st.Name:
+				exact++
+				next = v
+			case strings.EqualFold(name.(string), st.Name):
+				folded++
+			}
+		}
+		if exact > 1 || folded > 0 {
+			return nil, false, true
+		}
+		if exact == 0 {
+			return nil, false, false
+		}
+		val = next
+	}
+	return val, true, false
+}
+
+// nesting is how many objects and arrays are open at once, at most, in
+// valid JSON.
+func nesting(b []byte) int {
+	depth, most := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			escaped = c == '\\'
+			inString = c != '"'
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			most = max(most, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return most
 }

@@ -5,9 +5,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/contextd/contextd/catalog"
@@ -62,8 +67,77 @@ func checkInstalled(t *testing.T, dir, proxyBin string, skip ...string) {
 	}
 }
 
+// listActions renders a report's actions as "path: what", sorted.
+func listActions(rep *install.Report) []string {
+	var out []string
+	for _, a := range rep.Actions {
+		out = append(out, a.Path+": "+a.What)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// treeState renders everything under root that a write would change: for
+// each entry its type and permissions, inode, size, modification and change
+// times, and a file's contents (hashed) or a link's target. Writing a file
+// again, even with the same bytes, gives it a new inode (install replaces
+// files by rename) and its directory a new mtime.
+func treeState(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		what := fmt.Sprintf("%v ino %d size %d mtime %d.%09d ctime %d.%09d", fi.Mode(), st.Ino, st.Size,
+			st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)
+		switch {
+		case fi.Mode().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			h := sha256.Sum256(b)
+			what += " sha256 " + hex.EncodeToString(h[:])
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			what += " -> " + target
+		}
+		rel, _ := filepath.Rel(root, p)
+		out[rel] = what
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// The first install creates the three files of every tool and the manifest;
+// every later one reports each of them unchanged and writes nothing at all.
 func TestInstallFreshAndIdempotent(t *testing.T) {
 	dir, bin := setup(t)
+	var created, unchanged []string
+	for _, s := range toolspec.All() {
+		for _, name := range []string{s.Name, "schema.json", "TOOL.md"} {
+			created = append(created, filepath.Join(s.Name, name)+": created")
+			unchanged = append(unchanged, filepath.Join(s.Name, name)+": unchanged")
+		}
+	}
+	slices.Sort(created)
+	slices.Sort(unchanged)
+	if len(created) == 0 {
+		t.Fatal("toolspec.All() lists no tool")
+	}
+
 	rep, err := install.Install(dir, bin)
 	if err != nil {
 		t.Fatal(err)
@@ -71,35 +145,41 @@ func TestInstallFreshAndIdempotent(t *testing.T) {
 	if rep.Dir != dir || len(rep.Conflicts) != 0 {
 		t.Errorf("report %+v", rep)
 	}
-	want := 3 * len(toolspec.All())
-	if len(rep.Actions) != want {
-		t.Errorf("%d actions, want %d", len(rep.Actions), want)
-	}
-	for p, what := range actions(rep) {
-		if what != "created" {
-			t.Errorf("first install: %s %s", p, what)
-		}
+	if got := listActions(rep); !slices.Equal(got, created) {
+		t.Errorf("first install did\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(created, "\n"))
 	}
 	checkInstalled(t, dir, bin)
 	if _, err := os.Stat(filepath.Join(dir, install.ManifestName)); err != nil {
 		t.Errorf("no manifest: %v", err)
 	}
+	want := treeState(t, dir)
+	if n := len(want); n != 1+len(toolspec.All())*4+1 {
+		// dir, and per tool its directory and three files, and the manifest
+		t.Errorf("after the first install %s holds %d entries: %v", dir, n, want)
+	}
 
-	for i := 0; i < 2; i++ {
-		rep, err = install.Install(dir, bin)
+	for i := 1; i <= 2; i++ {
+		rep, err := install.Install(dir, bin)
 		if err != nil {
 			t.Fatalf("reinstall %d: %v", i, err)
 		}
-		for p, what := range actions(rep) {
-			if what != "unchanged" {
-				t.Errorf("reinstall %d: %s %s", i, p, what)
+		if rep.Dir != dir || len(rep.Conflicts) != 0 {
+			t.Errorf("reinstall %d: report %+v", i, rep)
+		}
+		if got := listActions(rep); !slices.Equal(got, unchanged) {
+			t.Errorf("reinstall %d did\n%s\nwant\n%s", i, strings.Join(got, "\n"), strings.Join(unchanged, "\n"))
+		}
+		got := treeState(t, dir)
+		for _, p := range slices.Sorted(maps.Keys(want)) {
+			if got[p] != want[p] {
+				t.Errorf("reinstall %d changed %s:\n  was %s\n  now %s", i, p, want[p], got[p])
 			}
 		}
-		checkInstalled(t, dir, bin)
-	}
-	ents, _ := os.ReadDir(filepath.Join(dir, "safe_bash"))
-	if len(ents) != 3 {
-		t.Errorf("safe_bash holds %d entries, want 3 (leftover temporary files?)", len(ents))
+		for _, p := range slices.Sorted(maps.Keys(got)) {
+			if _, ok := want[p]; !ok {
+				t.Errorf("reinstall %d left %s behind: %s", i, p, got[p])
+			}
+		}
 	}
 }
 

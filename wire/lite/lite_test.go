@@ -3,6 +3,7 @@ package lite
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -63,41 +64,149 @@ func TestProxyLinksNeitherGRPCNorProtobuf(t *testing.T) {
 	}
 }
 
+// frameOf is what a frame reader must make of b with limit max, worked out
+// from the format: the error class (nil: none; errAny: an error of no
+// class), the body and whether it is a raw frame.
+func frameOf(b []byte, max int) (class error, body []byte, raw bool) {
+	switch {
+	case len(b) == 0:
+		return io.EOF, nil, false
+	case len(b) < 4:
+		return io.ErrUnexpectedEOF, nil, false
+	}
+	n := int(binary.BigEndian.Uint32(b) &^ rawFrame)
+	raw = b[0]&0x80 != 0
+	switch {
+	case n > max:
+		return ErrTooLarge, nil, raw
+	case len(b)-4 < n:
+		return io.ErrUnexpectedEOF, nil, raw
+	}
+	return nil, b[4 : 4+n], raw
+}
+
+// jsonFrame frames body as Write does.
+func jsonFrame(body string) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+}
+
+// errAny stands for an error that has no class to check with errors.Is.
+var errAny = errors.New("some error")
+
+// checkRead holds the outcome of a read of b (err, and the reader's bytes
+// left) to want, for a frame whose body is n bytes long; ok reports whether
+// the read succeeded as it should.
+func checkRead(t *testing.T, b []byte, err, want error, n, left int) (ok bool) {
+	t.Helper()
+	switch {
+	case want == nil && err != nil:
+		t.Fatalf("%q: %v, want no error", b, err)
+	case want == errAny && err == nil, want != nil && want != errAny && !errors.Is(err, want):
+		t.Fatalf("%q: error %v, want %v", b, err, want)
+	}
+	if want != nil {
+		return false
+	}
+	if wantLeft := len(b) - 4 - n; left != wantLeft {
+		t.Fatalf("%q: %d bytes left after one message, want %d", b, left, wantLeft)
+	}
+	return true
+}
+
+// sameAfterWrite checks that v, written by Write and read back by read,
+// encodes as it did.
+func sameAfterWrite(t *testing.T, v, again any, read func(io.Reader, int) error) {
+	t.Helper()
+	before, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, v); err != nil {
+		t.Fatal(err)
+	}
+	if err := read(&buf, buf.Len()); err != nil {
+		t.Fatalf("%s written again does not read: %v", before, err)
+	}
+	if after, _ := json.Marshal(again); string(after) != string(before) {
+		t.Fatalf("written again, %s reads as %s", before, after)
+	}
+}
+
 // FuzzRead: the daemon reads requests from any local process of its user.
+// Whatever the bytes, Read takes exactly one frame: the errors are those the
+// format calls for (io.EOF, io.ErrUnexpectedEOF for a cut frame,
+// ErrTooLarge past the limit, an error for a raw frame or a body that is not
+// a Request), and a request it reads, written again, reads the same.
 func FuzzRead(f *testing.F) {
 	var ok bytes.Buffer
-	Write(&ok, &Request{Call: &Call{Tool: "safe_bash", Input: []byte(`{"command":"true"}`), Cwd: "/"}})
+	Write(&ok, &Request{Call: &Call{Tool: "safe_bash", Input: []byte(`{"command":"true"}`), Cwd: "/", Env: map[string]string{"A": "1"}}})
 	f.Add(ok.Bytes())
+	f.Add(append(ok.Bytes(), 0, 0, 0, 2, '{', '}'))
 	f.Add([]byte{0, 0, 0, 2, '{', '}'})
+	f.Add([]byte{0, 0, 0, 3, '{', '}'})
+	f.Add([]byte{0, 0, 0, 1, '{'})
+	f.Add([]byte{0, 0, 0, 2})
+	f.Add([]byte{0, 0, 1})
+	f.Add([]byte{})
+	f.Add([]byte{0x80, 0, 0, 2, '{', '}'})
+	f.Add([]byte{0x7f, 0xff, 0xff, 0xff})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
+	f.Add(jsonFrame(`{"call":{"input": [1, 2], "env":{"B":"\u00e9"}}}`))
+	f.Add(jsonFrame(`{"call":1.5}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var r Request
-		err := Read(bytes.NewReader(b), &r, 1<<16)
-		if err == nil && len(b) < 4 {
-			t.Fatal("a message shorter than its header was accepted")
+		const max = 1 << 16
+		want, body, raw := frameOf(b, max)
+		if want == nil && (raw || json.Unmarshal(body, new(Request)) != nil) {
+			want = errAny
 		}
+		var r Request
+		in := bytes.NewReader(b)
+		err := Read(in, &r, max)
+		if !checkRead(t, b, err, want, len(body), in.Len()) {
+			return
+		}
+		var again Request
+		sameAfterWrite(t, &r, &again, func(in io.Reader, max int) error { return Read(in, &again, max) })
 	})
 }
 
-// FuzzReadEvent: the proxy reads events from the socket; a frame is read
-// whole or refused, and a raw one is never taken for JSON or the reverse.
+// FuzzReadEvent: the proxy reads a call's events from the daemon. Whatever
+// the bytes, ReadEvent takes exactly one frame, with the errors the format
+// calls for; a raw frame is the event's output, byte for byte, and nothing
+// else; an event read from JSON, written again, reads the same.
 func FuzzReadEvent(f *testing.F) {
 	var ok bytes.Buffer
 	WriteOutput(&ok, []byte("out"))
 	Write(&ok, &Event{Result: &Result{ExitCode: 3}})
 	f.Add(ok.Bytes())
+	f.Add(ok.Bytes()[7:])
 	f.Add([]byte{0x80, 0, 0, 1, '{'})
+	f.Add([]byte{0x80, 0, 0, 0})
 	f.Add([]byte{0x80, 0, 0, 9, 'x'})
+	f.Add([]byte{0, 0, 0, 2, '[', ']'})
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
+	f.Add(append(jsonFrame(`{"output":"b3V0","admin":{ "a" : 1 }}`), "xyz"...))
 	f.Fuzz(func(t *testing.T, b []byte) {
+		const max = 1 << 16
+		want, body, raw := frameOf(b, max)
+		if want == nil && !raw && json.Unmarshal(body, new(Event)) != nil {
+			want = errAny
+		}
 		var ev Event
-		err := ReadEvent(bytes.NewReader(b), &ev, 1<<16)
-		if err != nil || len(b) < 4 {
+		in := bytes.NewReader(b)
+		err := ReadEvent(in, &ev, max)
+		if !checkRead(t, b, err, want, len(body), in.Len()) {
 			return
 		}
-		n := int(binary.BigEndian.Uint32(b) &^ rawFrame)
-		if b[0]&0x80 != 0 && !bytes.Equal(ev.Output, b[4:4+n]) {
-			t.Fatalf("raw frame of %d bytes read as %q", n, ev.Output)
+		if raw {
+			if !bytes.Equal(ev.Output, body) || ev.Result != nil || ev.Error != nil || ev.Status != nil || ev.Wrap != nil || ev.Admin != nil {
+				t.Fatalf("raw frame %q read as %+v", body, ev)
+			}
+			return
 		}
+		var again Event
+		sameAfterWrite(t, &ev, &again, func(in io.Reader, max int) error { return ReadEvent(in, &again, max) })
 	})
 }
 
