@@ -261,7 +261,7 @@ func (s *service) account(ctx context.Context, adm *admission, o tools.Outcome, 
 	rec := &audit.Record{Tool: adm.c.Tool, Session: env.Session, Workspace: env.Place.Root,
 		ExitCode: o.ExitCode, BytesProduced: sum.Bytes, TokensReturned: sum.TokensUsed, Truncated: sum.Truncated,
 		Findings: merge(o.Findings, env.Layer.Catches), SecondLayer: second, SecondLayerRules: env.Layer.Catches,
-		Warnings: warnings, Sandbox: audit.Sandbox(o.Layers), Egress: o.Egress}
+		Warnings: warnings, Sandbox: audit.Sandbox{Layers: o.Layers}, Egress: o.Egress}
 	if o.Err != nil {
 		rec.Error = catalog.ClassOf(o.Err).Code
 	}
