@@ -59,8 +59,12 @@ func (s *service) setupMCP(cfg *config.Config) {
 			if s.audit == nil {
 				return
 			}
+			// The server's network and its connections; the lines for a
+			// caller went to the daemon's log (mcpwrap), and are not the
+			// record's.
 			r := &audit.Record{Kind: audit.KindEgress, Time: start.UTC(), Tool: "mcp:" + server, Session: session,
-				DurationMS: time.Since(start).Milliseconds(), Egress: sum.Connections, Warnings: sum.Lines}
+				DurationMS: time.Since(start).Milliseconds(), Sandbox: audit.Sandbox{EgressRules: sum.RulesFrom},
+				Egress: sum.Connections}
 			if err := s.audit.Append(r); err != nil {
 				s.opts.Logger.Error("audit record not written", "tool", r.Tool, "err", err)
 			}

@@ -28,7 +28,7 @@ func (s *service) page(ctx context.Context, c Call, cred peer.Cred, out func([]b
 	pg, sess, layer, layers, err := s.cutPage(ctx, c, cred, sess, tokens)
 	rec := &audit.Record{Tool: c.Tool, Session: sess, ContinueOf: c.Continue}
 	if sandboxed(layers) {
-		rec.Sandbox = audit.Sandbox(layers)
+		rec.Sandbox = audit.Sandbox{Layers: layers}
 	}
 	if err != nil {
 		rec.Error, rec.ExitCode = catalog.ClassOf(err).Code, catalog.ExitCode(err)

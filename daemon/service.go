@@ -11,6 +11,7 @@ import (
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/audit"
 	"github.com/contextd/contextd/daemon/mcpwrap"
+	"github.com/contextd/contextd/daemon/netview"
 	"github.com/contextd/contextd/daemon/pages"
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/daemon/respond"
@@ -18,6 +19,7 @@ import (
 	"github.com/contextd/contextd/daemon/store"
 	"github.com/contextd/contextd/daemon/tools"
 	"github.com/contextd/contextd/salience"
+	"github.com/contextd/contextd/sandboxinfo"
 	"github.com/contextd/contextd/scrub"
 	"github.com/contextd/contextd/toolspec"
 	"github.com/contextd/contextd/wire"
@@ -238,7 +240,16 @@ func (s *service) account(ctx context.Context, adm *admission, o tools.Outcome, 
 	var warnings []string
 	warnings = append(warnings, adm.warnings...)
 	warnings = append(warnings, o.Warnings...)
-	warnings = append(warnings, s.branchCharge(ctx, adm.branches, adm.c.Tool, sum.TokensUsed)...)
+	branch := s.branchCharge(ctx, adm.branches, adm.c.Tool, sum.TokensUsed)
+	// The caller reads how to allow a refused host; the audit record lists
+	// the connections themselves instead (auditNet).
+	var shown []string
+	shown = append(shown, warnings...)
+	if o.Egress != nil {
+		shown = append(shown, o.Egress.Lines...)
+	}
+	shown = append(shown, branch...)
+	warnings = append(warnings, branch...)
 	res := Result{
 		ExitCode:   o.ExitCode,
 		Error:      s.scrubDetail(env.Layer, o.Err),
@@ -247,7 +258,7 @@ func (s *service) account(ctx context.Context, adm *admission, o tools.Outcome, 
 		TokensUsed: sum.TokensUsed,
 		Truncated:  sum.Truncated,
 		Continue:   sum.Continue,
-		Warnings:   warnings,
+		Warnings:   shown,
 		Sandbox:    o.Layers,
 	}
 	attrs := []any{"exit", o.ExitCode, "duration_ms", time.Since(start).Milliseconds(),
@@ -268,13 +279,28 @@ func (s *service) account(ctx context.Context, adm *admission, o tools.Outcome, 
 	rec := &audit.Record{Tool: adm.c.Tool, Session: env.Session, Workspace: env.Place.Root,
 		ExitCode: o.ExitCode, BytesProduced: sum.Bytes, TokensReturned: sum.TokensUsed, Truncated: sum.Truncated,
 		Findings: merge(o.Findings, env.Layer.Catches), SecondLayer: second, SecondLayerRules: env.Layer.Catches,
-		Warnings: warnings, Sandbox: audit.Sandbox(o.Layers), Egress: o.Egress}
+		Warnings: warnings}
+	rec.Sandbox, rec.Egress = auditNet(o.Layers, o.Egress)
 	if o.Err != nil {
 		rec.Error = catalog.ClassOf(o.Err).Code
 	}
 	rec.Args = s.scrubArgs(env.Layer, adm.c.Input)
 	s.record(rec, adm.c, adm.cred, start)
 	return res
+}
+
+// auditNet is a call's sandbox and connections as its audit record has
+// them: the egress proxy, named with where its rules come from, when the
+// call's process had one in its own network namespace.
+func auditNet(l sandboxinfo.Layers, net *netview.Summary) (audit.Sandbox, []sandboxinfo.Connection) {
+	sb := audit.Sandbox{Layers: l}
+	if net == nil {
+		return sb, nil
+	}
+	if l.Namespaces && !l.Network {
+		sb.EgressRules = net.RulesFrom
+	}
+	return sb, net.Connections
 }
 
 // sessionOf is the call's session: the one it names, or the one derived from

@@ -197,9 +197,20 @@ type egressConn struct {
 	BytesIn  int64  `json:"bytes_in"`
 }
 
-// auditEgress returns the egress list of the audit record of the call whose
+// auditCall is what the tests read of a safe_bash call's audit record.
+type auditCall struct {
+	Tool    string `json:"tool"`
+	Sandbox struct {
+		Network     string `json:"network"`
+		EgressRules string `json:"egress_rules"`
+	} `json:"sandbox"`
+	Warnings []string     `json:"warnings"`
+	Egress   []egressConn `json:"egress"`
+}
+
+// auditRecord returns the audit record of the safe_bash call whose
 // arguments hold marker.
-func auditEgress(t *testing.T, marker string) []egressConn {
+func auditRecord(t *testing.T, marker string) auditCall {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(env.home, ".local", "state", "contextd", "audit", "*.jsonl"))
 	for _, f := range files {
@@ -213,21 +224,42 @@ func auditEgress(t *testing.T, marker string) []egressConn {
 			if !bytes.Contains(sc.Bytes(), []byte(marker)) {
 				continue
 			}
-			var rec struct {
-				Tool   string          `json:"tool"`
-				Args   json.RawMessage `json:"args"`
-				Egress []egressConn    `json:"egress"`
-			}
+			var rec auditCall
 			if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
 				continue
 			}
 			if rec.Tool == "safe_bash" {
-				return rec.Egress
+				return rec
 			}
 		}
 	}
 	t.Fatalf("no safe_bash audit record holds %q", marker)
-	return nil
+	return auditCall{}
+}
+
+// auditEgress returns the egress list of the audit record of the call whose
+// arguments hold marker.
+func auditEgress(t *testing.T, marker string) []egressConn {
+	t.Helper()
+	return auditRecord(t, marker).Egress
+}
+
+// auditSaysProxy checks that a call's record names the egress proxy as its
+// network, with the suite's configuration file as where its rules come
+// from, and keeps its connections out of the warnings.
+func auditSaysProxy(t *testing.T, marker string) {
+	t.Helper()
+	rec := auditRecord(t, marker)
+	cfg := filepath.Join(env.home, ".config", "contextd", "config.toml")
+	if rec.Sandbox.Network != "egress proxy" || rec.Sandbox.EgressRules != cfg {
+		t.Errorf("the audit record's network is %q (rules %q), want %q (rules %q)",
+			rec.Sandbox.Network, rec.Sandbox.EgressRules, "egress proxy", cfg)
+	}
+	for _, w := range rec.Warnings {
+		if strings.HasPrefix(w, "egress ") {
+			t.Errorf("the audit record has a connection as a warning: %q", w)
+		}
+	}
 }
 
 // TestEgressNpmInstall: with no egress configuration, `npm install` of a real
@@ -254,6 +286,7 @@ func TestEgressNpmInstall(t *testing.T) {
 	if !reached {
 		t.Fatalf("the audit record shows no allowed connection to registry.npmjs.org: %+v", conns)
 	}
+	auditSaysProxy(t, marker)
 }
 
 // TestEgressRegistryToken: a registry on the host's loopback, named in the
@@ -356,6 +389,12 @@ func TestEgressRefusals(t *testing.T) {
 	if !refused {
 		t.Errorf("the audit record does not list example.com:443 as refused")
 	}
+	// The result tells the agent how to allow the host; the audit record
+	// says which network the call had and lists the refusal as a
+	// connection, and so does `contextd audit show`.
+	auditSaysProxy(t, marker)
+	show := runAs(t, "", nil, "", filepath.Join(env.bin, "contextd"), "audit", "show", "--tool", "safe_bash", "--since", "10m")
+	mustContain(t, "contextd audit show", show.stdout, "network egress proxy (rules: ", "  connection  example.com:443 refused: ")
 
 	// No resolver, no route, and the host's loopback is not the sandbox's:
 	// a port listening there (and named by no rule) cannot be reached.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/contextd/contextd/sandboxinfo"
 )
 
 // testOptions is a log in a fresh directory, without the journal, logging to
@@ -30,7 +32,7 @@ func call(i int) *Record {
 		Session: "s1", Tool: "safe_bash",
 		Args: json.RawMessage(fmt.Sprintf(`{"command":"make test && echo %d > out.txt"}`, i)),
 		Cwd:  "/home/u/proj/sub", Workspace: "/home/u/proj",
-		Sandbox:  Sandbox{Namespaces: true, Seccomp: "safe_bash", Scope: fmt.Sprintf("contextd-safe_bash-%d.scope", i)},
+		Sandbox:  Sandbox{Layers: sandboxinfo.Layers{Namespaces: true, Seccomp: "safe_bash", Scope: fmt.Sprintf("contextd-safe_bash-%d.scope", i)}},
 		ExitCode: i % 3, DurationMS: int64(10 + i), BytesProduced: 2048, TokensReturned: 300,
 		Findings:  map[string]int{"aws-access-token": 1},
 		Truncated: i%2 == 0,

@@ -80,7 +80,15 @@ func journalFields(r *Record) map[string]string {
 	}
 	set("CONTEXTD_KIND", r.Kind)
 	set("CONTEXTD_REASON", r.Reason)
-	if r.Kind != KindCall {
+	switch r.Kind {
+	case KindCall:
+	case KindEgress:
+		set("CONTEXTD_TOOL", r.Tool)
+		set("CONTEXTD_SESSION", r.Session)
+		v["CONTEXTD_DURATION_MS"] = strconv.FormatInt(r.DurationMS, 10)
+		egressFields(r, set)
+		return v
+	default:
 		return v
 	}
 	v["CONTEXTD_EXIT"] = strconv.Itoa(r.ExitCode)
@@ -101,8 +109,8 @@ func journalFields(r *Record) map[string]string {
 	set("CONTEXTD_SCOPE", r.Sandbox.Scope)
 	set("CONTEXTD_SCOPE_NOTE", r.Sandbox.ScopeNote)
 	set("CONTEXTD_SECCOMP", r.Sandbox.Seccomp)
-	set("CONTEXTD_NETWORK", r.Sandbox.NetworkMode())
 	v["CONTEXTD_NAMESPACES"] = strconv.FormatBool(r.Sandbox.Namespaces)
+	egressFields(r, set)
 	set("CONTEXTD_FINDINGS", counts(r.Findings))
 	if r.SecondLayer > 0 {
 		v["CONTEXTD_SECOND_LAYER"] = strconv.Itoa(r.SecondLayer)
@@ -111,6 +119,36 @@ func journalFields(r *Record) map[string]string {
 	set("CONTEXTD_WARNINGS", strings.Join(r.Warnings, "; "))
 	return v
 }
+
+// egressFields are the record's network and its connections through the
+// egress proxy: `journalctl --user CONTEXTD_NETWORK="egress proxy"
+// CONTEXTD_EGRESS_REFUSED=1`. The connections are one field, "; " between
+// them, cut at maxJournalEgress; the file has them all.
+func egressFields(r *Record, set func(k, s string)) {
+	set("CONTEXTD_NETWORK", r.Sandbox.NetworkMode())
+	set("CONTEXTD_EGRESS_RULES", r.Sandbox.EgressRules)
+	if len(r.Egress) == 0 {
+		return
+	}
+	set("CONTEXTD_EGRESS_CONNECTIONS", strconv.Itoa(len(r.Egress)))
+	if n := refusedCount(r.Egress); n > 0 {
+		set("CONTEXTD_EGRESS_REFUSED", strconv.Itoa(n))
+	}
+	var b strings.Builder
+	for i, c := range r.Egress {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(ConnectionText(c))
+		if b.Len() > maxJournalEgress {
+			break
+		}
+	}
+	set("CONTEXTD_EGRESS", clip(b.String(), maxJournalEgress))
+}
+
+// maxJournalEgress bounds CONTEXTD_EGRESS.
+const maxJournalEgress = 4096
 
 // counts renders rule counts as "rule:n rule:n", sorted.
 func counts(m map[string]int) string {

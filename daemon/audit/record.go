@@ -58,10 +58,12 @@ type Record struct {
 	Findings         map[string]int `json:"findings,omitempty"`           // secrets scrubbed, by gitleaks rule id
 	SecondLayer      int            `json:"second_layer,omitempty"`       // secrets the daemon's scrub caught after the sandbox's
 	SecondLayerRules map[string]int `json:"second_layer_rules,omitempty"` // the same, by rule id
-	Warnings         []string       `json:"warnings,omitempty"`
+	Warnings         []string       `json:"warnings,omitempty"`           // what the caller was told besides its output; never a connection
 	// Egress lists the connections the call's program made through the
-	// egress proxy: host, port, method where the proxy saw it, bytes each
-	// way, allowed or refused and the rule or reason that decided.
+	// egress proxy (Sandbox.EgressRules says where its rules come from):
+	// host, port, method where the proxy saw it, bytes each way, allowed
+	// or refused and the rule or reason that decided. Records written
+	// before the proxy was named also have a warning per refused host.
 	Egress []sandboxinfo.Connection `json:"egress,omitempty"`
 
 	Reason string `json:"reason,omitempty"` // why a chain-reset or retention record was written
@@ -71,34 +73,58 @@ type Record struct {
 }
 
 // Sandbox says which protection layers a call ran under: the layers every
-// side shares (sandboxinfo), in the form the log's files have always had
-// (sandboxJSON). Records already written are hashed as they are, and new
-// ones must read the same.
-type Sandbox sandboxinfo.Layers
+// side shares (sandboxinfo), and where the rules of the egress proxy its
+// network went through come from, in the form the log's files have always
+// had (sandboxJSON). Records already written are hashed as they are, and
+// new ones without the proxy must read the same.
+type Sandbox struct {
+	sandboxinfo.Layers
+	// EgressRules says where the rules of the call's egress proxy come
+	// from (netview.Summary.RulesFrom: the configuration file, or the
+	// defaults); "" when the call had no proxy.
+	EgressRules string
+}
+
+// The network of a call (NetworkMode).
+const (
+	NetworkNone   = "none"         // a network namespace of its own, lo only
+	NetworkHost   = "host"         // the host's network, shared (opt-in)
+	NetworkEgress = "egress proxy" // lo only, and the egress proxy listening there
+)
+
+// rulesNotRecorded is EgressRules for a record that names the proxy
+// without saying where its rules come from (no contextd writes one).
+const rulesNotRecorded = "not recorded"
 
 // sandboxJSON is a record's "sandbox" member.
 type sandboxJSON struct {
-	Namespaces bool   `json:"namespaces,omitempty"`
-	Seccomp    string `json:"seccomp,omitempty"`    // profile name; "" when none was loaded
-	Scope      string `json:"scope,omitempty"`      // transient systemd unit; "" when there was none
-	ScopeNote  string `json:"scope_note,omitempty"` // why there was no scope
-	Network    string `json:"network,omitempty"`    // NetworkMode
+	Namespaces  bool   `json:"namespaces,omitempty"`
+	Seccomp     string `json:"seccomp,omitempty"`      // profile name; "" when none was loaded
+	Scope       string `json:"scope,omitempty"`        // transient systemd unit; "" when there was none
+	ScopeNote   string `json:"scope_note,omitempty"`   // why there was no scope
+	Network     string `json:"network,omitempty"`      // NetworkMode
+	EgressRules string `json:"egress_rules,omitempty"` // Sandbox.EgressRules
 }
 
-// NetworkMode names the network the call had: "none" (a network namespace
-// of its own, lo only) or "host"; "" when it had no namespaces at all.
+// NetworkMode names the network the call had: NetworkNone, NetworkHost or
+// NetworkEgress; "" when it had no namespaces and no proxy (no process ran,
+// or one ran without a sandbox). A wrapped server's egress record has the
+// proxy and not the layers.
 func (s Sandbox) NetworkMode() string {
 	switch {
-	case !s.Namespaces:
-		return ""
-	case s.Network:
-		return "host"
+	case s.Namespaces && s.Network:
+		return NetworkHost
+	case s.EgressRules != "":
+		return NetworkEgress
+	case s.Namespaces:
+		return NetworkNone
 	}
-	return "none"
+	return ""
 }
 
 func (s Sandbox) form() sandboxJSON {
-	return sandboxJSON{Namespaces: s.Namespaces, Seccomp: s.Seccomp, Scope: s.Scope, ScopeNote: s.ScopeNote, Network: s.NetworkMode()}
+	return sandboxJSON{Namespaces: s.Namespaces, Seccomp: s.Seccomp, Scope: s.Scope, ScopeNote: s.ScopeNote,
+		Network: s.NetworkMode(), EgressRules: s.EgressRules}
 }
 
 // IsZero makes a record leave out the member exactly when it would be {}.
@@ -117,13 +143,19 @@ func (s Sandbox) MarshalJSON() ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
 }
 
-// UnmarshalJSON reads the member's form.
+// UnmarshalJSON reads the member's form, any version's: before the proxy
+// was named, a call through it was written with the network "none" (its
+// connections are in the record's egress list all the same).
 func (s *Sandbox) UnmarshalJSON(b []byte) error {
 	var f sandboxJSON
 	if err := json.Unmarshal(b, &f); err != nil {
 		return err
 	}
-	*s = Sandbox{Namespaces: f.Namespaces, Seccomp: f.Seccomp, Scope: f.Scope, ScopeNote: f.ScopeNote, Network: f.Network == "host"}
+	*s = Sandbox{Layers: sandboxinfo.Layers{Namespaces: f.Namespaces, Seccomp: f.Seccomp, Scope: f.Scope, ScopeNote: f.ScopeNote,
+		Network: f.Network == NetworkHost}, EgressRules: f.EgressRules}
+	if f.Network == NetworkEgress && s.EgressRules == "" {
+		s.EgressRules = rulesNotRecorded
+	}
 	return nil
 }
 

@@ -55,7 +55,7 @@ func TestSandboxMemberUnchanged(t *testing.T) {
 		for _, esc := range []bool{false, true} {
 			got := encode(t, struct {
 				Sandbox Sandbox `json:"sandbox,omitzero"`
-			}{Sandbox(l)}, esc)
+			}{Sandbox{Layers: l}}, esc)
 			want := encode(t, struct {
 				Sandbox oldSandbox `json:"sandbox,omitzero"`
 			}{oldForm(l)}, esc)
@@ -68,7 +68,7 @@ func TestSandboxMemberUnchanged(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Only the network of a call without namespaces is not written.
-		if want := Sandbox(l); (l.Namespaces || !l.Network) && back != want {
+		if want := (Sandbox{Layers: l}); (l.Namespaces || !l.Network) && back != want {
 			t.Errorf("%+v reads back as %+v", l, back)
 		}
 	}

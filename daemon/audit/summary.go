@@ -14,15 +14,20 @@ const maxSummaryArgs = 160
 func (r *Record) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "#%d ", r.Seq)
+	if r.Kind == KindEgress {
+		// No reason: the server's connections are the record.
+		fmt.Fprintf(&b, "%s %s", r.Kind, orQuestion(r.Tool))
+		r.egressSummary(&b)
+		if r.Session != "" {
+			fmt.Fprintf(&b, " session=%s", r.Session)
+		}
+		return b.String()
+	}
 	if r.Kind != KindCall {
 		fmt.Fprintf(&b, "%s: %s", r.Kind, r.Reason)
 		return b.String()
 	}
-	tool := r.Tool
-	if tool == "" {
-		tool = "?"
-	}
-	fmt.Fprintf(&b, "%s exit=%d", tool, r.ExitCode)
+	fmt.Fprintf(&b, "%s exit=%d", orQuestion(r.Tool), r.ExitCode)
 	if r.Error != "" {
 		fmt.Fprintf(&b, " error=%s", r.Error)
 	}
@@ -39,6 +44,7 @@ func (r *Record) Summary() string {
 	if r.SecondLayer > 0 {
 		fmt.Fprintf(&b, " second-layer=%d", r.SecondLayer)
 	}
+	r.egressSummary(&b)
 	if r.Session != "" {
 		fmt.Fprintf(&b, " session=%s", r.Session)
 	}
@@ -46,6 +52,25 @@ func (r *Record) Summary() string {
 		fmt.Fprintf(&b, " args=%s", clip(string(r.Args), maxSummaryArgs))
 	}
 	return b.String()
+}
+
+// egressSummary counts the connections through the egress proxy, and the
+// refused among them.
+func (r *Record) egressSummary(b *strings.Builder) {
+	if len(r.Egress) == 0 {
+		return
+	}
+	fmt.Fprintf(b, " egress=%d", len(r.Egress))
+	if n := refusedCount(r.Egress); n > 0 {
+		fmt.Fprintf(b, " egress-refused=%d", n)
+	}
+}
+
+func orQuestion(s string) string {
+	if s == "" {
+		return "?"
+	}
+	return s
 }
 
 // size renders a byte count the short way: 512B, 3.4kB, 12MB.

@@ -68,6 +68,7 @@ type Setup struct {
 	limits    egress.Limits
 	cfgSafe   []string
 	cfgServer map[string][]string
+	rulesFrom string // where the rules come from (RulesFrom)
 	// The same, parsed once (the configuration was checked at load).
 	safeRules   []egress.Rule
 	serverRules map[string][]egress.Rule
@@ -106,7 +107,7 @@ func NewSetup(cfg *config.Config, h *homeview.Host, dirs Dirs, log *slog.Logger)
 	}
 	s := &Setup{log: log, refusals: &Refusals{}, credEnv: cfg.Egress.CredentialEnv,
 		cfgSafe: cfg.Tools.SafeBash.EgressAllow, cfgServer: map[string][]string{},
-		limits: egress.Limits{MaxConns: cfg.Egress.MaxConnections}}
+		limits: egress.Limits{MaxConns: cfg.Egress.MaxConnections}, rulesFrom: rulesFrom(cfg)}
 	for name, srv := range cfg.MCP.Servers {
 		s.cfgServer[name] = srv.EgressAllow
 	}
@@ -163,6 +164,24 @@ func NewSetup(cfg *config.Config, h *homeview.Host, dirs Dirs, log *slog.Logger)
 	s.forwards = forwardsOf(append(append([]egress.Rule{}, s.base...), s.allRules()...))
 	return s, nil
 }
+
+// DefaultsOnly is RulesFrom when no configuration file was read.
+const DefaultsOnly = "defaults (no configuration file)"
+
+// rulesFrom names where a setup's rules come from: the configuration file
+// read (whose egress settings, and whether the registries are allowed, are
+// the rules), or the defaults. Each rule's own source, a registry's file
+// among them, is in the connections it allowed.
+func rulesFrom(cfg *config.Config) string {
+	if cfg.Source == "" {
+		return DefaultsOnly
+	}
+	return cfg.Source
+}
+
+// RulesFrom says where the calls' rules come from, for the audit record
+// (audit.Sandbox.EgressRules): the configuration file, or DefaultsOnly.
+func (s *Setup) RulesFrom() string { return s.rulesFrom }
 
 // interceptScope are the hosts the proxy may terminate TLS for, which the
 // CA's name constraints are limited to: those a credential belongs to and
@@ -361,9 +380,14 @@ type Net struct {
 
 // Summary is what a call's connections come to.
 type Summary struct {
+	// RulesFrom says where the call's rules come from (Setup.RulesFrom,
+	// and the call's own rules when it had any); never "": a proxy with
+	// no name for its rules is still the proxy.
+	RulesFrom   string
 	Connections []sandboxinfo.Connection
-	// Lines are for the call's result: one per refused host, saying how to
-	// allow it, and one per blocked leak.
+	// Lines are for the caller, in the call's result: one per refused
+	// host, saying how to allow it, and one per blocked leak. The audit
+	// record has the connections instead.
 	Lines []string
 }
 
@@ -543,7 +567,14 @@ const maxConnections = 1000
 func (c *collector) summary() Summary {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	sum := Summary{Connections: append([]sandboxinfo.Connection(nil), c.conns...)}
+	from := c.setup.rulesFrom
+	if from == "" {
+		from = "unknown"
+	}
+	sum := Summary{RulesFrom: from, Connections: append([]sandboxinfo.Connection(nil), c.conns...)}
+	if len(c.call.Extra) > 0 {
+		sum.RulesFrom += ", and the call's own"
+	}
 	section, key := c.call.ruleKey()
 	seen := map[string]bool{}
 	for _, conn := range c.conns {

@@ -1,11 +1,14 @@
 package netview
 
 import (
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/egress"
+	"github.com/contextd/contextd/daemon/homeview"
 )
 
 func TestForwardsOf(t *testing.T) {
@@ -99,6 +102,40 @@ func TestSummaryLines(t *testing.T) {
 		}
 		if n := len(c.setup.refusals.Since(c.setup.refusals.list[0].Time)); n != 3 {
 			t.Errorf("refusals kept for status: %d, want 3", n)
+		}
+	}
+}
+
+// Where the rules come from: the configuration file the daemon read, or
+// the defaults; a call with rules of its own says so. Every call's summary
+// names it, connections or not.
+func TestRulesFrom(t *testing.T) {
+	home := t.TempDir()
+	for _, c := range []struct {
+		source string
+		extra  []egress.Rule
+		want   string
+	}{
+		{"", nil, DefaultsOnly},
+		{"/home/u/.config/contextd/config.toml", nil, "/home/u/.config/contextd/config.toml"},
+		{"/etc/contextd/config.toml", []egress.Rule{{Host: "127.0.0.1", Port: 8080, Source: "doctor"}}, "/etc/contextd/config.toml, and the call's own"},
+	} {
+		cfg := config.Default()
+		cfg.Source = c.source
+		dirs := Dirs{CA: filepath.Join(t.TempDir(), "ca"), Runtime: t.TempDir()}
+		s, err := NewSetup(cfg, &homeview.Host{Home: home, Env: map[string]string{"PATH": "/usr/bin"}}, dirs, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.extra == nil && s.RulesFrom() != c.want {
+			t.Errorf("RulesFrom = %q, want %q", s.RulesFrom(), c.want)
+		}
+		n, err := s.Prepare(Call{Tool: "safe_bash", Extra: c.extra})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum := n.Finish(); sum.RulesFrom != c.want || len(sum.Connections) != 0 {
+			t.Errorf("the call's summary: %+v, want its rules from %q", sum, c.want)
 		}
 	}
 }

@@ -164,8 +164,7 @@ func (c *bashCall) Run(ctx context.Context, env *Env) (o Outcome) {
 	o.Warnings = append(o.Warnings, setAsideNested(scan, started, sh.ReadOnly)...)
 	if finish != nil {
 		sum := finish()
-		o.Egress = sum.Connections
-		o.Warnings = append(o.Warnings, sum.Lines...)
+		o.Egress = &sum
 	}
 	pre.mark("after")
 	return o

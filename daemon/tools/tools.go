@@ -105,11 +105,13 @@ type Outcome struct {
 	File workspace.FileID
 	// Findings are the tool's own scrub's catches by rule.
 	Findings map[string]int
-	// Warnings for the caller (not failures).
+	// Warnings for the caller (not failures); the audit record has them too.
 	Warnings []string
-	// Egress lists the connections the tool's process made through the
-	// egress proxy, allowed and refused, for the audit record.
-	Egress []sandboxinfo.Connection
+	// Egress is what went through the egress proxy the tool's process had,
+	// nil when it had none: where its rules come from and each
+	// connection, allowed or refused, for the audit record, and the lines
+	// for the caller (how to allow a refused host), for the result only.
+	Egress *netview.Summary
 	// Stages are the sandboxed tool's own timings (ms since it started), for
 	// the debug log.
 	Stages map[string]float64

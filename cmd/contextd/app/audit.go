@@ -289,9 +289,24 @@ func printBlock(w io.Writer, e audit.Entry) {
 		what = e.Kind
 	}
 	fmt.Fprintf(w, "#%d  %s  %s\n", e.Seq, e.Time.Local().Format(localTime+" -0700"), what)
-	if e.Kind != audit.KindCall {
-		field("reason", "%s", e.Reason)
-	} else {
+	connections := func() {
+		for _, c := range e.Egress {
+			field("connection", "%s", audit.ConnectionText(c))
+		}
+	}
+	switch e.Kind {
+	case audit.KindEgress:
+		// A wrapped server's connections, written when it ended.
+		field("tool", "%s", orDash(e.Tool))
+		if e.Session != "" {
+			field("session", "%s", e.Session)
+		}
+		if n := e.NetworkText(); n != "" {
+			field("network", "%s", n)
+		}
+		field("duration", "%s", time.Duration(e.DurationMS)*time.Millisecond)
+		connections()
+	case audit.KindCall:
 		if e.Session != "" {
 			field("session", "%s", e.Session)
 		}
@@ -303,7 +318,8 @@ func printBlock(w io.Writer, e audit.Entry) {
 		if len(e.Args) > 0 {
 			field("args", "%s", e.Args)
 		}
-		field("sandbox", "%s", sandboxText(e.Sandbox))
+		field("sandbox", "%s", sandboxText(e.Sandbox, e.NetworkText()))
+		connections()
 		result := fmt.Sprintf("exit %d", e.ExitCode)
 		if e.Error != "" {
 			result += ", " + e.Error
@@ -322,6 +338,8 @@ func printBlock(w io.Writer, e audit.Entry) {
 		if e.SecondLayer > 0 || len(e.SecondLayerRules) > 0 {
 			field("2nd layer", "%d caught after the sandbox's scrub: %s", e.SecondLayer, ruleCounts(e.SecondLayerRules))
 		}
+	default:
+		field("reason", "%s", e.Reason)
 	}
 	for _, warn := range e.Warnings {
 		field("warning", "%s", warn)
@@ -330,7 +348,9 @@ func printBlock(w io.Writer, e audit.Entry) {
 	field("at", "%s:%d", e.File, e.Line)
 }
 
-func sandboxText(s audit.Sandbox) string {
+// sandboxText is a call's layers on one line; network is the record's
+// (audit.Record.NetworkText).
+func sandboxText(s audit.Sandbox, network string) string {
 	var parts []string
 	if s.Namespaces {
 		parts = append(parts, "namespaces")
@@ -350,8 +370,8 @@ func sandboxText(s audit.Sandbox) string {
 	default:
 		parts = append(parts, "no scope")
 	}
-	if n := s.NetworkMode(); n != "" {
-		parts = append(parts, "network "+n)
+	if network != "" {
+		parts = append(parts, "network "+network)
 	}
 	return strings.Join(parts, ", ")
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/audit"
+	"github.com/contextd/contextd/sandboxinfo"
 )
 
 // auditLog writes n calls to a log in a new directory. Every third call is a
@@ -40,7 +41,7 @@ func appendCall(t *testing.T, l *audit.Log, i int) {
 		PeerPID: 100, PeerUID: 1000, PeerExe: "/usr/bin/agent",
 		Session: "s1", Tool: "safe_bash", Args: json.RawMessage(fmt.Sprintf(`{"command":"echo %d"}`, i)),
 		Cwd: "/w", Workspace: "/w",
-		Sandbox:    audit.Sandbox{Namespaces: true, Seccomp: "safe_bash", ScopeNote: "no systemd user manager"},
+		Sandbox:    audit.Sandbox{Layers: sandboxinfo.Layers{Namespaces: true, Seccomp: "safe_bash", ScopeNote: "no systemd user manager"}},
 		DurationMS: 5, BytesProduced: 10, TokensReturned: 3,
 		Findings: map[string]int{"github-pat": 2},
 	}
