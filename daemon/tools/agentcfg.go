@@ -86,7 +86,13 @@ func shieldOf(root, home string, env map[string]string, dry bool) (*shielded, er
 	s := &shielded{dry: dry}
 	h := &homeview.Host{Home: home, Env: env, Workspace: root}
 	deny := homeview.DenyList(h)
-	if err := checkWorkspace(root, h, deny); err != nil {
+	// Each deny-listed path's symbolic links are resolved once a call,
+	// for the check and for the shield alike.
+	canon := make([]string, len(deny))
+	for i, d := range deny {
+		canon[i] = canonicalOr(d.Path)
+	}
+	if err := checkWorkspace(root, h, deny, canon); err != nil {
 		return s, err
 	}
 	placeholders.mu.Lock()
@@ -97,8 +103,8 @@ func shieldOf(root, home string, env map[string]string, dry bool) (*shielded, er
 			return s, err
 		}
 	}
-	for _, d := range deny {
-		for _, p := range []string{d.Path, canonicalOr(d.Path)} {
+	for i, d := range deny {
+		for _, p := range []string{d.Path, canon[i]} {
 			if rel, ok := below(root, p); ok {
 				if err := s.shield(root, rel, true); err != nil {
 					return s, err
@@ -112,12 +118,13 @@ func shieldOf(root, home string, env map[string]string, dry bool) (*shielded, er
 // checkWorkspace refuses a workspace root that is or lies inside a
 // deny-listed path (as listed, or where its symbolic links lead) or a host
 // configuration directory: the call would have all of it read-write.
-func checkWorkspace(root string, h *homeview.Host, deny []homeview.DeniedPath) error {
+// canon[i] is deny[i]'s path with its links resolved.
+func checkWorkspace(root string, h *homeview.Host, deny []homeview.DeniedPath, canon []string) error {
 	if h.Home != "" && homeview.Within(h.Home, root) {
 		return fmt.Errorf("the workspace %s is or contains your home directory; start the agent in a project directory: %w", root, catalog.ErrPolicy)
 	}
-	for _, d := range deny {
-		for _, p := range []string{d.Path, canonicalOr(d.Path)} {
+	for i, d := range deny {
+		for _, p := range []string{d.Path, canon[i]} {
 			if homeview.Within(root, p) {
 				return fmt.Errorf("the workspace %s lies in %s, on the credential deny-list (%s: %s); start the agent in a project directory: %w",
 					root, p, d.Rule, d.Why, catalog.ErrPolicy)

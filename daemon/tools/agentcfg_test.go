@@ -15,7 +15,7 @@ import (
 )
 
 // newHome makes a home with a project in it; both canonical.
-func newHome(t *testing.T) (home, proj string) {
+func newHome(t testing.TB) (home, proj string) {
 	t.Helper()
 	home, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
