@@ -57,6 +57,7 @@ func bashMain(ctx context.Context, proc process, op toolproto.Op, stdout io.Writ
 	if err != nil {
 		return fmt.Errorf("safe_bash: start %s: %v: %w", op.Shell, err, catalog.ErrLaunch)
 	}
+	fw.Mark("shell_started")
 	dr := drain.New(pr, drainGrace)
 	pumped := make(chan error, 1)
 	go func() {
@@ -90,10 +91,12 @@ func bashMain(ctx context.Context, proc process, op toolproto.Op, stdout io.Writ
 		}
 		syscall.Kill(-shell.Pid, syscall.SIGKILL) // what it left behind
 	}
+	fw.Mark("shell_exited")
 	dr.Ended()
 	if err := <-pumped; err != nil {
 		return fmt.Errorf("safe_bash: output: %v: %w", err, catalog.ErrIO)
 	}
+	fw.Mark("output_sent")
 	if err := fw.Meta(toolproto.Meta{ExitCode: &code}); err != nil {
 		return fmt.Errorf("safe_bash: send output: %v: %w", err, catalog.ErrIO)
 	}
