@@ -56,7 +56,9 @@ test: deps vet test-unit test-e2e
 
 # Benchmarks, each side by side with its baseline in one run:
 # - latency of `safe_bash true` through the symlinked proxy against `bash -c true`
-#   and a hand-assembled scope+bwrap sandbox, as the e2e test user;
+#   and a hand-assembled scope+bwrap sandbox, as the e2e test user, in a project
+#   with everything on; and a burst of 200 calls at once against as many
+#   scope+bwrap sandboxes (wall time, failures);
 # - `safe_read` of a 10 MB file end to end against `cat` of it;
 # - scrub throughput against the gitleaks CLI (`gitleaks stdin`) on one corpus
 #   (installs the CLI, at the version go.mod pins, when it is missing);
@@ -77,7 +79,7 @@ bench:
 	$(GO) test -count=1 -run '^$$' -bench 'Download|SmallRequest' -benchtime 5x -v ./daemon/egress
 	$(GO) test -count=1 -run '^$$' -bench Pipeline10MB -benchtime 5x -v ./daemon/respond
 	$(GO) test -count=1 -run '^$$' -bench ScanKinds -benchtime 10x -v ./salience
-	$(SUDO) $(GO) test -tags e2e -count=1 -run '^$$' -bench 'RoundTrip|SafeRead10MB|Salience10MB|Wrap|DevWarm' -benchtime 1x -v ./e2e
+	$(SUDO) $(GO) test -tags e2e -count=1 -run '^$$' -bench 'RoundTrip|Burst|SafeRead10MB|Salience10MB|Wrap|DevWarm' -benchtime 1x -v ./e2e
 
 # Regenerate the gRPC code and docs/errors.md.
 generate: tools
