@@ -89,8 +89,12 @@ func (e *headError) Error() string { return e.reason }
 // parser that follows only ever sees a bounded head. br must be able to
 // hold maxHeadBytes. A head cut short by the end of the connection is
 // left to the parser to report, as before.
+//
+// The names a Trailer field lists count as fields too: net/http makes each
+// one a map entry when it parses the head, however short.
 func scanHead(br *bufio.Reader, what string) error {
 	scanned, lineStart, lines := 0, 0, 0
+	inTrailer, announced := false, 0
 	for {
 		n := br.Buffered()
 		if n <= scanned {
@@ -114,6 +118,15 @@ func scanHead(br *bufio.Reader, what string) error {
 			}
 			if lines++; lines > maxHeaderFields+1 {
 				return &headError{reason: fmt.Sprintf("%smore than %d header fields in a %s", limitPrefix, maxHeaderFields, what)}
+			}
+			if line[0] != ' ' && line[0] != '\t' { // else a folded line, which continues its field
+				inTrailer = len(line) >= len("trailer:") && bytes.EqualFold(line[:len("trailer:")], []byte("trailer:"))
+			}
+			if inTrailer {
+				// At most one name more than the commas.
+				if announced += bytes.Count(line, []byte{','}) + 1; announced > maxHeaderFields {
+					return &headError{reason: fmt.Sprintf("%smore than %d trailer fields announced in a %s", limitPrefix, maxHeaderFields, what)}
+				}
 			}
 		}
 		if err != nil {

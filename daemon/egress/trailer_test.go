@@ -178,3 +178,58 @@ func TestResponseTrailerLimit(t *testing.T) {
 		t.Errorf("the two responses took %d upstream connections, want 1", n)
 	}
 }
+
+// TestTrailerNamesLimit: the Trailer header of a head announces trailer
+// fields, and net/http makes each name an entry in a map when it parses
+// the head: one field of 60 KiB of short names would cost megabytes as
+// 256 real fields cannot. A request or a response announcing more names
+// than a trailer may have fields is refused like a head with too many
+// fields, with little allocated.
+func TestTrailerNamesLimit(t *testing.T) {
+	var names strings.Builder
+	for i := 0; names.Len() < 60<<10; i++ {
+		fmt.Fprintf(&names, "%x,", i)
+	}
+	// Folded onto a second line, a name list counts the same.
+	announce := "Trailer: " + names.String() + "a\r\n\tb,c\r\n"
+	chunked := "Transfer-Encoding: chunked\r\n" + announce + "\r\n5\r\nhello\r\n0\r\n\r\n"
+	port, _ := rawUpstream(t, map[string][]byte{
+		"/announce": []byte("HTTP/1.1 200 OK\r\n" + chunked),
+		"/few":      []byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-A,\r\n X-B\r\n\r\n0\r\nX-A: 1\r\nX-B: 2\r\n\r\n"),
+	})
+	p := startProxy(t, Options{Policy: Policy{Rules: []Rule{mustRule(t, fmt.Sprintf("127.0.0.1:%d", port))}}})
+	const want = "more than 256 trailer fields announced"
+	for _, tc := range []struct{ name, send, status string }{
+		{"request", fmt.Sprintf("POST http://127.0.0.1:%d/few HTTP/1.1\r\nHost: x\r\nConnection: close\r\n%s", port, chunked), "431"},
+		{"response", fmt.Sprintf("GET http://127.0.0.1:%d/announce HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", port), "502"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", p.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			var got string
+			n := allocated(func() {
+				io.WriteString(c, tc.send)
+				b, _ := io.ReadAll(c)
+				got = string(b)
+			})
+			if !strings.HasPrefix(got, "HTTP/1.1 "+tc.status+" ") || !strings.Contains(got, want) {
+				t.Errorf("want a %s saying %q, the client got %q", tc.status, want, got[:min(len(got), 300)])
+			}
+			if ev := p.event(t); ev.Allowed || !strings.Contains(ev.Reason, want) {
+				t.Errorf("event %+v", ev)
+			}
+			t.Logf("allocated %d KiB", n>>10)
+			if n > 1<<20 {
+				t.Errorf("the process allocated %d KiB for one Trailer header", n>>10)
+			}
+		})
+	}
+	// A few names, one of them folded, still announce a trailer that comes through.
+	resp, body, _, _ := rawRequest(t, p.addr, fmt.Sprintf("GET http://127.0.0.1:%d/few HTTP/1.1\r\nHost: x\r\n\r\n", port))
+	if resp.StatusCode != 200 || body != "" || resp.Trailer.Get("X-A") != "1" || resp.Trailer.Get("X-B") != "2" {
+		t.Errorf("a trailer of two announced fields: %d %q, trailer %q", resp.StatusCode, body, resp.Trailer)
+	}
+}
