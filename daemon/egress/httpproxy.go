@@ -145,14 +145,20 @@ type bufConn struct {
 
 func (b *bufConn) Read(p []byte) (int, error) { return b.r.Read(p) }
 
-// countWriter counts bytes written through it, for the event.
+// countWriter counts bytes written through it, for the event, and keeps
+// the first write error (which tells a failure of the writer's side from
+// one of the reader's).
 type countWriter struct {
-	w io.Writer
-	n int64
+	w   io.Writer
+	n   int64
+	err error
 }
 
 func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
 	return n, err
 }

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/textproto"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -87,15 +89,19 @@ func (e *headError) Error() string { return e.reason }
 // parser that follows only ever sees a bounded head. br must be able to
 // hold maxHeadBytes. A head cut short by the end of the connection is
 // left to the parser to report, as before.
+//
+// The names a Trailer field lists count as fields too: net/http makes each
+// one a map entry when it parses the head, however short.
 func scanHead(br *bufio.Reader, what string) error {
 	scanned, lineStart, lines := 0, 0, 0
+	inTrailer, announced := false, 0
 	for {
 		n := br.Buffered()
 		if n <= scanned {
 			n = scanned + 1
 		}
 		if n > maxHeadBytes {
-			return &headError{reason: fmt.Sprintf("%s%s line and headers over %d bytes", limitPrefix, what, maxHeadBytes)}
+			return tooLarge(what)
 		}
 		buf, err := br.Peek(n)
 		for ; scanned < len(buf); scanned++ {
@@ -113,10 +119,19 @@ func scanHead(br *bufio.Reader, what string) error {
 			if lines++; lines > maxHeaderFields+1 {
 				return &headError{reason: fmt.Sprintf("%smore than %d header fields in a %s", limitPrefix, maxHeaderFields, what)}
 			}
+			if line[0] != ' ' && line[0] != '\t' { // else a folded line, which continues its field
+				inTrailer = len(line) >= len("trailer:") && bytes.EqualFold(line[:len("trailer:")], []byte("trailer:"))
+			}
+			if inTrailer {
+				// At most one name more than the commas.
+				if announced += bytes.Count(line, []byte{','}) + 1; announced > maxHeaderFields {
+					return &headError{reason: fmt.Sprintf("%smore than %d trailer fields announced in a %s", limitPrefix, maxHeaderFields, what)}
+				}
+			}
 		}
 		if err != nil {
 			if errors.Is(err, bufio.ErrBufferFull) {
-				return &headError{reason: fmt.Sprintf("%s%s line and headers over %d bytes", limitPrefix, what, maxHeadBytes)}
+				return tooLarge(what)
 			}
 			if len(buf) > 0 {
 				return nil
@@ -124,6 +139,15 @@ func scanHead(br *bufio.Reader, what string) error {
 			return err
 		}
 	}
+}
+
+// tooLarge is the refusal of a head (or trailer) over maxHeadBytes.
+func tooLarge(what string) error {
+	part := what + " line and headers"
+	if strings.HasSuffix(what, "trailer") {
+		part = what // a trailer has no first line
+	}
+	return &headError{reason: fmt.Sprintf("%s%s over %d bytes", limitPrefix, part, maxHeadBytes)}
 }
 
 // newHeadReader is the reader requests or responses are parsed from: large
@@ -242,12 +266,18 @@ func (s *Server) overLimitForward(host string, port int) func(context.Context, n
 }
 
 // readResponse reads the upstream's next response with its head bounded:
-// an allowed host (or whoever answers for it) may be hostile too.
+// an allowed host (or whoever answers for it) may be hostile too. A
+// chunked body gets the same bounded reader as a request's, which keeps
+// the trailer (the relay passes it on) once it is checked.
 func (ss *session) readResponse(req *http.Request) (*http.Response, error) {
 	if err := scanHead(ss.upBr, "response"); err != nil {
 		return nil, err
 	}
-	return http.ReadResponse(ss.upBr, req)
+	resp, err := http.ReadResponse(ss.upBr, req)
+	if err == nil && isChunked(resp.TransferEncoding) && resp.Body != http.NoBody {
+		resp.Body = newChunkedBody(ss.upBr, "response trailer", &resp.Trailer)
+	}
+	return resp, err
 }
 
 // boundChunked gives a chunked request a body that reads the chunks
@@ -259,16 +289,27 @@ func boundChunked(req *http.Request, br *bufio.Reader) {
 	if !isChunked(req.TransferEncoding) {
 		return
 	}
-	req.Body = &chunkedBody{chunks: httputil.NewChunkedReader(br), br: br}
+	req.Body = newChunkedBody(br, "trailer", nil)
 	req.Trailer = nil
 }
 
-// chunkedBody is the body of a chunked request read straight from the
-// client's reader.
+// chunkedBody is a chunked body (a request's or a response's) read straight
+// from the reader of its connection, with its trailer held to the limits
+// of a head.
 type chunkedBody struct {
-	chunks io.Reader
-	br     *bufio.Reader
-	err    error
+	chunks  io.Reader
+	br      *bufio.Reader
+	what    string       // names the trailer in a refusal
+	trailer *http.Header // where the trailer's fields go; nil: dropped
+	err     error
+}
+
+// newChunkedBody reads a chunked body from br, which must be able to hold
+// maxHeadBytes. The trailer's fields are added to *trailer, as net/http
+// would (the map it may already hold has the names the head announced),
+// unless trailer is nil.
+func newChunkedBody(br *bufio.Reader, what string, trailer *http.Header) *chunkedBody {
+	return &chunkedBody{chunks: httputil.NewChunkedReader(br), br: br, what: what, trailer: trailer}
 }
 
 func (b *chunkedBody) Read(p []byte) (int, error) {
@@ -277,29 +318,50 @@ func (b *chunkedBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.chunks.Read(p)
 	if errors.Is(err, io.EOF) {
-		err = b.skipTrailer()
+		err = b.readTrailer()
 	}
 	b.err = err
 	return n, err
 }
 
-// skipTrailer reads past the trailer that follows the last chunk, after
-// scanHead made sure it is within the limits and whole in the buffer.
-func (b *chunkedBody) skipTrailer() error {
-	if err := scanHead(b.br, "trailer"); err != nil {
+// readTrailer reads the trailer that follows the last chunk, after scanHead
+// made sure it is within the limits and whole in the buffer, so that what
+// it costs is bounded before anything of it is parsed.
+func (b *chunkedBody) readTrailer() error {
+	if err := scanHead(b.br, b.what); err != nil {
 		return err
 	}
-	for {
-		line, err := b.br.ReadSlice('\n')
-		if err != nil {
-			return err
-		}
-		if len(bytes.TrimRight(line, "\r\n")) == 0 {
-			return io.EOF
+	if b.trailer == nil {
+		for {
+			line, err := b.br.ReadSlice('\n')
+			if err != nil {
+				return err
+			}
+			if len(bytes.TrimRight(line, "\r\n")) == 0 {
+				return io.EOF
+			}
 		}
 	}
+	h, err := textproto.NewReader(b.br).ReadMIMEHeader()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	// Framing has no place in a trailer (RFC 9110 6.5.1): not passed on.
+	for _, k := range []string{"Transfer-Encoding", "Trailer", "Content-Length"} {
+		delete(h, k)
+	}
+	if *b.trailer == nil {
+		*b.trailer = http.Header(h)
+	} else {
+		maps.Copy(*b.trailer, http.Header(h))
+	}
+	return io.EOF
 }
 
 // Close leaves the rest unread: a request whose body was not sent ends its
-// connection anyway.
+// connection, and a response not relayed to its end ends the upstream
+// connection.
 func (b *chunkedBody) Close() error { return nil }

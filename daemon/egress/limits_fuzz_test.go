@@ -11,7 +11,8 @@ import (
 // FuzzScanHead: whatever a client sends, scanHead never lets the parser
 // see a head over the limits: when it passes a head that parses, the head
 // fits in maxHeadBytes and has at most maxHeaderFields fields; when it
-// refuses one for size, no head end lies within maxHeadBytes.
+// refuses one for size, no head end lies within maxHeadBytes. Nor do the
+// names its Trailer fields announce pass maxHeaderFields.
 func FuzzScanHead(f *testing.F) {
 	for _, s := range []string{
 		"GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n",
@@ -24,6 +25,8 @@ func FuzzScanHead(f *testing.F) {
 		"GET / HTTP/1.1\r\n" + strings.Repeat("A: 1\r\n", maxHeaderFields-1) + "\r\n",
 		"GET /" + strings.Repeat("a", maxHeadBytes) + " HTTP/1.1\r\n\r\n",
 		"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+		"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTrailer: a,b\r\n\tc\r\ntrailer: d\r\n\r\n",
+		"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTrailer: " + strings.Repeat("a,", maxHeaderFields) + "\r\n\r\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -57,6 +60,9 @@ func FuzzScanHead(f *testing.F) {
 		}
 		if fields > maxHeaderFields {
 			t.Fatalf("parsed %d header fields", fields)
+		}
+		if len(req.Trailer) > maxHeaderFields {
+			t.Fatalf("parsed %d announced trailer fields", len(req.Trailer))
 		}
 	})
 }

@@ -202,16 +202,13 @@ func (sc *scrubber) scrubString(s string) string {
 	return out.String()
 }
 
-// errEncodedEcho refuses a response the scrubber cannot read.
-var errEncodedEcho = errors.New("cannot be checked for the credential")
-
 // writeScrubbed writes resp to w as Response.Write would, with every secret
 // of sc replaced: status text, header names and values, trailers, and the
 // body. A body whose length the replacement may change is sent chunked
 // when both ends speak HTTP/1.1 (chunkOK), else delimited by the close of
 // the connection (the caller has set resp.Close). A gzip body is decoded to
 // be scrubbed; any other content coding cannot be read and the response is
-// refused.
+// refused, before anything is written.
 func writeScrubbed(w io.Writer, resp *http.Response, sc *scrubber, head, chunkOK bool) error {
 	body := resp.Body
 	hasBody := !head && resp.StatusCode >= 200 && resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotModified
@@ -221,14 +218,14 @@ func writeScrubbed(w io.Writer, resp *http.Response, sc *scrubber, head, chunkOK
 		case "gzip", "x-gzip":
 			zr, err := gzip.NewReader(body)
 			if err != nil && !errors.Is(err, io.EOF) {
-				return fmt.Errorf("gzip response body: %w", err)
+				return err
 			}
 			if zr != nil {
 				body = zr
 			}
 			resp.Header.Del("Content-Encoding")
 		default:
-			return fmt.Errorf("a response in content coding %q %w", ce, errEncodedEcho)
+			return fmt.Errorf("content coding %q, which the proxy cannot decode", ce)
 		}
 	}
 	text := strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode)+" ")

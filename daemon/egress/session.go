@@ -248,23 +248,40 @@ func (ss *session) handle(req *http.Request) bool {
 			// No chunked framing for the scrubbed body: the close ends it.
 			resp.Close, closeAfter = true, true
 		}
+		// Whether this response is still all in the buffer, for a failure
+		// to be answered rather than cut; nothing else waits there, as
+		// every earlier response was flushed.
+		start, fresh := in.n, ss.cbw.Buffered() == 0
 		if sc != nil {
 			err = writeScrubbed(in, resp, sc, req.Method == http.MethodHead, chunkOK)
 			resp.Body.Close()
-			if errors.Is(err, errEncodedEcho) && in.n == 0 {
-				ss.close()
-				ev.Allowed, ev.Reason = false, "upstream: "+err.Error()
-				writeRefusal(ss.cbw, host, port, &refusal{kind: refusedDial, reason: ev.Reason})
-				ss.cbw.Flush() //nolint:errcheck // the connection ends here
-				return false
-			}
 		} else if ss.spliceable(req, resp) {
 			// The body is consumed behind net/http's back, so resp.Body
-			// must not be closed: Close would try to drain it.
+			// must not be closed: Close would try to drain it. Its head
+			// is flushed first, and its writes bypass in.
+			fresh = false
 			err = ss.writeSpliced(resp, in)
 		} else {
 			err = resp.Write(in)
 			resp.Body.Close()
+		}
+		if err != nil && in.err == nil && fresh && int64(ss.cbw.Buffered()) == in.n-start {
+			// The upstream's side failed (its body, a limit, a body that
+			// cannot be scrubbed) before any byte of the response left:
+			// the client gets a 502 that says why instead of a cut.
+			ss.close()
+			ss.cbw.Reset(ss.client)
+			in.n = start
+			ev.Allowed = false
+			if sc != nil {
+				why := "could not be checked for echoed credentials: " + shortErr(err)
+				ev.Reason = "upstream: the response " + why
+				writeStatus(ss.cbw, http.StatusBadGateway, "failed", "contextd egress: the response of "+Hint(host, port)+" "+why)
+			} else {
+				ev.Reason = "upstream: read response: " + shortErr(err)
+				writeRefusal(ss.cbw, host, port, &refusal{kind: refusedDial, reason: ev.Reason})
+			}
+			return false
 		}
 		if err == nil {
 			err = ss.cbw.Flush()

@@ -1,11 +1,14 @@
 package egress
 
 import (
+	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -52,5 +55,181 @@ func TestTrailerLimit(t *testing.T) {
 	io.Copy(io.Discard, resp2.Body)
 	if resp2.StatusCode != 200 {
 		t.Errorf("second request: %s", resp2.Status)
+	}
+}
+
+// rawUpstream is an HTTP/1.1 server that answers every request for path p
+// with the bytes responses[p], as they are, on connections kept open; it
+// counts the connections it accepted.
+func rawUpstream(t *testing.T, responses map[string][]byte) (port int, accepted *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	accepted = new(atomic.Int64)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					if _, err := c.Write(responses[req.URL.Path]); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port, accepted
+}
+
+// TestResponseTrailerLimit: an upstream (reachable by the sandboxed
+// program, so possibly its accomplice) answers with a chunked body whose
+// trailer is 60 KiB of tiny distinct fields, or 700 KiB of them, or a few
+// long ones over 64 KiB. Each field would be an entry in a map; the proxy
+// holds the trailer to the limits of a head instead, so the client gets a
+// 502 naming the limit, the event says why, and the process allocates
+// little. A chunked response with a
+// small trailer, or none, still comes through whole, on a connection that
+// serves the next request.
+func TestResponseTrailerLimit(t *testing.T) {
+	const chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n"
+	fields := func(n, valueLen int) []byte {
+		var b strings.Builder
+		b.WriteString(chunked)
+		for i := range n {
+			fmt.Fprintf(&b, "T%x:%s\r\n", i, strings.Repeat("v", valueLen))
+		}
+		b.WriteString("\r\n")
+		return []byte(b.String())
+	}
+	port, accepted := rawUpstream(t, map[string][]byte{
+		"/many":  fields(7000, 0),   // ~55 KiB: within the size of a head
+		"/flood": fields(100000, 0), // ~700 KiB
+		"/long":  fields(100, 1000), // few fields, ~100 KiB
+		"/small": []byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n5\r\nhello\r\n0\r\nX-Sum: 1\r\n\r\n"),
+		"/none":  []byte(chunked + "\r\n"),
+	})
+	p := startProxy(t, Options{Policy: Policy{Rules: []Rule{mustRule(t, fmt.Sprintf("127.0.0.1:%d", port))}}})
+	get := func(path, headers string) string {
+		return fmt.Sprintf("GET http://127.0.0.1:%d%s HTTP/1.1\r\nHost: x\r\n%s\r\n", port, path, headers)
+	}
+
+	for _, tc := range []struct{ path, want string }{
+		{"/many", "more than 256 header fields in a response trailer"},
+		{"/flood", "more than 256 header fields in a response trailer"},
+		{"/long", "response trailer over 65536 bytes"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			c, err := net.Dial("tcp", p.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			var got string
+			n := allocated(func() {
+				io.WriteString(c, get(tc.path, "Connection: close\r\n"))
+				b, _ := io.ReadAll(c)
+				got = string(b)
+			})
+			if !strings.HasPrefix(got, "HTTP/1.1 502 ") || !strings.Contains(got, tc.want) {
+				t.Errorf("want a 502 saying %q, the client got %q", tc.want, got[:min(len(got), 300)])
+			}
+			if ev := p.event(t); ev.Allowed || !strings.Contains(ev.Reason, tc.want) {
+				t.Errorf("event %+v", ev)
+			}
+			t.Logf("allocated %d KiB", n>>10)
+			if n > 1<<20 {
+				t.Errorf("the process allocated %d KiB for one trailer", n>>10)
+			}
+		})
+	}
+
+	// A small trailer (announced, as HTTP/1.1 asks), then no trailer, on
+	// one client connection and one upstream connection.
+	before := accepted.Load()
+	resp, body, c, br := rawRequest(t, p.addr, get("/small", ""))
+	if resp.StatusCode != 200 || body != "hello" || resp.Trailer.Get("X-Sum") != "1" {
+		t.Fatalf("chunked response with a small trailer: %d %q, trailer %q", resp.StatusCode, body, resp.Trailer)
+	}
+	p.event(t)
+	io.WriteString(c, get("/none", ""))
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("second request on the connection: %v", err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 || string(b) != "hello" || len(resp.Trailer) != 0 {
+		t.Errorf("chunked response without a trailer: %d %q %v, trailer %q", resp.StatusCode, b, err, resp.Trailer)
+	}
+	if n := accepted.Load() - before; n != 1 {
+		t.Errorf("the two responses took %d upstream connections, want 1", n)
+	}
+}
+
+// TestTrailerNamesLimit: the Trailer header of a head announces trailer
+// fields, and net/http makes each name an entry in a map when it parses
+// the head: one field of 60 KiB of short names would cost megabytes as
+// 256 real fields cannot. A request or a response announcing more names
+// than a trailer may have fields is refused like a head with too many
+// fields, with little allocated.
+func TestTrailerNamesLimit(t *testing.T) {
+	var names strings.Builder
+	for i := 0; names.Len() < 60<<10; i++ {
+		fmt.Fprintf(&names, "%x,", i)
+	}
+	// Folded onto a second line, a name list counts the same.
+	announce := "Trailer: " + names.String() + "a\r\n\tb,c\r\n"
+	chunked := "Transfer-Encoding: chunked\r\n" + announce + "\r\n5\r\nhello\r\n0\r\n\r\n"
+	port, _ := rawUpstream(t, map[string][]byte{
+		"/announce": []byte("HTTP/1.1 200 OK\r\n" + chunked),
+		"/few":      []byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-A,\r\n X-B\r\n\r\n0\r\nX-A: 1\r\nX-B: 2\r\n\r\n"),
+	})
+	p := startProxy(t, Options{Policy: Policy{Rules: []Rule{mustRule(t, fmt.Sprintf("127.0.0.1:%d", port))}}})
+	const want = "more than 256 trailer fields announced"
+	for _, tc := range []struct{ name, send, status string }{
+		{"request", fmt.Sprintf("POST http://127.0.0.1:%d/few HTTP/1.1\r\nHost: x\r\nConnection: close\r\n%s", port, chunked), "431"},
+		{"response", fmt.Sprintf("GET http://127.0.0.1:%d/announce HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", port), "502"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", p.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			var got string
+			n := allocated(func() {
+				io.WriteString(c, tc.send)
+				b, _ := io.ReadAll(c)
+				got = string(b)
+			})
+			if !strings.HasPrefix(got, "HTTP/1.1 "+tc.status+" ") || !strings.Contains(got, want) {
+				t.Errorf("want a %s saying %q, the client got %q", tc.status, want, got[:min(len(got), 300)])
+			}
+			if ev := p.event(t); ev.Allowed || !strings.Contains(ev.Reason, want) {
+				t.Errorf("event %+v", ev)
+			}
+			t.Logf("allocated %d KiB", n>>10)
+			if n > 1<<20 {
+				t.Errorf("the process allocated %d KiB for one Trailer header", n>>10)
+			}
+		})
+	}
+	// A few names, one of them folded, still announce a trailer that comes through.
+	resp, body, _, _ := rawRequest(t, p.addr, fmt.Sprintf("GET http://127.0.0.1:%d/few HTTP/1.1\r\nHost: x\r\n\r\n", port))
+	if resp.StatusCode != 200 || body != "" || resp.Trailer.Get("X-A") != "1" || resp.Trailer.Get("X-B") != "2" {
+		t.Errorf("a trailer of two announced fields: %d %q, trailer %q", resp.StatusCode, body, resp.Trailer)
 	}
 }

@@ -131,6 +131,20 @@ func writeEcho(w io.Writer, path, echo string) {
 	case "/big":
 		big := strings.Repeat("x", 3<<20-len(echo)/2) + echo + strings.Repeat("y", 1<<20)
 		fmt.Fprintf(w, "%sContent-Length: %d\r\n\r\n%s", head, len(big), big)
+	case "/notgzip":
+		fmt.Fprintf(w, "%sContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n%s", head, len(body), body)
+	case "/badsum", "/bigbadsum":
+		// Good gzip but for its checksum, found wrong only at the end.
+		if path == "/bigbadsum" {
+			body = strings.Repeat("x", 4<<20) + body
+		}
+		var z bytes.Buffer
+		zw := gzip.NewWriter(&z)
+		io.WriteString(zw, body)
+		zw.Close()
+		gz := z.Bytes()
+		gz[len(gz)-8] ^= 0xff
+		fmt.Fprintf(w, "%sContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n%s", head, len(gz), gz)
 	default:
 		fmt.Fprintf(w, "%sContent-Length: %d\r\n\r\n%s", head, len(body), body)
 	}
@@ -282,6 +296,64 @@ func TestEchoedSecretScrubbed(t *testing.T) {
 				t.Errorf("/br: %q", got)
 			}
 		})
+	}
+}
+
+// A response from a credential's host that cannot be checked for the
+// secret (its gzip body does not decode) is answered 502 with the reason,
+// and the event says it, as long as nothing of it reached the client yet;
+// once part of the body did, the connection is cut and the body ends short.
+func TestUncheckedResponseRefused(t *testing.T) {
+	for _, useTLS := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tls=%v", useTLS), func(t *testing.T) {
+			ws := setupWire(t, useTLS, Credential{Placeholder: placeholder, Secret: secret, Host: "registry.test", Port: -1, Cleartext: !useTLS})
+			auth := "Authorization: Bearer " + placeholder + "\r\n"
+			for _, tc := range []struct{ path, want string }{
+				{"/notgzip", "gzip: invalid header"},
+				{"/badsum", "gzip: invalid checksum"},
+				{"/br", `content coding "br"`},
+			} {
+				got := ws.exchange(t, useTLS, "GET", tc.path, auth, "")
+				want := fmt.Sprintf("contextd egress: the response of registry.test:%d could not be checked for echoed credentials: %s", ws.port, tc.want)
+				if l := leaks(got, secret); l != nil || !bytes.HasPrefix(got, []byte("HTTP/1.1 502 ")) || !bytes.Contains(got, []byte(want)) {
+					t.Errorf("%s: want a 502 saying %q, got %q", tc.path, want, got[:min(len(got), 400)])
+				}
+				if ev := ws.requestEvent(t); ev.Allowed || !strings.Contains(ev.Reason, "could not be checked for echoed credentials: "+tc.want) {
+					t.Errorf("%s: event %+v", tc.path, ev)
+				}
+			}
+			got := ws.exchange(t, useTLS, "GET", "/bigbadsum", auth, "")
+			if l := leaks(got, secret); l != nil {
+				t.Errorf("/bigbadsum: the client got the secret back as %q", l)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(got)), nil)
+			if err != nil || resp.StatusCode != 401 {
+				t.Fatalf("/bigbadsum: %v %v in %q", resp, err, got[:min(len(got), 300)])
+			}
+			if b, err := io.ReadAll(resp.Body); err == nil {
+				t.Errorf("/bigbadsum: a body of %d bytes that ended cleanly", len(b))
+			}
+			if ev := ws.requestEvent(t); !strings.Contains(ev.Reason, "gzip: invalid checksum") {
+				t.Errorf("/bigbadsum: event %+v", ev)
+			}
+		})
+	}
+}
+
+// requestEvent is the event of the request just made (the proxy sends it
+// before it closes the connection); a tunnel's own events are skipped.
+func (ws *wireSetup) requestEvent(t *testing.T) Event {
+	t.Helper()
+	for {
+		select {
+		case ev := <-ws.p.events:
+			if ev.Method != "" {
+				return ev
+			}
+		default:
+			t.Fatal("no event for the request")
+			return Event{}
+		}
 	}
 }
 
