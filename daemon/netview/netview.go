@@ -598,6 +598,13 @@ func (c *collector) summary() Summary {
 			sum.Lines = append(sum.Lines, fmt.Sprintf("egress refused %s: %s", hp, conn.Reason))
 			continue
 		}
+		if conn.Rule != "" {
+			// A rule let it through and it failed after (the upstream's
+			// response could not be read or scrubbed, a ClientHello
+			// refused): another rule would change nothing.
+			sum.Lines = append(sum.Lines, fmt.Sprintf("egress to %s failed: %s (the host is allowed by %s)", hp, conn.Reason, conn.Rule))
+			continue
+		}
 		sum.Lines = append(sum.Lines, fmt.Sprintf("egress refused %s: %s; to allow it, add to ~/.config/contextd/config.toml: %s %s = [%q]",
 			hp, conn.Reason, section, key, egress.Hint(conn.Host, conn.Port)))
 	}

@@ -82,10 +82,12 @@ func TestSummaryLines(t *testing.T) {
 		{Call{Tool: "safe_bash"}, []string{
 			`egress refused example.com:443: no rule allows it; to allow it, add to ~/.config/contextd/config.toml: [tools.safe_bash] egress_allow = ["example.com:443"]`,
 			`egress blocked 127.0.0.1:9999: credential placeholder sent to the wrong host (a credential goes only to its own host)`,
+			`egress to registry.test:443 failed: upstream: read response: unexpected EOF (the host is allowed by registry.test:443 GET,HEAD)`,
 		}},
 		{Call{Tool: "mcp:gh", Server: "gh"}, []string{
 			`egress refused example.com:443: no rule allows it; to allow it, add to ~/.config/contextd/config.toml: [mcp.servers.gh] egress_allow = ["example.com:443"]`,
 			`egress blocked 127.0.0.1:9999: credential placeholder sent to the wrong host (a credential goes only to its own host)`,
+			`egress to registry.test:443 failed: upstream: read response: unexpected EOF (the host is allowed by registry.test:443 GET,HEAD)`,
 		}},
 	} {
 		c := &collector{setup: &Setup{refusals: &Refusals{}}, call: tc.call}
@@ -93,15 +95,17 @@ func TestSummaryLines(t *testing.T) {
 		c.add(egress.Event{Host: "example.com", Port: 443, Reason: "no rule allows it"})
 		c.add(egress.Event{Host: "registry.npmjs.org", Port: 443, Allowed: true, Rule: "registry.npmjs.org:443 GET,HEAD"})
 		c.add(egress.Event{Host: "127.0.0.1", Port: 9999, Leak: true, Reason: "credential placeholder sent to the wrong host"})
+		// Allowed by a rule, then failed: no advice to add a rule.
+		c.add(egress.Event{Host: "registry.test", Port: 443, Rule: "registry.test:443 GET,HEAD", Reason: "upstream: read response: unexpected EOF"})
 		sum := c.summary()
 		if !reflect.DeepEqual(sum.Lines, tc.want) {
 			t.Errorf("%s:\n got %q\nwant %q", tc.call.Tool, sum.Lines, tc.want)
 		}
-		if len(sum.Connections) != 4 {
+		if len(sum.Connections) != 5 {
 			t.Errorf("connections: %+v", sum.Connections)
 		}
-		if n := len(c.setup.refusals.Since(c.setup.refusals.list[0].Time)); n != 3 {
-			t.Errorf("refusals kept for status: %d, want 3", n)
+		if n := len(c.setup.refusals.Since(c.setup.refusals.list[0].Time)); n != 4 {
+			t.Errorf("refusals kept for status: %d, want 4", n)
 		}
 	}
 }
