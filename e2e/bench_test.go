@@ -57,20 +57,10 @@ func BenchmarkBurst(b *testing.B) {
 			b.Fatalf("roundtrip -burst: %s", r)
 		}
 		var rep struct {
-			Calls    int `json:"calls"`
-			Contextd struct {
-				Failures int     `json:"failures"`
-				MedianNS int64   `json:"median_wall_ns"`
-				WallNS   []int64 `json:"wall_ns"`
-				Example  string  `json:"example"`
-			} `json:"safe_bash"`
-			Baseline struct {
-				Failures int     `json:"failures"`
-				MedianNS int64   `json:"median_wall_ns"`
-				WallNS   []int64 `json:"wall_ns"`
-				Example  string  `json:"example"`
-			} `json:"scope_bwrap"`
-			Ratio float64 `json:"wall_ratio"`
+			Calls    int       `json:"calls"`
+			Contextd burstSide `json:"safe_bash"`
+			Baseline burstSide `json:"scope_bwrap"`
+			Ratio    float64   `json:"wall_ratio"`
 		}
 		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 			b.Fatalf("roundtrip -burst output: %v\n%s", err, r.stdout)
@@ -88,6 +78,14 @@ func BenchmarkBurst(b *testing.B) {
 			b.Errorf("%d calls of the burst failed: %s", rep.Contextd.Failures, rep.Contextd.Example)
 		}
 	}
+}
+
+// burstSide is one side of bench/roundtrip's -burst report.
+type burstSide struct {
+	Failures int     `json:"failures"`
+	MedianNS int64   `json:"median_wall_ns"`
+	WallNS   []int64 `json:"wall_ns"`
+	Example  string  `json:"example"`
 }
 
 // benchProject makes, once per run, the project the latency benchmarks call
