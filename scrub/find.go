@@ -367,11 +367,18 @@ func (s *Scrubber) matchAnchored(b []byte, t int32, p *plan, hs int, out []cand)
 		// One byte past the longest match, so $ never matches inside a longer token.
 		end = min(len(b), hs+p.ext.bytes+1)
 	}
+	// Nor past the line after the last a match can reach.
+	lines := 0
 	if p.ext.nl != inf {
-		end = min(end, afterNewlines(b, hs, end, p.ext.nl+1))
+		lines = p.ext.nl + 1
 	}
-	if p.quick != nil && !p.quick.Match(b[hs:end]) {
-		return out
+	if p.pre != nil {
+		if m, ok := p.pre.match(b[hs:end], lines); ok && !m {
+			return out
+		}
+	}
+	if lines > 0 {
+		end = afterNewlines(b, hs, end, lines)
 	}
 	re, err := p.anchored.get()
 	if err != nil {

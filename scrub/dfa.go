@@ -1,0 +1,271 @@
+package scrub
+
+import (
+	"regexp/syntax"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+)
+
+// prefixDFA answers one question about a regex that starts with ^: does it match some
+// prefix of a text? It answers as the regexp package's Match would, with the text's start
+// and end as the start and end of text, but by running a DFA built lazily from the
+// regex's compiled program (each state a set of the program's threads), so that a hit
+// that leads nowhere costs a table load per byte until its state dies, instead of a
+// backtracker or NFA set up per call. Most keyword hits die within a few bytes.
+//
+// States are built on first use and shared by all goroutines: a transition, once
+// computed, is read without locking. Past maxDFAStates states no new ones are made and
+// match reports that it cannot tell; the caller then runs the regex.
+type prefixDFA struct {
+	src    string
+	prog   *syntax.Prog
+	limit  int                  // on the number of states
+	class  [utf8.RuneSelf]uint8 // ASCII byte -> class of bytes the program cannot tell apart
+	nclass int
+	start  *dstate
+
+	mu     sync.Mutex // guards what follows, and the creation of transitions
+	states map[string]*dstate
+	// Scratch space for closures: a generation mark per instruction, and a stack.
+	mark  []uint32
+	gen   uint32
+	stack []uint32
+}
+
+// dstate is a DFA state: the program counters of the threads waiting to consume the next
+// rune (before their empty-width steps, which depend on that rune), and the kind of rune
+// before it, which \b, ^ and $ need.
+type dstate struct {
+	pcs  []uint32
+	prev uint8
+	next []atomic.Pointer[dstate] // by class of the next ASCII byte
+	end  atomic.Int32             // at end of text: 0 unknown, 1 no match, 2 match
+}
+
+// Kinds of the rune before a position.
+const (
+	prevStart uint8 = iota // no rune: start of text
+	prevNL
+	prevWord
+	prevOther
+)
+
+// A representative rune of each kind, for syntax.EmptyOpContext.
+var prevRune = [...]rune{prevStart: -1, prevNL: '\n', prevWord: 'a', prevOther: ' '}
+
+func runeKind(r rune) uint8 {
+	switch {
+	case r == '\n':
+		return prevNL
+	case syntax.IsWordChar(r):
+		return prevWord
+	}
+	return prevOther
+}
+
+// Terminal states.
+var (
+	dfaMatch = &dstate{}
+	dfaDead  = &dstate{}
+)
+
+// maxDFAStates bounds each DFA: the relaxed generic-api-key, the largest, visits a few
+// hundred on mixed text.
+const maxDFAStates = 10000
+
+// newPrefixDFA compiles src, which must start with ^ (outside any group), as the regexp
+// package does (Perl syntax, simplified).
+func newPrefixDFA(src string) (*prefixDFA, error) {
+	tree, err := syntax.Parse(src, syntax.Perl)
+	if err != nil {
+		return nil, err
+	}
+	prog, err := syntax.Compile(tree.Simplify())
+	if err != nil {
+		return nil, err
+	}
+	d := &prefixDFA{src: src, prog: prog, limit: maxDFAStates, states: map[string]*dstate{}, mark: make([]uint32, len(prog.Inst))}
+	d.classify()
+	d.start = d.state([]uint32{uint32(prog.Start)}, prevStart)
+	return d, nil
+}
+
+// classify groups the ASCII bytes that every rune instruction treats alike and that are
+// alike for the empty-width assertions (word byte, newline).
+func (d *prefixDFA) classify() {
+	var insts []*syntax.Inst
+	for i := range d.prog.Inst {
+		in := &d.prog.Inst[i]
+		switch in.Op {
+		case syntax.InstRune, syntax.InstRune1, syntax.InstRuneAny, syntax.InstRuneAnyNotNL:
+			insts = append(insts, in)
+		}
+	}
+	sigs := map[string]uint8{}
+	sig := make([]byte, len(insts)+1)
+	for c := rune(0); c < utf8.RuneSelf; c++ {
+		sig[0] = runeKind(c)
+		for i, in := range insts {
+			sig[i+1] = 0
+			if in.MatchRune(c) {
+				sig[i+1] = 1
+			}
+		}
+		k, ok := sigs[string(sig)]
+		if !ok {
+			k = uint8(len(sigs))
+			sigs[string(sig)] = k
+		}
+		d.class[c] = k
+	}
+	d.nclass = len(sigs)
+}
+
+// state returns the state for a set of threads, making it if needed; nil when the DFA is
+// full. d.mu is held, or d is being built.
+func (d *prefixDFA) state(pcs []uint32, prev uint8) *dstate {
+	if len(pcs) == 0 {
+		return dfaDead
+	}
+	key := make([]byte, 0, 1+4*len(pcs))
+	key = append(key, prev)
+	for _, pc := range pcs {
+		key = append(key, byte(pc), byte(pc>>8), byte(pc>>16), byte(pc>>24))
+	}
+	if s, ok := d.states[string(key)]; ok {
+		return s
+	}
+	if len(d.states) >= d.limit {
+		return nil
+	}
+	s := &dstate{pcs: pcs, prev: prev, next: make([]atomic.Pointer[dstate], d.nclass)}
+	d.states[string(key)] = s
+	return s
+}
+
+// closure follows the empty steps of s's threads where the assertions hold under flags,
+// and returns the rune instructions reached, or matched when the program's match is.
+func (d *prefixDFA) closure(s *dstate, flags syntax.EmptyOp) (runes []uint32, matched bool) {
+	d.gen++
+	if d.gen == 0 {
+		clear(d.mark)
+		d.gen = 1
+	}
+	stack := append(d.stack[:0], s.pcs...)
+	for len(stack) > 0 {
+		pc := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if d.mark[pc] == d.gen {
+			continue
+		}
+		d.mark[pc] = d.gen
+		in := &d.prog.Inst[pc]
+		switch in.Op {
+		case syntax.InstMatch:
+			d.stack = stack
+			return nil, true
+		case syntax.InstAlt, syntax.InstAltMatch:
+			stack = append(stack, in.Arg, in.Out)
+		case syntax.InstCapture, syntax.InstNop:
+			stack = append(stack, in.Out)
+		case syntax.InstEmptyWidth:
+			if syntax.EmptyOp(in.Arg)&^flags == 0 {
+				stack = append(stack, in.Out)
+			}
+		case syntax.InstRune, syntax.InstRune1, syntax.InstRuneAny, syntax.InstRuneAnyNotNL:
+			runes = append(runes, pc)
+		}
+	}
+	d.stack = stack
+	return runes, false
+}
+
+// step computes s's transition on r: dfaMatch if the program matches before r, dfaDead
+// if no thread survives r, nil if the DFA is full.
+func (d *prefixDFA) step(s *dstate, r rune) *dstate {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if r < utf8.RuneSelf {
+		if t := s.next[d.class[r]].Load(); t != nil {
+			return t
+		}
+	}
+	runes, matched := d.closure(s, syntax.EmptyOpContext(prevRune[s.prev], r))
+	var t *dstate
+	if matched {
+		t = dfaMatch
+	} else {
+		var pcs []uint32
+		for _, pc := range runes {
+			in := &d.prog.Inst[pc]
+			if in.MatchRune(r) {
+				pcs = append(pcs, in.Out)
+			}
+		}
+		slices.Sort(pcs)
+		t = d.state(slices.Compact(pcs), runeKind(r))
+	}
+	if t != nil && r < utf8.RuneSelf {
+		s.next[d.class[r]].Store(t)
+	}
+	return t
+}
+
+// atEnd reports whether the program matches at the end of the text in state s.
+func (d *prefixDFA) atEnd(s *dstate) bool {
+	switch s.end.Load() {
+	case 1:
+		return false
+	case 2:
+		return true
+	}
+	d.mu.Lock()
+	_, matched := d.closure(s, syntax.EmptyOpContext(prevRune[s.prev], -1))
+	d.mu.Unlock()
+	v := int32(1)
+	if matched {
+		v = 2
+	}
+	s.end.Store(v)
+	return matched
+}
+
+// match reports whether the regex matches a prefix of text; ok is false when the DFA grew
+// too large to tell. With lines > 0, text ends after its lines-th newline, if it has
+// that many (as if cut there, without a pass to find where).
+func (d *prefixDFA) match(text []byte, lines int) (matched, ok bool) {
+	s := d.start
+	for i := 0; i < len(text); {
+		c := text[i]
+		var t *dstate
+		if c < utf8.RuneSelf {
+			t = s.next[d.class[c]].Load()
+			if t == nil {
+				t = d.step(s, rune(c))
+			}
+			i++
+			if c == '\n' {
+				if lines--; lines == 0 && t != nil && t != dfaMatch && t != dfaDead {
+					return d.atEnd(t), true
+				}
+			}
+		} else {
+			// As the regexp package reads text: invalid UTF-8 is U+FFFD, one byte wide.
+			r, n := utf8.DecodeRune(text[i:])
+			t = d.step(s, r)
+			i += n
+		}
+		switch t {
+		case nil:
+			return false, false
+		case dfaMatch:
+			return true, true
+		case dfaDead:
+			return false, true
+		}
+		s = t
+	}
+	return d.atEnd(s), true
+}

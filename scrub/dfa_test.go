@@ -1,0 +1,174 @@
+package scrub
+
+import (
+	"math/rand"
+	"regexp"
+	"regexp/syntax"
+	"strings"
+	"testing"
+)
+
+// checkDFA compares the DFA's answer on text with the regexp package's, on the whole
+// text and cut after its first and second newlines.
+func checkDFA(t *testing.T, d *prefixDFA, re *regexp.Regexp, text string) bool {
+	t.Helper()
+	for lines := 0; lines <= 2; lines++ {
+		got, ok := d.match([]byte(text), lines)
+		if !ok {
+			t.Errorf("%s on %q: the DFA could not tell", d.src, text)
+			return false
+		}
+		cut := text
+		if lines > 0 {
+			cut = text[:afterNewlines([]byte(text), 0, len(text), lines)]
+		}
+		if want := re.MatchString(cut); got != want {
+			t.Errorf("%s on %q cut after %d lines: DFA %v, regexp %v", d.src, text, lines, got, want)
+			return false
+		}
+	}
+	return true
+}
+
+func TestPrefixDFAAssertions(t *testing.T) {
+	cases := []struct {
+		src   string
+		texts []string
+	}{
+		{`^(?:ab\b)`, []string{"ab", "ab ", "abc", "ab-", "a", "", "ab\n", "abé"}},
+		{`^(?:ab\B)`, []string{"ab", "abc", "ab ", "ab_"}},
+		{`^(?:\bab)`, []string{"ab", " ab", "xab"}},
+		{`^(?:ab$)`, []string{"ab", "ab\n", "abc", "ab "}},
+		{`^(?:(?m)ab$\ncd)`, []string{"ab\ncd", "ab cd", "ab\n\ncd"}},
+		{`^(?:(?m)a\n^b)`, []string{"a\nb", "a\n b"}},
+		{`^(?:a\s*b?$)`, []string{"a\n", "a\n\nb", "a\nb\n", "a \n \n"}},
+		{`^(?:ab(?:[\x60'"\s;]|\\[nr]|$))`, []string{"ab", "ab;", "ab\\n", "ab\\x", "abz", "ab\t"}},
+		{`^(?i)(?:key)`, []string{"KEY", "Key", "\u212aey", "ke", "kex"}},
+		{`^(?i)(?:s[a-z]{3})`, []string{"\u017fabc", "Sabc", "sab", "sab1"}},
+		{`^(?:.{3}x)`, []string{"abcx", "a\nbx", "\xff\xfe\xfdx", "éé́x", "\xffx"}},
+		{`^(?:[^a]{2,}b)`, []string{"xyb", "\xff\xffb", "éb", "ab", "ééb"}},
+		{`^(?:a*)`, []string{"", "b", "aaa"}},
+		{`^(?:a+|b{2,4}c)`, []string{"", "bc", "bbc", "bbbbbc", "bbbbc", "a"}},
+		{`^(?:\A\z)`, []string{"", "a"}},
+	}
+	for _, c := range cases {
+		d, err := newPrefixDFA(c.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		re := regexp.MustCompile(c.src)
+		for _, text := range c.texts {
+			checkDFA(t, d, re, text)
+		}
+	}
+}
+
+// mutate changes s the ways text around a near-secret differs from one: cut short,
+// bytes replaced or inserted (word and non-word, newline, non-ASCII, invalid UTF-8),
+// something appended.
+func mutate(s string, r *rand.Rand) string {
+	pieces := []string{" ", "\n", "\t", "=", ":", "\"", "'", ";", "-", "_", ".", "/", "+", "\\n", "a", "Z", "0", "\u212a", "\u017f", "é", "\xff", "\x00", "`"}
+	b := []byte(s)
+	for n := r.Intn(4); n > 0; n-- {
+		switch r.Intn(5) {
+		case 0:
+			if len(b) > 0 {
+				b = b[:r.Intn(len(b))]
+			}
+		case 1:
+			if len(b) > 0 {
+				i := r.Intn(len(b))
+				b = append(b[:i:i], append([]byte(pieces[r.Intn(len(pieces))]), b[i+1:]...)...)
+			}
+		case 2:
+			i := r.Intn(len(b) + 1)
+			b = append(b[:i:i], append([]byte(pieces[r.Intn(len(pieces))]), b[i:]...)...)
+		default:
+			b = append(b, pieces[r.Intn(len(pieces))]...)
+		}
+	}
+	return string(b)
+}
+
+// TestPrefixDFARules checks every default rule's DFA against the regexp package on
+// strings its regex matches, in random contexts and mutated: a DFA that rejected a
+// match would lose a secret.
+func TestPrefixDFARules(t *testing.T) {
+	s := newTestScrubber(t)
+	r := rand.New(rand.NewSource(26))
+	n := 40
+	if raceEnabled {
+		n = 8
+	}
+	tested, yes, no := 0, 0, 0
+	for _, ru := range s.rules {
+		p := ru.plan()
+		if p.pre == nil {
+			continue
+		}
+		tested++
+		re := regexp.MustCompile(p.pre.src)
+		body, err := syntax.Parse(p.pre.src, syntax.Perl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := 0
+		for i := 0; i < n && bad < 3; i++ {
+			m := genMatch(body, r)
+			texts := []string{m, m + " ", m + "\n", m + "x", mutate(m, r), mutate(m, r), strings.ToUpper(m)}
+			for _, text := range texts {
+				if !checkDFA(t, p.pre, re, text) {
+					bad++
+				}
+				if re.MatchString(text) {
+					yes++
+				} else {
+					no++
+				}
+			}
+		}
+		// Everyday text around the keywords.
+		for _, k := range ru.keywords {
+			for _, after := range []string{"", " = 1", "s := x", `: "value"`, "_ID=AKIAABCDEFGHIJKLMNOP", "=abcdefghijklmnopqrstuvwx\n"} {
+				checkDFA(t, p.pre, re, k+after)
+			}
+		}
+	}
+	if tested < 100 {
+		t.Errorf("only %d rules have a DFA", tested)
+	}
+	// Both answers must be common for the comparison to mean something.
+	if yes < (yes+no)/10 || no < (yes+no)/10 {
+		t.Errorf("%d texts matched, %d did not", yes, no)
+	}
+	t.Logf("%d rules, %d texts matched, %d did not", tested, yes, no)
+}
+
+// TestPrefixDFALimit: past its state limit a DFA says it cannot tell rather than guess.
+func TestPrefixDFALimit(t *testing.T) {
+	d, err := newPrefixDFA(`^(?:[ab]*a[ab]{12}c)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.limit = 20
+	unsure := 0
+	r := rand.New(rand.NewSource(1))
+	re := regexp.MustCompile(d.src)
+	for i := 0; i < 200; i++ {
+		b := make([]byte, 30)
+		for j := range b {
+			b[j] = "ab"[r.Intn(2)]
+		}
+		got, ok := d.match(b, 0)
+		if !ok {
+			unsure++
+			continue
+		}
+		if got != re.Match(b) {
+			t.Fatalf("%q: DFA %v", b, got)
+		}
+	}
+	if unsure == 0 {
+		t.Error("a DFA of 20 states for a regex needing thousands was always sure")
+	}
+}
