@@ -144,7 +144,8 @@ type encMatch struct{ start, end, kind int }
 
 // encodedMatches finds the pattern's leftmost-first, non-overlapping matches in a line.
 func encodedMatches(line []byte, out []encMatch) []encMatch {
-	runEnd := -1 // end of the current [\w/+-] run
+	runEnd := -1  // end of the current [\w/+-] run
+	runU := false // whether the run holds a U (a U+ escape may start in it)
 	for i := 0; i < len(line); {
 		c := line[i]
 		k := byteKind[c]
@@ -171,11 +172,16 @@ func encodedMatches(line []byte, out []encMatch) []encMatch {
 			continue
 		}
 		if runEnd <= i {
-			runEnd = i
-			for runEnd < len(line) && byteKind[line[runEnd]]&kindB64 != 0 {
+			runEnd, runU = i, false
+			for runEnd < len(line) {
+				c := line[runEnd]
+				if byteKind[c]&kindB64 == 0 {
+					break
+				}
+				runU = runU || c == 'U'
 				runEnd++
 			}
-			if runEnd-i < 16 && bytes.IndexByte(line[i:runEnd], 'U') < 0 {
+			if runEnd-i < 16 && !runU {
 				// Too short for hex or base64, and no U+ escape inside: skip it.
 				i = runEnd
 				continue
@@ -322,7 +328,34 @@ func findSegments(line []byte, buf []byte) ([]segment, []byte) {
 	return segs, buf
 }
 
+// What decodeBase64 looks for in an encoded segment, by byte.
+const (
+	b64Digit   = 1 << iota
+	b64URLOnly // - or _
+	b64StdOnly // + or /
+	b64Pad     // =
+)
+
+var b64Kind = func() (t [256]uint8) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = b64Digit
+	}
+	t['-'], t['_'] = b64URLOnly, b64URLOnly
+	t['+'], t['/'] = b64StdOnly, b64StdOnly
+	t['='] = b64Pad
+	return t
+}()
+
 func printable(c byte) bool { return '\x08' < c && c < '\x7f' }
+
+func hasDigit(b []byte) bool {
+	for _, c := range b {
+		if '0' <= c && c <= '9' {
+			return true
+		}
+	}
+	return false
+}
 
 func allPrintable(b []byte) bool {
 	for _, c := range b {
@@ -351,16 +384,18 @@ func decodePercent(enc []byte) []byte {
 }
 
 func decodeHex(enc []byte) []byte {
-	if len(enc)%2 != 0 || !bytes.ContainsAny(enc, "0123456789") {
+	if len(enc)%2 != 0 || !hasDigit(enc) {
 		return nil
+	}
+	// Checked before allocating: most hex in output (hashes, ids) is not text.
+	for i := 0; i < len(enc); i += 2 {
+		if !printable(unhex(enc[i])<<4 | unhex(enc[i+1])) {
+			return nil
+		}
 	}
 	out := make([]byte, len(enc)/2)
 	for i := 0; i < len(enc); i += 2 {
-		c := unhex(enc[i])<<4 | unhex(enc[i+1])
-		if !printable(c) {
-			return nil
-		}
-		out[i/2] = c
+		out[i/2] = unhex(enc[i])<<4 | unhex(enc[i+1])
 	}
 	return out
 }
@@ -368,26 +403,27 @@ func decodeHex(enc []byte) []byte {
 // decodeBase64 tries standard then URL-safe unpadded base64, as gitleaks does; buf is
 // scratch space reused across calls.
 func decodeBase64(enc, buf []byte) ([]byte, []byte) {
-	if !bytes.ContainsAny(enc, "0123456789+/-_") {
+	var seen uint8
+	for _, c := range enc {
+		seen |= b64Kind[c]
+	}
+	// Text of letters alone is taken for words, not base64.
+	if seen&(b64Digit|b64URLOnly|b64StdOnly) == 0 {
 		return nil, buf
 	}
-	std, url := true, len(enc)%4 != 1
-	if len(enc)%4 != 0 {
-		std = false
-	}
-	for _, c := range enc {
-		switch c {
-		case '-', '_':
-			std = false
-		case '+', '/':
-			url = false
-		case '=':
-			url = false
-		}
-	}
+	std := len(enc)%4 == 0 && seen&b64URLOnly == 0
+	url := len(enc)%4 != 1 && seen&(b64StdOnly|b64Pad) == 0
 	for _, e := range []*base64.Encoding{base64.StdEncoding, base64.RawURLEncoding} {
 		if e == base64.StdEncoding && !std || e == base64.RawURLEncoding && !url {
 			continue
+		}
+		// Most base64 in output is binary: the first four characters' three bytes are
+		// seldom all printable, and then the rest need not be decoded.
+		if len(enc) > 4 {
+			var head [3]byte
+			if n, err := e.Decode(head[:], enc[:4]); err == nil && !allPrintable(head[:n]) {
+				continue
+			}
 		}
 		buf = slices.Grow(buf[:0], e.DecodedLen(len(enc)))[:e.DecodedLen(len(enc))]
 		n, err := e.Decode(buf, enc)
