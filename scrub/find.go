@@ -21,6 +21,9 @@ const (
 	// parallelMin is the input size from which Find splits the work: below it the
 	// goroutine hand-offs cost more than they save.
 	parallelMin = 256 << 10
+	// chunkMin is the smallest chunk the keyword pass splits an input into beyond one
+	// per worker.
+	chunkMin = 128 << 10
 	// longReach bounds how far a window extends for unbounded patterns: a token longer
 	// than this or a PEM block larger than this is not treated as one secret.
 	longReach = 64 << 10
@@ -72,7 +75,12 @@ func (s *Scrubber) candidates(b []byte, o scanOpts) ([]cand, map[int32]int) {
 		workers = 1
 	}
 	// Phase 1: keyword hits -> per-rule windows, and contextd's own rules at their hits.
+	// With several workers, in a few chunks per worker, so that one slowed down (a busy
+	// core, a chunk dense in secrets) is made up for by the others.
 	nchunk := workers
+	if workers > 1 {
+		nchunk = max(workers, min(4*workers, len(b)/chunkMin))
+	}
 	chunks := make([]*chunkScan, nchunk)
 	size := (len(b) + nchunk - 1) / nchunk
 	run(workers, nchunk, func(i int) {
@@ -89,6 +97,9 @@ func (s *Scrubber) candidates(b []byte, o scanOpts) ([]cand, map[int32]int) {
 		var cur span
 		have := false
 		for _, c := range chunks {
+			if c.wins == nil {
+				continue
+			}
 			for _, w := range c.wins[ri] {
 				if have && w.start <= cur.end {
 					cur.end = max(cur.end, w.end)
@@ -174,20 +185,19 @@ func run(workers, n int, fn func(int)) {
 
 // chunkScan is what the keyword pass over one chunk produced.
 type chunkScan struct {
-	wins  [][]span      // per window-mode rule, merged windows in order
+	wins  [][]span      // per window-mode rule, merged windows in order (nil: none)
 	cands []cand        // from anchored rules and contextd's own rules
 	frag  map[int32]int // fragment-mode rule -> end of its last hit
 }
 
 func (s *Scrubber) scanChunk(b []byte, lo, hi int, o *scanOpts) *chunkScan {
-	c := &chunkScan{wins: make([][]span, len(s.rules))}
+	// Per-rule state is allocated on the first hit: decoding scans many short lines that
+	// have none.
+	c := &chunkScan{}
 	from := max(0, lo-(s.maxKw-1))
 	to := min(len(b), hi+s.maxKw-1)
 	lens := s.kw.lens
-	last := make([]int, len(s.rules))
-	for i := range last {
-		last[i] = -1
-	}
+	var last []int
 	lastEnv, lastURL := -1, -1
 	s.kw.scan(b[from:to], func(id int32, end int) bool {
 		end += from
@@ -198,6 +208,12 @@ func (s *Scrubber) scanChunk(b []byte, lo, hi int, o *scanOpts) *chunkScan {
 		for _, t := range s.targets[id] {
 			switch {
 			case t >= 0:
+				if last == nil {
+					last = make([]int, len(s.rules))
+					for i := range last {
+						last[i] = -1
+					}
+				}
 				// Two keywords of a rule can start at one place (passwd, password).
 				if last[t] == start {
 					continue
@@ -253,6 +269,9 @@ func (s *Scrubber) hit(b []byte, c *chunkScan, t int32, hs, he, from int) {
 		}
 		c.cands = s.matchAnchored(b, t, p, hs, c.cands)
 		return
+	}
+	if c.wins == nil {
+		c.wins = make([][]span, len(s.rules))
 	}
 	var w span
 	if p.reach.anchored {
