@@ -25,6 +25,11 @@ type prefixDFA struct {
 	class  [utf8.RuneSelf]uint8 // ASCII byte -> class of bytes the program cannot tell apart
 	nclass int
 	start  *dstate
+	// past is true for the DFA that reach uses: a match does not end the walk.
+	past bool
+	// pastDFA is that DFA, made from this one on first use.
+	pastOnce sync.Once
+	pastDFA  *prefixDFA
 
 	mu     sync.Mutex // guards what follows, and the creation of transitions
 	states map[string]*dstate
@@ -70,6 +75,9 @@ var (
 	dfaMatch = &dstate{}
 	dfaDead  = &dstate{}
 )
+
+// reachMax bounds the walk of reach: past it the regex runs on the whole text.
+const reachMax = 4 << 10
 
 // maxDFAStates bounds each DFA: the relaxed generic-api-key, the largest, visits a few
 // hundred on mixed text.
@@ -164,8 +172,11 @@ func (d *prefixDFA) closure(s *dstate, flags syntax.EmptyOp) (runes []uint32, ma
 		in := &d.prog.Inst[pc]
 		switch in.Op {
 		case syntax.InstMatch:
-			d.stack = stack
-			return nil, true
+			if !d.past {
+				d.stack = stack
+				return nil, true
+			}
+			matched = true
 		case syntax.InstAlt, syntax.InstAltMatch:
 			stack = append(stack, in.Arg, in.Out)
 		case syntax.InstCapture, syntax.InstNop:
@@ -194,7 +205,7 @@ func (d *prefixDFA) step(s *dstate, r rune) *dstate {
 	}
 	runes, matched := d.closure(s, syntax.EmptyOpContext(prevRune[s.prev], r))
 	var t *dstate
-	if matched {
+	if matched && !d.past {
 		t = dfaMatch
 	} else {
 		var pcs []uint32
@@ -268,4 +279,44 @@ func (d *prefixDFA) match(text []byte, lines int) (matched, ok bool) {
 		s = t
 	}
 	return d.atEnd(s), true
+}
+
+// reach returns how much of text the regex can see the end of: every match of it that
+// starts at text's start ends before the first rune no thread of the program can consume,
+// so text cut after that rune (kept, as the context \b and $ look at) has the same
+// matches. It is len(text) when threads live to the end, or past reachMax bytes (a PEM
+// block's [\s\S]* lives to the end of the window), or when the DFA is full.
+func (d *prefixDFA) reach(text []byte) int {
+	d.pastOnce.Do(func() {
+		p := &prefixDFA{src: d.src, prog: d.prog, limit: d.limit, class: d.class, nclass: d.nclass,
+			past: true, states: map[string]*dstate{}, mark: make([]uint32, len(d.prog.Inst))}
+		p.start = p.state([]uint32{uint32(d.prog.Start)}, prevStart)
+		d.pastDFA = p
+	})
+	p := d.pastDFA
+	s := p.start
+	for i := 0; i < min(len(text), reachMax); {
+		c := text[i]
+		var t *dstate
+		n := 1
+		if c < utf8.RuneSelf {
+			t = s.next[p.class[c]].Load()
+			if t == nil {
+				t = p.step(s, rune(c))
+			}
+		} else {
+			var r rune
+			r, n = utf8.DecodeRune(text[i:])
+			t = p.step(s, r)
+		}
+		switch t {
+		case nil:
+			return len(text)
+		case dfaDead:
+			return i + n
+		}
+		s = t
+		i += n
+	}
+	return len(text)
 }

@@ -4,6 +4,7 @@ import (
 	"math/rand"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -170,5 +171,76 @@ func TestPrefixDFALimit(t *testing.T) {
 	}
 	if unsure == 0 {
 		t.Error("a DFA of 20 states for a regex needing thousands was always sure")
+	}
+}
+
+// TestPrefixDFAReach: the anchored regex of every default rule finds the same match,
+// groups included, on a text cut where reach says as on the whole text.
+func TestPrefixDFAReach(t *testing.T) {
+	s := newTestScrubber(t)
+	r := rand.New(rand.NewSource(27))
+	n := 30
+	if raceEnabled {
+		n = 6
+	}
+	cut, found := 0, 0
+	for _, ru := range s.rules {
+		p := ru.plan()
+		if p.pre == nil {
+			continue
+		}
+		re, err := p.anchored.get()
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := syntax.Parse(p.pre.src, syntax.Perl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < n; i++ {
+			m := genMatch(body, r)
+			for _, text := range []string{m + " tail", m + "\nmore", mutate(m, r) + " " + mutate(m, r), m + m, strings.ToLower(m) + "=x"} {
+				k := p.pre.reach([]byte(text))
+				want := re.FindStringSubmatchIndex(text)
+				got := re.FindStringSubmatchIndex(text[:k])
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s on %q: %v, cut to %q: %v", ru.id, text, want, text[:k], got)
+				}
+				if k < len(text) {
+					cut++
+				}
+				if want != nil {
+					found++
+				}
+			}
+		}
+	}
+	if cut == 0 || found == 0 {
+		t.Errorf("%d texts cut, %d matched", cut, found)
+	}
+	t.Logf("%d texts cut, %d matched", cut, found)
+}
+
+func TestPrefixDFAReachAssertions(t *testing.T) {
+	for _, c := range []struct {
+		src   string
+		texts []string
+	}{
+		{`^(?:ab\b)`, []string{"ab", "ab ", "abc", "ab-x"}},
+		{`^(?:ab$)`, []string{"ab", "abc", "ab\n"}},
+		{`^(?:a+b?)`, []string{"aaab", "aaac", "aé", "a\xff"}},
+		{`^(?:a.)`, []string{"aé and more", "a\xffx"}},
+	} {
+		d, err := newPrefixDFA(c.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		re := regexp.MustCompile(c.src)
+		for _, text := range c.texts {
+			k := d.reach([]byte(text))
+			if want, got := re.FindStringIndex(text), re.FindStringIndex(text[:k]); !slices.Equal(got, want) {
+				t.Errorf("%s on %q: %v, cut to %q: %v", c.src, text, want, text[:k], got)
+			}
+		}
 	}
 }

@@ -399,6 +399,11 @@ func (s *Scrubber) matchAnchored(b []byte, t int32, p *plan, hs int, out []cand)
 	if lines > 0 {
 		end = afterNewlines(b, hs, end, lines)
 	}
+	if p.pre != nil {
+		// The regex then runs on no more than it can match: short enough for the regexp
+		// package's backtracker, and its visited set is cleared for fewer bytes.
+		end = hs + p.pre.reach(b[hs:end])
+	}
 	re, err := p.anchored.get()
 	if err != nil {
 		return out
