@@ -42,12 +42,24 @@ type segment struct {
 func (s *Scrubber) decoded(b []byte, from, to, depth int) []cand {
 	var out []cand
 	var buf []byte
+	// The escapes are searched for in the lines starting before to, the ones after
+	// each line as it is passed.
+	limit := len(b)
+	if i := bytes.IndexByte(b[to:], '\n'); i >= 0 {
+		limit = to + i
+	}
+	esc := escapes{text: b[:limit]}
 	for ls := from; ls < to; {
 		le := bytes.IndexByte(b[ls:], '\n')
 		if le < 0 {
 			le = len(b)
 		} else {
 			le += ls
+		}
+		if !esc.within(ls, le) && !longRun(b[ls:le]) {
+			// No segment can start on this line (see mayEncode).
+			ls = le + 1
+			continue
 		}
 		var segs []segment
 		segs, buf = findSegments(b[ls:le], buf)
@@ -133,6 +145,74 @@ func (s *Scrubber) decodeLine(b []byte, ls, le int, segs []segment, depth int) [
 		}
 	}
 	return out
+}
+
+// mayEncode reports whether a line has what every match of the encodings pattern needs:
+// a % or a backslash, U+, or 16 [\w/+-] in a row. Most lines of source code have
+// none, and finding that out costs less than the pattern's scan (decoded finds the
+// escapes in a whole chunk at once, with escapes).
+func mayEncode(line []byte) bool {
+	return bytes.IndexByte(line, '%') >= 0 || bytes.IndexByte(line, '\\') >= 0 ||
+		bytes.Index(line, []byte("U+")) >= 0 || longRun(line)
+}
+
+// escapes finds the escapes of mayEncode in a text, each kind's next occurrence kept
+// until the lines asked about pass it, so the text is searched once.
+type escapes struct {
+	text    []byte
+	next    [3]int // the next %, backslash, U+ (len(text): none)
+	started bool
+}
+
+var escapeWords = [3][]byte{[]byte("%"), []byte("\\"), []byte("U+")}
+
+// within reports whether an escape starts in [ls, le).
+func (e *escapes) within(ls, le int) bool {
+	if !e.started {
+		e.started = true
+		e.next = [3]int{-1, -1, -1}
+	}
+	for k := range e.next {
+		if e.next[k] < ls {
+			e.next[k] = len(e.text)
+			if ls <= len(e.text) {
+				if i := bytes.Index(e.text[ls:], escapeWords[k]); i >= 0 {
+					e.next[k] = ls + i
+				}
+			}
+		}
+		if e.next[k] < le {
+			return true
+		}
+	}
+	return false
+}
+
+// longRun reports whether line has 16 [\w/+-] in a row. It looks at every 16th byte
+// first (a run that long covers one), and then only around those that are in a run.
+func longRun(line []byte) bool {
+	const n = 16
+	// No run of n starts before i, and line[i-1] is not in one.
+	for i := 0; i+n <= len(line); {
+		p := i + n - 1
+		if byteKind[line[p]]&kindB64 == 0 {
+			i = p + 1
+			continue
+		}
+		s := p
+		for s > i && byteKind[line[s-1]]&kindB64 != 0 {
+			s--
+		}
+		e := p + 1
+		for e < len(line) && byteKind[line[e]]&kindB64 != 0 {
+			e++
+		}
+		if e-s >= n {
+			return true
+		}
+		i = e + 1
+	}
+	return false
 }
 
 // encMatch is one match of gitleaks' encodings pattern

@@ -62,8 +62,9 @@ func TestEncodedMatches(t *testing.T) {
 	re := mustCompileEncodings()
 	r := newRand(52)
 	escapes := []string{"%", "2", "F", "a", "g", "U", "+", "0", "4", "1", "\\", "u", "=", "/", "-", "_", " ", "x", "Z", "9", "\t", "."}
-	// Without % and backslash, as most source code.
+	// Without % and backslash, as most source code: mayEncode rules lines out.
 	words := []string{"a", "B", "U", "+", "0", "9", "-", "_", "/", "=", "x", "f", " ", ".", "(", "\t"}
+	ruledOut := 0
 	for i := 0; i < 40000; i++ {
 		alphabet := escapes
 		if i%2 == 1 {
@@ -84,6 +85,12 @@ func TestEncodedMatches(t *testing.T) {
 			}
 		}
 		got := encodedMatches(line, nil)
+		if !mayEncode(line) {
+			ruledOut++
+			if len(got) > 0 {
+				t.Fatalf("%q: mayEncode says no, but it has %v", line, got)
+			}
+		}
 		if len(got) != len(want) {
 			t.Fatalf("%q: got %v, want %v", line, got, want)
 		}
@@ -91,6 +98,38 @@ func TestEncodedMatches(t *testing.T) {
 			if got[j] != want[j] {
 				t.Fatalf("%q: got %v, want %v", line, got, want)
 			}
+		}
+	}
+	if ruledOut < 2000 {
+		t.Errorf("mayEncode ruled out only %d lines", ruledOut)
+	}
+}
+
+// TestEscapes checks the chunk-wide search for escapes against searching each line.
+func TestEscapes(t *testing.T) {
+	r := newRand(53)
+	alphabet := []string{"%", "\\", "U", "+", "U+", "a", " ", "\n", "\n", "\n", "x", "="}
+	for i := 0; i < 2000; i++ {
+		var b strings.Builder
+		for n := r.Intn(200); n > 0; n-- {
+			b.WriteString(alphabet[r.Intn(len(alphabet))])
+		}
+		text := []byte(b.String())
+		limit := r.Intn(len(text) + 1)
+		e := escapes{text: text[:limit]}
+		for ls := 0; ls < limit; {
+			le := bytes.IndexByte(text[ls:], '\n')
+			if le < 0 {
+				le = len(text)
+			} else {
+				le += ls
+			}
+			line := text[ls:min(le, limit)]
+			want := bytes.IndexByte(line, '%') >= 0 || bytes.IndexByte(line, '\\') >= 0 || bytes.Contains(line, []byte("U+"))
+			if got := e.within(ls, min(le, limit)); got != want {
+				t.Fatalf("%q, line %q: within says %v", text, line, got)
+			}
+			ls = le + 1
 		}
 	}
 }
