@@ -439,6 +439,13 @@ func (s *Scrubber) matchAnchored(b []byte, t int32, p *plan, hs int, out []cand)
 			return out
 		}
 	}
+	// Two keywords of one secret's name (API_TOKEN) give the generic rule the same
+	// secret twice: the allowlists are not run again for it.
+	for k := len(out) - 1; k >= max(0, len(out)-4); k-- {
+		if c := out[k]; c.rule == t && c.start == ss && c.end == se && c.mstart == ms && !c.aux {
+			return out
+		}
+	}
 	if c, ok := s.accept(b, t, ss, se, ms, me); ok {
 		out = append(out, c)
 	}

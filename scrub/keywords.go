@@ -297,6 +297,9 @@ type wordSet struct {
 	label          []byte
 	fail           []int32
 	term           []bool // a word ends here or at a suffix of here
+	// root is the start state's transitions, the one state with dozens of children,
+	// where a scan spends most of its steps.
+	root [256]int32
 }
 
 func newWordSet(words []string) *wordSet {
@@ -334,6 +337,9 @@ func newWordSet(words []string) *wordSet {
 	for t := ws.first[0]; t >= 0; t = ws.sibling[t] {
 		queue = append(queue, t)
 	}
+	for c := range ws.root {
+		ws.root[c] = max(0, ws.child(0, byte(c)))
+	}
 	for qi := 0; qi < len(queue); qi++ {
 		s := queue[qi]
 		ws.term[s] = ws.term[s] || ws.term[ws.fail[s]]
@@ -356,15 +362,13 @@ func (ws *wordSet) child(s int32, c byte) int32 {
 
 // step follows c from state s, through failure links.
 func (ws *wordSet) step(s int32, c byte) int32 {
-	for {
+	for s != 0 {
 		if t := ws.child(s, c); t >= 0 {
 			return t
 		}
-		if s == 0 {
-			return 0
-		}
 		s = ws.fail[s]
 	}
+	return ws.root[c]
 }
 
 func (ws *wordSet) containsAny(s string) bool {
