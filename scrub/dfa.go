@@ -24,19 +24,28 @@ type prefixDFA struct {
 	limit  int                  // on the number of states
 	class  [utf8.RuneSelf]uint8 // ASCII byte -> class of bytes the program cannot tell apart
 	nclass int
-	start  *dstate
+	// accepts tells, by program counter, the classes a rune instruction consumes.
+	accepts [][2]uint64
+	start   *dstate
 	// past is true for the DFA that reach uses: a match does not end the walk.
 	past bool
 	// pastDFA is that DFA, made from this one on first use.
 	pastOnce sync.Once
 	pastDFA  *prefixDFA
 
-	mu     sync.Mutex // guards what follows, and the creation of transitions
-	states map[string]*dstate
-	// Scratch space for closures: a generation mark per instruction, and a stack.
-	mark  []uint32
-	gen   uint32
-	stack []uint32
+	mu      sync.Mutex         // guards what follows, and the creation of transitions
+	states  map[uint64]*dstate // by a hash of their threads, chained through link
+	nstates int
+	// Blocks new states and their slices are carved from.
+	stateBlock []dstate
+	nextBlock  []atomic.Pointer[dstate]
+	pcBlock    []uint32
+	// Scratch space for steps: a generation mark per instruction, a stack, the rune
+	// instructions reached and the threads after the rune.
+	mark         []uint32
+	gen          uint32
+	stack, runes []uint32
+	after        []uint32
 }
 
 // dstate is a DFA state: the program counters of the threads waiting to consume the next
@@ -47,6 +56,7 @@ type dstate struct {
 	prev uint8
 	next []atomic.Pointer[dstate] // by class of the next ASCII byte
 	end  atomic.Int32             // at end of text: 0 unknown, 1 no match, 2 match
+	link *dstate                  // the next state with the same hash
 }
 
 // Kinds of the rune before a position.
@@ -94,63 +104,121 @@ func newPrefixDFA(src string) (*prefixDFA, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &prefixDFA{src: src, prog: prog, limit: maxDFAStates, states: map[string]*dstate{}, mark: make([]uint32, len(prog.Inst))}
+	d := &prefixDFA{src: src, prog: prog, limit: maxDFAStates, states: map[uint64]*dstate{}, mark: make([]uint32, len(prog.Inst))}
 	d.classify()
 	d.start = d.state([]uint32{uint32(prog.Start)}, prevStart)
 	return d, nil
 }
 
 // classify groups the ASCII bytes that every rune instruction treats alike and that are
-// alike for the empty-width assertions (word byte, newline).
+// alike for the empty-width assertions (word byte, newline), and notes which classes
+// each rune instruction accepts. It runs in every sandbox process that meets the rule,
+// so each distinct rune set is tested once against the 128 bytes: a counted repeat
+// compiles to as many instructions as its count, all with the same set.
 func (d *prefixDFA) classify() {
-	var insts []*syntax.Inst
-	for i := range d.prog.Inst {
-		in := &d.prog.Inst[i]
+	type byteSet [2]uint64
+	setOf := map[string]int{} // rune set (as its instruction's op, flags and ranges) -> index in sets
+	var sets []byteSet
+	instSet := make([]int32, len(d.prog.Inst)) // -1: not a rune instruction
+	var key []byte
+	for pc := range d.prog.Inst {
+		in := &d.prog.Inst[pc]
+		instSet[pc] = -1
 		switch in.Op {
 		case syntax.InstRune, syntax.InstRune1, syntax.InstRuneAny, syntax.InstRuneAnyNotNL:
-			insts = append(insts, in)
+		default:
+			continue
 		}
+		key = append(key[:0], byte(in.Op), byte(in.Arg&uint32(syntax.FoldCase)))
+		for _, r := range in.Rune {
+			key = append(key, byte(r), byte(r>>8), byte(r>>16), byte(r>>24))
+		}
+		i, ok := setOf[string(key)]
+		if !ok {
+			var bs byteSet
+			for c := rune(0); c < utf8.RuneSelf; c++ {
+				if in.MatchRune(c) {
+					bs[c>>6] |= 1 << (c & 63)
+				}
+			}
+			i = len(sets)
+			setOf[string(key)] = i
+			sets = append(sets, bs)
+		}
+		instSet[pc] = int32(i)
 	}
 	sigs := map[string]uint8{}
-	sig := make([]byte, len(insts)+1)
+	sig := make([]byte, len(sets)+1)
+	var rep []rune // a byte of each class
 	for c := rune(0); c < utf8.RuneSelf; c++ {
 		sig[0] = runeKind(c)
-		for i, in := range insts {
-			sig[i+1] = 0
-			if in.MatchRune(c) {
-				sig[i+1] = 1
-			}
+		for i, bs := range sets {
+			sig[i+1] = byte(bs[c>>6] >> (c & 63) & 1)
 		}
 		k, ok := sigs[string(sig)]
 		if !ok {
 			k = uint8(len(sigs))
 			sigs[string(sig)] = k
+			rep = append(rep, c)
 		}
 		d.class[c] = k
 	}
 	d.nclass = len(sigs)
+	// accepts[pc] has bit k set when instruction pc consumes the bytes of class k.
+	d.accepts = make([][2]uint64, len(d.prog.Inst))
+	for pc, si := range instSet {
+		if si < 0 {
+			continue
+		}
+		bs := sets[si]
+		for k, c := range rep {
+			if bs[c>>6]>>(c&63)&1 != 0 {
+				d.accepts[pc][k>>6] |= 1 << (k & 63)
+			}
+		}
+	}
 }
 
-// state returns the state for a set of threads, making it if needed; nil when the DFA is
-// full. d.mu is held, or d is being built.
+// state returns the state for a set of threads (sorted, without repeats), making it if
+// needed; nil when the DFA is full. d.mu is held, or d is being built. States and their
+// slices are carved from blocks: a sandbox process makes hundreds of them.
 func (d *prefixDFA) state(pcs []uint32, prev uint8) *dstate {
 	if len(pcs) == 0 {
 		return dfaDead
 	}
-	key := make([]byte, 0, 1+4*len(pcs))
-	key = append(key, prev)
+	h := uint64(prev) + 1
 	for _, pc := range pcs {
-		key = append(key, byte(pc), byte(pc>>8), byte(pc>>16), byte(pc>>24))
+		h = (h ^ uint64(pc)) * 0x100000001b3
 	}
-	if s, ok := d.states[string(key)]; ok {
-		return s
+	for s := d.states[h]; s != nil; s = s.link {
+		if s.prev == prev && slices.Equal(s.pcs, pcs) {
+			return s
+		}
 	}
-	if len(d.states) >= d.limit {
+	if d.nstates >= d.limit {
 		return nil
 	}
-	s := &dstate{pcs: pcs, prev: prev, next: make([]atomic.Pointer[dstate], d.nclass)}
-	d.states[string(key)] = s
-	return s
+	d.nstates++
+	// Blocks grow with the DFA: most DFAs of a sandbox process have a few states.
+	n := min(64, max(4, d.nstates))
+	if len(d.stateBlock) == 0 {
+		d.stateBlock = make([]dstate, n)
+	}
+	st := &d.stateBlock[0]
+	d.stateBlock = d.stateBlock[1:]
+	if len(d.nextBlock) < d.nclass {
+		d.nextBlock = make([]atomic.Pointer[dstate], n*d.nclass)
+	}
+	st.next, d.nextBlock = d.nextBlock[:d.nclass:d.nclass], d.nextBlock[d.nclass:]
+	if len(d.pcBlock) < len(pcs) {
+		d.pcBlock = make([]uint32, max(16*n, len(pcs)))
+	}
+	st.pcs, d.pcBlock = d.pcBlock[:len(pcs):len(pcs)], d.pcBlock[len(pcs):]
+	copy(st.pcs, pcs)
+	st.prev = prev
+	st.link = d.states[h]
+	d.states[h] = st
+	return st
 }
 
 // closure follows the empty steps of s's threads where the assertions hold under flags,
@@ -161,6 +229,7 @@ func (d *prefixDFA) closure(s *dstate, flags syntax.EmptyOp) (runes []uint32, ma
 		clear(d.mark)
 		d.gen = 1
 	}
+	runes = d.runes[:0]
 	stack := append(d.stack[:0], s.pcs...)
 	for len(stack) > 0 {
 		pc := stack[len(stack)-1]
@@ -173,7 +242,7 @@ func (d *prefixDFA) closure(s *dstate, flags syntax.EmptyOp) (runes []uint32, ma
 		switch in.Op {
 		case syntax.InstMatch:
 			if !d.past {
-				d.stack = stack
+				d.stack, d.runes = stack, runes
 				return nil, true
 			}
 			matched = true
@@ -189,8 +258,8 @@ func (d *prefixDFA) closure(s *dstate, flags syntax.EmptyOp) (runes []uint32, ma
 			runes = append(runes, pc)
 		}
 	}
-	d.stack = stack
-	return runes, false
+	d.stack, d.runes = stack, runes
+	return runes, matched
 }
 
 // step computes s's transition on r: dfaMatch if the program matches before r, dfaDead
@@ -208,13 +277,21 @@ func (d *prefixDFA) step(s *dstate, r rune) *dstate {
 	if matched && !d.past {
 		t = dfaMatch
 	} else {
-		var pcs []uint32
+		pcs := d.after[:0]
+		k := int(d.class[r&0x7f])
 		for _, pc := range runes {
 			in := &d.prog.Inst[pc]
-			if in.MatchRune(r) {
+			var ok bool
+			if r < utf8.RuneSelf {
+				ok = d.accepts[pc][k>>6]>>(k&63)&1 != 0
+			} else {
+				ok = in.MatchRune(r)
+			}
+			if ok {
 				pcs = append(pcs, in.Out)
 			}
 		}
+		d.after = pcs
 		slices.Sort(pcs)
 		t = d.state(slices.Compact(pcs), runeKind(r))
 	}
@@ -288,8 +365,8 @@ func (d *prefixDFA) match(text []byte, lines int) (matched, ok bool) {
 // block's [\s\S]* lives to the end of the window), or when the DFA is full.
 func (d *prefixDFA) reach(text []byte) int {
 	d.pastOnce.Do(func() {
-		p := &prefixDFA{src: d.src, prog: d.prog, limit: d.limit, class: d.class, nclass: d.nclass,
-			past: true, states: map[string]*dstate{}, mark: make([]uint32, len(d.prog.Inst))}
+		p := &prefixDFA{src: d.src, prog: d.prog, limit: d.limit, class: d.class, nclass: d.nclass, accepts: d.accepts,
+			past: true, states: map[uint64]*dstate{}, mark: make([]uint32, len(d.prog.Inst))}
 		p.start = p.state([]uint32{uint32(d.prog.Start)}, prevStart)
 		d.pastDFA = p
 	})
