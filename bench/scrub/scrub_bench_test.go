@@ -29,10 +29,10 @@ const corpusSize = 4600 << 10
 // Runs per measurement. gitleaks takes seconds per pass over the corpus, so its passes
 // are fewer; contextd's medians are over more, shorter runs.
 const (
-	warmRuns       = 5 // contextd, in process
-	gitleaksRuns   = 1 // gitleaks, in process, per core count
-	freshRuns      = 3 // fresh processes of each, on the corpus
-	smallFreshRuns = 7 // fresh processes of each, on a typical tool output
+	warmRuns       = 11 // contextd, in process, per core count
+	gitleaksRuns   = 1  // gitleaks, in process, per core count
+	freshRuns      = 3  // fresh processes of each, on the corpus
+	smallFreshRuns = 7  // fresh processes of each, on a typical tool output
 )
 
 // sides holds one measurement of both tools.
@@ -71,16 +71,23 @@ var (
 	cmpErr  error
 )
 
-// median runs f n times and returns the median duration.
-func median(n int, f func()) time.Duration {
-	ds := make([]time.Duration, n)
-	for i := range ds {
-		t := time.Now()
-		f()
-		ds[i] = time.Since(t)
+// medians runs each of fs n times, in turn, so that all see the same moments of a shared
+// machine, and returns the median duration of each.
+func medians(n int, fs ...func()) []time.Duration {
+	ds := make([][]time.Duration, len(fs))
+	for i := 0; i < n; i++ {
+		for k, f := range fs {
+			t := time.Now()
+			f()
+			ds[k] = append(ds[k], time.Since(t))
+		}
 	}
-	slices.Sort(ds)
-	return ds[n/2]
+	out := make([]time.Duration, len(fs))
+	for k := range ds {
+		slices.Sort(ds[k])
+		out[k] = ds[k][n/2]
+	}
+	return out
 }
 
 func compare(cli string) (*comparison, error) {
@@ -107,8 +114,8 @@ func compare(cli string) (*comparison, error) {
 	}
 	one.Find(text)
 	all.Find(text)
-	c.warm1.ours = median(warmRuns, func() { one.Find(text) })
-	c.warmAll.ours = median(warmRuns, func() { c.ours = all.Find(text) })
+	m := medians(warmRuns, func() { one.Find(text) }, func() { c.ours = all.Find(text) })
+	c.warm1.ours, c.warmAll.ours = m[0], m[1]
 
 	// Warm, in process: gitleaks, on its own fragments, after a pass over a few of them.
 	d, err := newGitleaks()
@@ -341,7 +348,7 @@ func BenchmarkScrub(b *testing.B) {
 	planted := len(c.corpus.Planted)
 	b.Logf("corpus: %d bytes (%v), %d planted secrets; GOMAXPROCS=%d", n, c.corpus.Parts, planted, c.workers)
 	b.Logf("warm, in process (rules and regexes ready)      1 core MB/s  %d cores MB/s  findings  planted found", c.workers)
-	b.Logf("  contextd scrub.Find (median of %d)             %10.1f %14.1f %9d %8d/%d", warmRuns, mbps(n, c.warm1.ours), mbps(n, c.warmAll.ours), len(c.ours), c.plantOurs, planted)
+	b.Logf("  contextd scrub.Find (median of %d)            %10.1f %14.1f %9d %8d/%d", warmRuns, mbps(n, c.warm1.ours), mbps(n, c.warmAll.ours), len(c.ours), c.plantOurs, planted)
 	b.Logf("  gitleaks detect.Detector, %d fragments (%d run) %10.2f %14.2f %9d %8d/%d", c.fragments, gitleaksRuns, mbps(n, c.warm1.theirs), mbps(n, c.warmAll.theirs), len(c.lib), c.plantLib, planted)
 	b.Logf("  ratio contextd/gitleaks                       %9.1fx %13.1fx", ratio(c.warm1), ratio(c.warmAll))
 	b.Logf("fresh process, the corpus on stdin (median of %d)  wall        MB/s  user CPU", freshRuns)
