@@ -426,7 +426,10 @@ type plan struct {
 	// pre is a DFA of anchored, with its long bounded repeats made unbounded (a
 	// superset, with far fewer states): a hit it rejects cannot match anchored, and it
 	// rejects most hits within a few bytes, so the regex runs only where a secret may be.
-	pre   *prefixDFA
+	pre *prefixDFA
+	// win, for a rule run on windows, is a DFA of the regex (relaxed as pre is) after
+	// any text: a window it finds no match in is not given to the regex.
+	win   *prefixDFA
 	wordB bool // the stripped prefix had a \b at the hit
 	// prefix is the stripped optional prefix (a class repeated up to prefixMax runes,
 	// -1 unbounded), put back on the match for allowlists that look at the match.
@@ -523,6 +526,23 @@ scan:
 		p.pre = d
 	}
 	return p
+}
+
+// windowDFA returns a DFA that tells whether a rule's regex (relaxed) matches anywhere in
+// a text, or nil.
+func windowDFA(src string, tree *syntax.Regexp) *prefixDFA {
+	rsrc := src
+	if relaxed, changed := relax(tree); changed {
+		rsrc = relaxSrc(src, relaxAbove)
+		if !sameTree(rsrc, relaxed) {
+			rsrc = relaxed.String()
+		}
+	}
+	d, err := newPrefixDFA(`^(?s:.)*?(?:` + rsrc + `)`)
+	if err != nil {
+		return nil
+	}
+	return d
 }
 
 // relaxAbove is the longest repeat relax keeps bounded.

@@ -244,3 +244,54 @@ func TestPrefixDFAReachAssertions(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowDFA: for the rules run on windows, the DFA finds a match in a text exactly
+// when its own (relaxed) regex does, and so whenever the rule's regex does (a window it
+// rejects would lose a secret), on generated matches inside other text, mutated.
+func TestWindowDFA(t *testing.T) {
+	s := newTestScrubber(t)
+	r := rand.New(rand.NewSource(28))
+	n := 30
+	if raceEnabled {
+		n = 6
+	}
+	tested, yes, no := 0, 0, 0
+	for _, ru := range s.rules {
+		p := ru.plan()
+		if p.win == nil {
+			continue
+		}
+		tested++
+		re := ru.regex()
+		relaxed := regexp.MustCompile(p.win.src)
+		tree, err := syntax.Parse(ru.regexSrc, syntax.Perl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < n; i++ {
+			m := genMatch(tree, r)
+			for _, text := range []string{
+				m, "x = " + m + "\n", "some text before\n" + mutate(m, r) + " and after",
+				mutate(m, r), strings.ToUpper(m) + "\t", "é" + m[:len(m)/2] + "\xff" + m[len(m)/2:],
+			} {
+				got, ok := p.win.match([]byte(text), 0)
+				if !ok {
+					t.Fatalf("%s on %q: the DFA could not tell", ru.id, text)
+				}
+				want := re.MatchString(text)
+				if got != relaxed.MatchString(text) || want && !got {
+					t.Fatalf("%s on %q: DFA %v, regexp %v", ru.id, text, got, want)
+				}
+				if want {
+					yes++
+				} else {
+					no++
+				}
+			}
+		}
+	}
+	if tested == 0 || yes == 0 || no == 0 {
+		t.Errorf("%d rules, %d texts matched, %d did not", tested, yes, no)
+	}
+	t.Logf("%d rules, %d texts matched, %d did not", tested, yes, no)
+}

@@ -490,8 +490,14 @@ func (s *Scrubber) accept(b []byte, t int32, ss, se, ms, me int) (cand, bool) {
 // runWindow runs a window-mode rule's regex on one window.
 func (s *Scrubber) runWindow(b []byte, it workItem, out []cand) []cand {
 	r := s.rules[it.rule]
-	re := r.regex()
 	text := b[it.w.start:it.w.end]
+	if p := r.plan(); p.win != nil {
+		// Most windows hold no match: the DFA says so for less than the regex would.
+		if m, ok := p.win.match(text, 0); ok && !m {
+			return out
+		}
+	}
+	re := r.regex()
 	for _, m := range re.FindAllSubmatchIndex(text, -1) {
 		if (m[0] == 0 && it.w.start > 0) || (m[1] == len(text) && it.w.end < len(b)) {
 			continue
