@@ -21,7 +21,7 @@ import (
 )
 
 func main() {
-	in, err := io.ReadAll(os.Stdin)
+	in, err := readStdin()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scrubstdin:", err)
 		os.Exit(1)
@@ -44,4 +44,21 @@ func main() {
 	}
 	fmt.Fprintf(os.Stderr, "scrubstdin new_ns=%d find_ns=%d bytes=%d findings=%d\n",
 		newDur.Nanoseconds(), findDur.Nanoseconds(), len(in), len(fs))
+}
+
+// readStdin reads standard input whole, in one buffer of its size when it is a file (as
+// in the benchmark) rather than in a buffer grown by copies.
+func readStdin() ([]byte, error) {
+	if fi, err := os.Stdin.Stat(); err == nil && fi.Mode().IsRegular() {
+		buf := make([]byte, fi.Size())
+		n, err := io.ReadFull(os.Stdin, buf)
+		if err != nil && err != io.ErrUnexpectedEOF {
+			return nil, err
+		}
+		buf = buf[:n]
+		// Anything appended since the Stat.
+		rest, err := io.ReadAll(os.Stdin)
+		return append(buf, rest...), err
+	}
+	return io.ReadAll(os.Stdin)
 }
