@@ -60,8 +60,10 @@ test: deps vet test-unit test-e2e
 #   with everything on; and a burst of 200 calls at once against as many
 #   scope+bwrap sandboxes (wall time, failures);
 # - `safe_read` of a 10 MB file end to end against `cat` of it;
-# - scrub throughput against the gitleaks CLI (`gitleaks stdin`) on one corpus
-#   (installs the CLI, at the version go.mod pins, when it is missing);
+# - scrub throughput against gitleaks on one corpus, like with like: both warm in
+#   process (contextd's Find, gitleaks' library detector; one core and all cores), and
+#   both as a fresh process reading it on stdin (bench/scrub/scrubstdin against
+#   `gitleaks stdin`; installs the CLI, at the version go.mod pins, when it is missing);
 # - memory_search latency on the embedded store at 10k and 100k memories against
 #   a plain LIKE scan of the same rows.
 # - what `contextd-proxy mcp wrap` adds to a real MCP server (server-everything):

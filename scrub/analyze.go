@@ -1,7 +1,6 @@
 package scrub
 
 import (
-	"regexp"
 	"regexp/syntax"
 	"strings"
 	"unicode"
@@ -424,11 +423,13 @@ func flatten(re *syntax.Regexp, out []*syntax.Regexp) []*syntax.Regexp {
 // gitleaks' keyword prefilter effectively does.
 type plan struct {
 	anchored *lazyRegex // ^(?:regex without its prefix), or nil for window mode
-	// quick is anchored with its long bounded repeats made unbounded: it matches
-	// whenever anchored does, and is small enough for the regexp package's backtracker
-	// where anchored needs its slower NFA, so it rejects most hits cheaply. nil when
-	// anchored is already small.
-	quick *regexp.Regexp
+	// pre is a DFA of anchored, with its long bounded repeats made unbounded (a
+	// superset, with far fewer states): a hit it rejects cannot match anchored, and it
+	// rejects most hits within a few bytes, so the regex runs only where a secret may be.
+	pre *prefixDFA
+	// win, for a rule run on windows, is a DFA of the regex (relaxed as pre is) after
+	// any text: a window it finds no match in is not given to the regex.
+	win   *prefixDFA
 	wordB bool // the stripped prefix had a \b at the hit
 	// prefix is the stripped optional prefix (a class repeated up to prefixMax runes,
 	// -1 unbounded), put back on the match for allowlists that look at the match.
@@ -506,24 +507,42 @@ scan:
 	if numCaptures(body) != nsub {
 		return plan{reach: p.reach}
 	}
-	// Compiled when a hit first gets past quick: the anchored form of generic-api-key
+	// Compiled when a hit first gets past pre: the anchored form of generic-api-key
 	// takes ~1.7 ms to compile, and most inputs never need it.
 	p.anchored = sharedRegex(`^(?:` + bodySrc + `)`)
 	if _, err := p.anchored.parsed(); err != nil {
 		return plan{reach: p.reach}
 	}
 	p.ext = extentOf(body)
+	rsrc := bodySrc
 	if relaxed, changed := relax(body); changed {
-		rsrc := relaxSrc(bodySrc, relaxAbove)
+		rsrc = relaxSrc(bodySrc, relaxAbove)
 		if !sameTree(rsrc, relaxed) {
 			rsrc = relaxed.String()
 			p.printed++
 		}
-		if q, err := regexp.Compile(`^(?:` + rsrc + `)`); err == nil {
-			p.quick = q
-		}
+	}
+	if d, err := newPrefixDFA(`^(?:` + rsrc + `)`); err == nil {
+		p.pre = d
 	}
 	return p
+}
+
+// windowDFA returns a DFA that tells whether a rule's regex (relaxed) matches anywhere in
+// a text, or nil.
+func windowDFA(src string, tree *syntax.Regexp) *prefixDFA {
+	rsrc := src
+	if relaxed, changed := relax(tree); changed {
+		rsrc = relaxSrc(src, relaxAbove)
+		if !sameTree(rsrc, relaxed) {
+			rsrc = relaxed.String()
+		}
+	}
+	d, err := newPrefixDFA(`^(?s:.)*?(?:` + rsrc + `)`)
+	if err != nil {
+		return nil
+	}
+	return d
 }
 
 // relaxAbove is the longest repeat relax keeps bounded.

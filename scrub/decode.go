@@ -42,12 +42,24 @@ type segment struct {
 func (s *Scrubber) decoded(b []byte, from, to, depth int) []cand {
 	var out []cand
 	var buf []byte
+	// The escapes are searched for in the lines starting before to, the ones after
+	// each line as it is passed.
+	limit := len(b)
+	if i := bytes.IndexByte(b[to:], '\n'); i >= 0 {
+		limit = to + i
+	}
+	esc := escapes{text: b[:limit]}
 	for ls := from; ls < to; {
 		le := bytes.IndexByte(b[ls:], '\n')
 		if le < 0 {
 			le = len(b)
 		} else {
 			le += ls
+		}
+		if !esc.within(ls, le) && !longRun(b[ls:le]) {
+			// No segment can start on this line (see mayEncode).
+			ls = le + 1
+			continue
 		}
 		var segs []segment
 		segs, buf = findSegments(b[ls:le], buf)
@@ -135,6 +147,74 @@ func (s *Scrubber) decodeLine(b []byte, ls, le int, segs []segment, depth int) [
 	return out
 }
 
+// mayEncode reports whether a line has what every match of the encodings pattern needs:
+// a % or a backslash, U+, or 16 [\w/+-] in a row. Most lines of source code have
+// none, and finding that out costs less than the pattern's scan (decoded finds the
+// escapes in a whole chunk at once, with escapes).
+func mayEncode(line []byte) bool {
+	return bytes.IndexByte(line, '%') >= 0 || bytes.IndexByte(line, '\\') >= 0 ||
+		bytes.Index(line, []byte("U+")) >= 0 || longRun(line)
+}
+
+// escapes finds the escapes of mayEncode in a text, each kind's next occurrence kept
+// until the lines asked about pass it, so the text is searched once.
+type escapes struct {
+	text    []byte
+	next    [3]int // the next %, backslash, U+ (len(text): none)
+	started bool
+}
+
+var escapeWords = [3][]byte{[]byte("%"), []byte("\\"), []byte("U+")}
+
+// within reports whether an escape starts in [ls, le).
+func (e *escapes) within(ls, le int) bool {
+	if !e.started {
+		e.started = true
+		e.next = [3]int{-1, -1, -1}
+	}
+	for k := range e.next {
+		if e.next[k] < ls {
+			e.next[k] = len(e.text)
+			if ls <= len(e.text) {
+				if i := bytes.Index(e.text[ls:], escapeWords[k]); i >= 0 {
+					e.next[k] = ls + i
+				}
+			}
+		}
+		if e.next[k] < le {
+			return true
+		}
+	}
+	return false
+}
+
+// longRun reports whether line has 16 [\w/+-] in a row. It looks at every 16th byte
+// first (a run that long covers one), and then only around those that are in a run.
+func longRun(line []byte) bool {
+	const n = 16
+	// No run of n starts before i, and line[i-1] is not in one.
+	for i := 0; i+n <= len(line); {
+		p := i + n - 1
+		if byteKind[line[p]]&kindB64 == 0 {
+			i = p + 1
+			continue
+		}
+		s := p
+		for s > i && byteKind[line[s-1]]&kindB64 != 0 {
+			s--
+		}
+		e := p + 1
+		for e < len(line) && byteKind[line[e]]&kindB64 != 0 {
+			e++
+		}
+		if e-s >= n {
+			return true
+		}
+		i = e + 1
+	}
+	return false
+}
+
 // encMatch is one match of gitleaks' encodings pattern
 //
 //	(%XX(?:.*%XX)?) | ((?:U\+XXXX(?:\s|$))+ | (?i)(?:\\{1,2}uXXXX)+) | ([0-9A-Fa-f]{32,}) | ([\w/+-]{16,}={0,2})
@@ -144,7 +224,8 @@ type encMatch struct{ start, end, kind int }
 
 // encodedMatches finds the pattern's leftmost-first, non-overlapping matches in a line.
 func encodedMatches(line []byte, out []encMatch) []encMatch {
-	runEnd := -1 // end of the current [\w/+-] run
+	runEnd := -1  // end of the current [\w/+-] run
+	runU := false // whether the run holds a U (a U+ escape may start in it)
 	for i := 0; i < len(line); {
 		c := line[i]
 		k := byteKind[c]
@@ -171,11 +252,16 @@ func encodedMatches(line []byte, out []encMatch) []encMatch {
 			continue
 		}
 		if runEnd <= i {
-			runEnd = i
-			for runEnd < len(line) && byteKind[line[runEnd]]&kindB64 != 0 {
+			runEnd, runU = i, false
+			for runEnd < len(line) {
+				c := line[runEnd]
+				if byteKind[c]&kindB64 == 0 {
+					break
+				}
+				runU = runU || c == 'U'
 				runEnd++
 			}
-			if runEnd-i < 16 && bytes.IndexByte(line[i:runEnd], 'U') < 0 {
+			if runEnd-i < 16 && !runU {
 				// Too short for hex or base64, and no U+ escape inside: skip it.
 				i = runEnd
 				continue
@@ -322,7 +408,34 @@ func findSegments(line []byte, buf []byte) ([]segment, []byte) {
 	return segs, buf
 }
 
+// What decodeBase64 looks for in an encoded segment, by byte.
+const (
+	b64Digit   = 1 << iota
+	b64URLOnly // - or _
+	b64StdOnly // + or /
+	b64Pad     // =
+)
+
+var b64Kind = func() (t [256]uint8) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = b64Digit
+	}
+	t['-'], t['_'] = b64URLOnly, b64URLOnly
+	t['+'], t['/'] = b64StdOnly, b64StdOnly
+	t['='] = b64Pad
+	return t
+}()
+
 func printable(c byte) bool { return '\x08' < c && c < '\x7f' }
+
+func hasDigit(b []byte) bool {
+	for _, c := range b {
+		if '0' <= c && c <= '9' {
+			return true
+		}
+	}
+	return false
+}
 
 func allPrintable(b []byte) bool {
 	for _, c := range b {
@@ -351,16 +464,18 @@ func decodePercent(enc []byte) []byte {
 }
 
 func decodeHex(enc []byte) []byte {
-	if len(enc)%2 != 0 || !bytes.ContainsAny(enc, "0123456789") {
+	if len(enc)%2 != 0 || !hasDigit(enc) {
 		return nil
+	}
+	// Checked before allocating: most hex in output (hashes, ids) is not text.
+	for i := 0; i < len(enc); i += 2 {
+		if !printable(unhex(enc[i])<<4 | unhex(enc[i+1])) {
+			return nil
+		}
 	}
 	out := make([]byte, len(enc)/2)
 	for i := 0; i < len(enc); i += 2 {
-		c := unhex(enc[i])<<4 | unhex(enc[i+1])
-		if !printable(c) {
-			return nil
-		}
-		out[i/2] = c
+		out[i/2] = unhex(enc[i])<<4 | unhex(enc[i+1])
 	}
 	return out
 }
@@ -368,26 +483,27 @@ func decodeHex(enc []byte) []byte {
 // decodeBase64 tries standard then URL-safe unpadded base64, as gitleaks does; buf is
 // scratch space reused across calls.
 func decodeBase64(enc, buf []byte) ([]byte, []byte) {
-	if !bytes.ContainsAny(enc, "0123456789+/-_") {
+	var seen uint8
+	for _, c := range enc {
+		seen |= b64Kind[c]
+	}
+	// Text of letters alone is taken for words, not base64.
+	if seen&(b64Digit|b64URLOnly|b64StdOnly) == 0 {
 		return nil, buf
 	}
-	std, url := true, len(enc)%4 != 1
-	if len(enc)%4 != 0 {
-		std = false
-	}
-	for _, c := range enc {
-		switch c {
-		case '-', '_':
-			std = false
-		case '+', '/':
-			url = false
-		case '=':
-			url = false
-		}
-	}
+	std := len(enc)%4 == 0 && seen&b64URLOnly == 0
+	url := len(enc)%4 != 1 && seen&(b64StdOnly|b64Pad) == 0
 	for _, e := range []*base64.Encoding{base64.StdEncoding, base64.RawURLEncoding} {
 		if e == base64.StdEncoding && !std || e == base64.RawURLEncoding && !url {
 			continue
+		}
+		// Most base64 in output is binary: the first four characters' three bytes are
+		// seldom all printable, and then the rest need not be decoded.
+		if len(enc) > 4 {
+			var head [3]byte
+			if n, err := e.Decode(head[:], enc[:4]); err == nil && !allPrintable(head[:n]) {
+				continue
+			}
 		}
 		buf = slices.Grow(buf[:0], e.DecodedLen(len(enc)))[:e.DecodedLen(len(enc))]
 		n, err := e.Decode(buf, enc)

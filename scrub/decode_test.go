@@ -1,6 +1,7 @@
 package scrub
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/hex"
 	"net/url"
@@ -60,8 +61,15 @@ func TestEncodedSecrets(t *testing.T) {
 func TestEncodedMatches(t *testing.T) {
 	re := mustCompileEncodings()
 	r := newRand(52)
-	alphabet := []string{"%", "2", "F", "a", "g", "U", "+", "0", "4", "1", "\\", "u", "=", "/", "-", "_", " ", "x", "Z", "9", "\t", "."}
-	for i := 0; i < 20000; i++ {
+	escapes := []string{"%", "2", "F", "a", "g", "U", "+", "0", "4", "1", "\\", "u", "=", "/", "-", "_", " ", "x", "Z", "9", "\t", "."}
+	// Without % and backslash, as most source code: mayEncode rules lines out.
+	words := []string{"a", "B", "U", "+", "0", "9", "-", "_", "/", "=", "x", "f", " ", ".", "(", "\t"}
+	ruledOut := 0
+	for i := 0; i < 40000; i++ {
+		alphabet := escapes
+		if i%2 == 1 {
+			alphabet = words
+		}
 		var b strings.Builder
 		for n := r.Intn(80); n > 0; n-- {
 			b.WriteString(alphabet[r.Intn(len(alphabet))])
@@ -77,6 +85,12 @@ func TestEncodedMatches(t *testing.T) {
 			}
 		}
 		got := encodedMatches(line, nil)
+		if !mayEncode(line) {
+			ruledOut++
+			if len(got) > 0 {
+				t.Fatalf("%q: mayEncode says no, but it has %v", line, got)
+			}
+		}
 		if len(got) != len(want) {
 			t.Fatalf("%q: got %v, want %v", line, got, want)
 		}
@@ -85,5 +99,103 @@ func TestEncodedMatches(t *testing.T) {
 				t.Fatalf("%q: got %v, want %v", line, got, want)
 			}
 		}
+	}
+	if ruledOut < 2000 {
+		t.Errorf("mayEncode ruled out only %d lines", ruledOut)
+	}
+}
+
+// TestEscapes checks the chunk-wide search for escapes against searching each line.
+func TestEscapes(t *testing.T) {
+	r := newRand(53)
+	alphabet := []string{"%", "\\", "U", "+", "U+", "a", " ", "\n", "\n", "\n", "x", "="}
+	for i := 0; i < 2000; i++ {
+		var b strings.Builder
+		for n := r.Intn(200); n > 0; n-- {
+			b.WriteString(alphabet[r.Intn(len(alphabet))])
+		}
+		text := []byte(b.String())
+		limit := r.Intn(len(text) + 1)
+		e := escapes{text: text[:limit]}
+		for ls := 0; ls < limit; {
+			le := bytes.IndexByte(text[ls:], '\n')
+			if le < 0 {
+				le = len(text)
+			} else {
+				le += ls
+			}
+			line := text[ls:min(le, limit)]
+			want := bytes.IndexByte(line, '%') >= 0 || bytes.IndexByte(line, '\\') >= 0 || bytes.Contains(line, []byte("U+"))
+			if got := e.within(ls, min(le, limit)); got != want {
+				t.Fatalf("%q, line %q: within says %v", text, line, got)
+			}
+			ls = le + 1
+		}
+	}
+}
+
+// TestDecodeBase64 checks decodeBase64, which rejects most binary after decoding four
+// characters, against decoding everything: standard base64, then unpadded URL-safe, the
+// first that decodes to printable text.
+func TestDecodeBase64(t *testing.T) {
+	want := func(enc []byte) []byte {
+		if !bytes.ContainsAny(enc, "0123456789+/-_") {
+			return nil
+		}
+		for _, e := range []*base64.Encoding{base64.StdEncoding, base64.RawURLEncoding} {
+			out, err := e.DecodeString(string(enc))
+			if err == nil && allPrintable(out) {
+				return out
+			}
+		}
+		return nil
+	}
+	r := newRand(64)
+	alphabet := "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_="
+	var inputs [][]byte
+	for i := 0; i < 20000; i++ {
+		var enc []byte
+		switch i % 3 {
+		case 0: // encoded text, standard or URL-safe, maybe cut or with a byte changed
+			plain := make([]byte, 12+r.Intn(40))
+			for j := range plain {
+				plain[j] = byte(' ' + r.Intn(95))
+			}
+			if i%2 == 0 {
+				enc = []byte(base64.StdEncoding.EncodeToString(plain))
+			} else {
+				enc = []byte(base64.RawURLEncoding.EncodeToString(plain))
+			}
+			if r.Intn(3) == 0 {
+				enc = enc[:len(enc)-r.Intn(4)]
+			}
+			if r.Intn(3) == 0 {
+				enc[r.Intn(len(enc))] = alphabet[r.Intn(len(alphabet))]
+			}
+		case 1: // encoded binary
+			raw := make([]byte, 12+r.Intn(60))
+			r.Read(raw)
+			enc = []byte(base64.StdEncoding.EncodeToString(raw))
+		default: // anything from the alphabet
+			enc = make([]byte, 16+r.Intn(40))
+			for j := range enc {
+				enc[j] = alphabet[r.Intn(len(alphabet))]
+			}
+		}
+		inputs = append(inputs, enc)
+	}
+	decoded := 0
+	for _, enc := range inputs {
+		got, _ := decodeBase64(enc, nil)
+		w := want(enc)
+		if !bytes.Equal(got, w) {
+			t.Fatalf("%q: got %q, want %q", enc, got, w)
+		}
+		if w != nil {
+			decoded++
+		}
+	}
+	if decoded < len(inputs)/10 {
+		t.Errorf("only %d of %d inputs decoded", decoded, len(inputs))
 	}
 }

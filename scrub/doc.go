@@ -9,8 +9,9 @@
 // no rule regex is compiled by New; each is prepared the first time one of its keywords
 // is seen. Find scans the input once with a case-insensitive multi-keyword automaton and
 // runs each rule only where its keywords are: most rules as an anchored regex at the
-// keyword, the others on windows around it derived from the regex's syntax, spread over
-// the available cores.
+// keyword, once a DFA built lazily from the regex has found that a match may start there
+// (most hits are rejected within a few bytes), the others on windows around it derived
+// from the regex's syntax, spread over the available cores.
 //
 // Find keeps gitleaks' semantics where they decide what is found: keywords, secret
 // groups, entropy thresholds, global and per-rule allowlists (regexes on the secret, the

@@ -21,6 +21,9 @@ const (
 	// parallelMin is the input size from which Find splits the work: below it the
 	// goroutine hand-offs cost more than they save.
 	parallelMin = 256 << 10
+	// chunkMin is the smallest chunk the keyword pass splits an input into beyond one
+	// per worker.
+	chunkMin = 128 << 10
 	// longReach bounds how far a window extends for unbounded patterns: a token longer
 	// than this or a PEM block larger than this is not treated as one secret.
 	longReach = 64 << 10
@@ -72,7 +75,12 @@ func (s *Scrubber) candidates(b []byte, o scanOpts) ([]cand, map[int32]int) {
 		workers = 1
 	}
 	// Phase 1: keyword hits -> per-rule windows, and contextd's own rules at their hits.
+	// With several workers, in a few chunks per worker, so that one slowed down (a busy
+	// core, a chunk dense in secrets) is made up for by the others.
 	nchunk := workers
+	if workers > 1 {
+		nchunk = max(workers, min(4*workers, len(b)/chunkMin))
+	}
 	chunks := make([]*chunkScan, nchunk)
 	size := (len(b) + nchunk - 1) / nchunk
 	run(workers, nchunk, func(i int) {
@@ -89,6 +97,9 @@ func (s *Scrubber) candidates(b []byte, o scanOpts) ([]cand, map[int32]int) {
 		var cur span
 		have := false
 		for _, c := range chunks {
+			if c.wins == nil {
+				continue
+			}
 			for _, w := range c.wins[ri] {
 				if have && w.start <= cur.end {
 					cur.end = max(cur.end, w.end)
@@ -174,20 +185,19 @@ func run(workers, n int, fn func(int)) {
 
 // chunkScan is what the keyword pass over one chunk produced.
 type chunkScan struct {
-	wins  [][]span      // per window-mode rule, merged windows in order
+	wins  [][]span      // per window-mode rule, merged windows in order (nil: none)
 	cands []cand        // from anchored rules and contextd's own rules
 	frag  map[int32]int // fragment-mode rule -> end of its last hit
 }
 
 func (s *Scrubber) scanChunk(b []byte, lo, hi int, o *scanOpts) *chunkScan {
-	c := &chunkScan{wins: make([][]span, len(s.rules))}
+	// Per-rule state is allocated on the first hit: decoding scans many short lines that
+	// have none.
+	c := &chunkScan{}
 	from := max(0, lo-(s.maxKw-1))
 	to := min(len(b), hi+s.maxKw-1)
 	lens := s.kw.lens
-	last := make([]int, len(s.rules))
-	for i := range last {
-		last[i] = -1
-	}
+	var last []int
 	lastEnv, lastURL := -1, -1
 	s.kw.scan(b[from:to], func(id int32, end int) bool {
 		end += from
@@ -198,6 +208,12 @@ func (s *Scrubber) scanChunk(b []byte, lo, hi int, o *scanOpts) *chunkScan {
 		for _, t := range s.targets[id] {
 			switch {
 			case t >= 0:
+				if last == nil {
+					last = make([]int, len(s.rules))
+					for i := range last {
+						last[i] = -1
+					}
+				}
 				// Two keywords of a rule can start at one place (passwd, password).
 				if last[t] == start {
 					continue
@@ -253,6 +269,9 @@ func (s *Scrubber) hit(b []byte, c *chunkScan, t int32, hs, he, from int) {
 		}
 		c.cands = s.matchAnchored(b, t, p, hs, c.cands)
 		return
+	}
+	if c.wins == nil {
+		c.wins = make([][]span, len(s.rules))
 	}
 	var w span
 	if p.reach.anchored {
@@ -367,11 +386,23 @@ func (s *Scrubber) matchAnchored(b []byte, t int32, p *plan, hs int, out []cand)
 		// One byte past the longest match, so $ never matches inside a longer token.
 		end = min(len(b), hs+p.ext.bytes+1)
 	}
+	// Nor past the line after the last a match can reach.
+	lines := 0
 	if p.ext.nl != inf {
-		end = min(end, afterNewlines(b, hs, end, p.ext.nl+1))
+		lines = p.ext.nl + 1
 	}
-	if p.quick != nil && !p.quick.Match(b[hs:end]) {
-		return out
+	if p.pre != nil {
+		if m, ok := p.pre.match(b[hs:end], lines); ok && !m {
+			return out
+		}
+	}
+	if lines > 0 {
+		end = afterNewlines(b, hs, end, lines)
+	}
+	if p.pre != nil {
+		// The regex then runs on no more than it can match: short enough for the regexp
+		// package's backtracker, and its visited set is cleared for fewer bytes.
+		end = hs + p.pre.reach(b[hs:end])
 	}
 	re, err := p.anchored.get()
 	if err != nil {
@@ -405,6 +436,13 @@ func (s *Scrubber) matchAnchored(b []byte, t int32, p *plan, hs int, out []cand)
 	if len(loc) > 2 {
 		ss, se = pickGroup(s.rules[t].secretGroup, loc, ms, me)
 		if ss < 0 {
+			return out
+		}
+	}
+	// Two keywords of one secret's name (API_TOKEN) give the generic rule the same
+	// secret twice: the allowlists are not run again for it.
+	for k := len(out) - 1; k >= max(0, len(out)-4); k-- {
+		if c := out[k]; c.rule == t && c.start == ss && c.end == se && c.mstart == ms && !c.aux {
 			return out
 		}
 	}
@@ -452,8 +490,14 @@ func (s *Scrubber) accept(b []byte, t int32, ss, se, ms, me int) (cand, bool) {
 // runWindow runs a window-mode rule's regex on one window.
 func (s *Scrubber) runWindow(b []byte, it workItem, out []cand) []cand {
 	r := s.rules[it.rule]
-	re := r.regex()
 	text := b[it.w.start:it.w.end]
+	if p := r.plan(); p.win != nil {
+		// Most windows hold no match: the DFA says so for less than the regex would.
+		if m, ok := p.win.match(text, 0); ok && !m {
+			return out
+		}
+	}
+	re := r.regex()
 	for _, m := range re.FindAllSubmatchIndex(text, -1) {
 		if (m[0] == 0 && it.w.start > 0) || (m[1] == len(text) && it.w.end < len(b)) {
 			continue

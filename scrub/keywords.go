@@ -1,6 +1,9 @@
 package scrub
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // matcher finds many keywords at once, ASCII case-insensitively, in one pass: an
 // Aho-Corasick automaton turned into a full DFA over a reduced alphabet (the bytes that
@@ -20,6 +23,9 @@ type matcher struct {
 	sameEnd []int32
 	dict    []int32
 	lens    []int
+	// maxLen is the longest keyword: the automaton's state at any point depends on at
+	// most that many bytes before it, which lets scan start a stream mid-text.
+	maxLen int
 }
 
 // newMatcher builds the automaton with one large allocation for the DFA: it is built in
@@ -71,6 +77,7 @@ func newMatcher(keywords []string) *matcher {
 	used := int32(1)
 	for id, k := range keywords {
 		m.lens[id] = len(k)
+		m.maxLen = max(m.maxLen, len(k))
 		m.sameEnd[id] = -1
 		if k == "" {
 			continue
@@ -160,7 +167,76 @@ func lower(c byte) byte {
 
 // scan calls fn for every keyword occurrence in b (overlapping ones included), in order of
 // their end, with the keyword's id and its end offset; fn returns false to stop.
+//
+// Each step of the automaton waits for the previous one's table load, so one walk
+// through the text runs at the latency of a load per byte. Beyond a few kilobytes, scan
+// walks four quarters of b at once, whose loads overlap: each quarter but the first
+// starts in the state the automaton has there, got by walking the maxLen bytes before it,
+// and the quarters' hits are collected, then reported in order.
 func (m *matcher) scan(b []byte, fn func(id int32, end int) bool) {
+	if len(b) < interleaveMin || len(b) > math.MaxInt32 {
+		m.scanOne(b, fn)
+		return
+	}
+	var hits [4][]kwHit
+	q := len(b) / 4
+	var rows [4]int32
+	for k := 1; k < 4; k++ {
+		rows[k] = m.walk(b[k*q-min(k*q, m.maxLen) : k*q])
+		hits[k] = make([]kwHit, 0, q/64)
+	}
+	hits[0] = make([]kwHit, 0, q/64)
+	next, class := m.next, &m.class
+	b0, b1, b2, b3 := b[:q], b[q:2*q], b[2*q:3*q], b[3*q:4*q]
+	r0, r1, r2, r3 := rows[0], rows[1], rows[2], rows[3]
+	for i := range b0 {
+		v0 := next[r0+int32(class[b0[i]])]
+		v1 := next[r1+int32(class[b1[i]])]
+		v2 := next[r2+int32(class[b2[i]])]
+		v3 := next[r3+int32(class[b3[i]])]
+		r0, r1, r2, r3 = v0>>1, v1>>1, v2>>1, v3>>1
+		if (v0|v1|v2|v3)&1 != 0 {
+			if v0&1 != 0 {
+				hits[0] = append(hits[0], kwHit{int32(i + 1), r0})
+			}
+			if v1&1 != 0 {
+				hits[1] = append(hits[1], kwHit{int32(q + i + 1), r1})
+			}
+			if v2&1 != 0 {
+				hits[2] = append(hits[2], kwHit{int32(2*q + i + 1), r2})
+			}
+			if v3&1 != 0 {
+				hits[3] = append(hits[3], kwHit{int32(3*q + i + 1), r3})
+			}
+		}
+	}
+	// The last quarter takes the bytes the division left over.
+	for i := 4 * q; i < len(b); i++ {
+		v := next[r3+int32(class[b[i]])]
+		r3 = v >> 1
+		if v&1 != 0 {
+			hits[3] = append(hits[3], kwHit{int32(i + 1), r3})
+		}
+	}
+	nc := int32(m.nclass)
+	for _, hs := range hits {
+		for _, h := range hs {
+			end := int(h.end)
+			if !m.emit(h.row/nc, func(id int32) bool { return fn(id, end) }) {
+				return
+			}
+		}
+	}
+}
+
+// interleaveMin is the input size from which scan walks four streams.
+const interleaveMin = 4 << 10
+
+// kwHit is a position where keywords end, and the automaton's row there.
+type kwHit struct{ end, row int32 }
+
+// scanOne is scan in one walk.
+func (m *matcher) scanOne(b []byte, fn func(id int32, end int) bool) {
 	nc := int32(m.nclass)
 	next, class := m.next, &m.class
 	row := int32(0)
@@ -174,6 +250,15 @@ func (m *matcher) scan(b []byte, fn func(id int32, end int) bool) {
 			}
 		}
 	}
+}
+
+// walk returns the automaton's row after b, from the start state.
+func (m *matcher) walk(b []byte) int32 {
+	row := int32(0)
+	for _, c := range b {
+		row = m.next[row+int32(m.class[c])] >> 1
+	}
+	return row
 }
 
 // containsAny reports whether s contains any keyword.
@@ -212,6 +297,9 @@ type wordSet struct {
 	label          []byte
 	fail           []int32
 	term           []bool // a word ends here or at a suffix of here
+	// root is the start state's transitions, the one state with dozens of children,
+	// where a scan spends most of its steps.
+	root [256]int32
 }
 
 func newWordSet(words []string) *wordSet {
@@ -249,6 +337,9 @@ func newWordSet(words []string) *wordSet {
 	for t := ws.first[0]; t >= 0; t = ws.sibling[t] {
 		queue = append(queue, t)
 	}
+	for c := range ws.root {
+		ws.root[c] = max(0, ws.child(0, byte(c)))
+	}
 	for qi := 0; qi < len(queue); qi++ {
 		s := queue[qi]
 		ws.term[s] = ws.term[s] || ws.term[ws.fail[s]]
@@ -271,15 +362,13 @@ func (ws *wordSet) child(s int32, c byte) int32 {
 
 // step follows c from state s, through failure links.
 func (ws *wordSet) step(s int32, c byte) int32 {
-	for {
+	for s != 0 {
 		if t := ws.child(s, c); t >= 0 {
 			return t
 		}
-		if s == 0 {
-			return 0
-		}
 		s = ws.fail[s]
 	}
+	return ws.root[c]
 }
 
 func (ws *wordSet) containsAny(s string) bool {

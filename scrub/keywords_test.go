@@ -1,6 +1,7 @@
 package scrub
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -47,6 +48,37 @@ func TestMatcher(t *testing.T) {
 		}
 		if m.containsAny(text) != (len(want) > 0) || ws.containsAny(text) != (len(want) > 0) {
 			t.Fatalf("%q: containsAny disagrees", text)
+		}
+	}
+}
+
+// TestMatcherStreams checks that scan, which walks long inputs in four streams, reports
+// what one walk does, in the same order, keywords across the streams' seams included.
+func TestMatcherStreams(t *testing.T) {
+	words := []string{"key", "api", "apikey", "ey", "-----begin", "s.", "sk", "ghp_", "a", "Token", "xoxb-", "-----begin private key-----"}
+	m := newMatcher(words)
+	r := newRand(72)
+	alphabet := "keyapiKEYAPsS.-gbhpt_oxTnb rivate"
+	type hit struct{ id, end int }
+	for i := 0; i < 200; i++ {
+		n := interleaveMin + r.Intn(3*interleaveMin)
+		if i%4 == 0 {
+			n = 4*interleaveMin + i%4
+		}
+		b := make([]byte, n)
+		for j := range b {
+			b[j] = alphabet[r.Intn(len(alphabet))]
+		}
+		// Long keywords right across the seams.
+		for k := 1; k < 4; k++ {
+			at := k*(n/4) - r.Intn(20)
+			copy(b[at:], "-----BEGIN PRIVATE KEY-----")
+		}
+		var one, four []hit
+		m.scanOne(b, func(id int32, end int) bool { one = append(one, hit{int(id), end}); return true })
+		m.scan(b, func(id int32, end int) bool { four = append(four, hit{int(id), end}); return true })
+		if !slices.Equal(one, four) {
+			t.Fatalf("length %d: one walk found %d hits, four streams %d", n, len(one), len(four))
 		}
 	}
 }

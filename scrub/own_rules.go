@@ -47,14 +47,17 @@ func isNameByte(c byte) bool {
 	return isASCIIWord(c) || c == '-' || c == '.'
 }
 
-// nameWords splits a name into lower-case words at '_', '-', '.' and camelCase humps.
-func nameWords(name []byte) []string {
-	var words []string
-	cur := make([]byte, 0, len(name))
+// lastWords returns the last word of a name and the one before it (nil if none), in
+// lower case, the name split at '_', '-', '.' and camelCase humps. They are written
+// into buf when it is large enough: this runs on every credential-like word in the text.
+func lastWords(name, buf []byte) (last, prev []byte) {
+	low := buf[:0]
+	ps, pe, ls, le := -1, -1, -1, -1 // the two last words, in low
+	cs := 0                          // the current word's start in low
 	flush := func() {
-		if len(cur) > 0 {
-			words = append(words, string(cur))
-			cur = cur[:0]
+		if len(low) > cs {
+			ps, pe, ls, le = ls, le, cs, len(low)
+			cs = len(low)
 		}
 	}
 	for i, c := range name {
@@ -68,29 +71,35 @@ func nameWords(name []byte) []string {
 			} else if i > 0 && 'A' <= name[i-1] && name[i-1] <= 'Z' && i+1 < len(name) && 'a' <= name[i+1] && name[i+1] <= 'z' {
 				flush()
 			}
-			cur = append(cur, c+'a'-'A')
+			low = append(low, c+'a'-'A')
 		default:
-			cur = append(cur, c)
+			low = append(low, c)
 		}
 	}
 	flush()
-	return words
+	if ls < 0 {
+		return nil, nil
+	}
+	if ps >= 0 {
+		prev = low[ps:pe]
+	}
+	return low[ls:le], prev
 }
 
 // credentialName reports whether a name says it holds a credential: its last word is
 // one (PASSWORD, DB_PASS, GITHUB_TOKEN, clientSecret), or it is <something>_KEY with a
 // something that is not a database or cache key.
 func credentialName(name []byte) bool {
-	w := nameWords(name)
-	if len(w) == 0 {
+	var buf [128]byte
+	last, prev := lastWords(name, buf[:])
+	if last == nil {
 		return false
 	}
-	last := w[len(w)-1]
-	if credentialWords[last] {
+	if credentialWords[string(last)] {
 		return true
 	}
-	if last == "key" && len(w) >= 2 {
-		return !nonSecretKeys[w[len(w)-2]]
+	if string(last) == "key" && prev != nil {
+		return !nonSecretKeys[string(prev)]
 	}
 	return false
 }

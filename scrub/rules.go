@@ -166,6 +166,9 @@ func (r *rule) plan() *plan {
 			panic(fmt.Sprintf("scrub: rule %s: %v", r.id, err))
 		}
 		r.planOf = makePlan(r.regexSrc, tree, numCaptures(tree), r.keywords)
+		if r.planOf.anchored == nil {
+			r.planOf.win = windowDFA(r.regexSrc, tree)
+		}
 	})
 	return &r.planOf
 }
