@@ -295,3 +295,53 @@ func TestWindowDFA(t *testing.T) {
 	}
 	t.Logf("%d rules, %d texts matched, %d did not", tested, yes, no)
 }
+
+// FuzzPrefixDFA checks the DFA against the regexp package on fuzzed patterns
+// and texts: where the DFA can tell, its answer is the regexp's (a wrong "no"
+// loses a secret); and a text cut where reach says no thread lives has the
+// same leftmost match as the whole text.
+func FuzzPrefixDFA(f *testing.F) {
+	for _, s := range []struct{ src, text string }{
+		{`(?i)\b(ghp_[a-z0-9]{36})\b`, "ghp_" + strings.Repeat("a", 36) + " x"},
+		{`key\s*[:=]\s*["']?([\w\-.]{8,})`, "key = 'abcdefgh12'"},
+		{`-----BEGIN[ A-Z]*PRIVATE KEY-----[\s\S]*?-----END`, "-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END"},
+		{`(?m)^a$\n^b`, "a\nb"},
+		{`.{3}x`, "é\xffbx"},
+	} {
+		f.Add(s.src, s.text, uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, src, text string, lines uint8) {
+		if len(src) > 200 || len(text) > 4096 {
+			return
+		}
+		if _, err := regexp.Compile(src); err != nil {
+			return // not a pattern (and ")x|y(" would unbalance the anchor's group)
+		}
+		anchored := "^(?:" + src + ")"
+		re, err := regexp.Compile(anchored)
+		if err != nil {
+			return
+		}
+		d, err := newPrefixDFA(anchored)
+		if err != nil {
+			t.Fatalf("%s compiles for regexp but not for the DFA: %v", anchored, err)
+		}
+		n := int(lines % 3)
+		if got, ok := d.match([]byte(text), n); ok {
+			cut := text
+			if n > 0 {
+				cut = text[:afterNewlines([]byte(text), 0, len(text), n)]
+			}
+			if want := re.MatchString(cut); got != want {
+				t.Fatalf("%s on %q (%d lines): DFA %v, regexp %v", anchored, text, n, got, want)
+			}
+		}
+		k := d.reach([]byte(text))
+		if k < 0 || k > len(text) {
+			t.Fatalf("%s on %q: reach %d out of range", anchored, text, k)
+		}
+		if want, got := re.FindStringSubmatchIndex(text), re.FindStringSubmatchIndex(text[:k]); !slices.Equal(got, want) {
+			t.Fatalf("%s on %q: whole %v, cut to %d: %v", anchored, text, want, k, got)
+		}
+	})
+}
