@@ -39,7 +39,7 @@ type segment struct {
 
 // decoded scans the lines of b starting in [from, to) that hold decodable segments again, with the segments
 // decoded, and returns the candidates found in decoded text, mapped back to spans of b.
-func (s *Scrubber) decoded(b []byte, from, to, depth int) []cand {
+func (s *Scrubber) decoded(b []byte, from, to, depth int, frag []workItem) []cand {
 	var out []cand
 	var buf []byte
 	// The escapes are searched for in the lines starting before to, the ones after
@@ -64,7 +64,7 @@ func (s *Scrubber) decoded(b []byte, from, to, depth int) []cand {
 		var segs []segment
 		segs, buf = findSegments(b[ls:le], buf)
 		if len(segs) > 0 && le-ls <= longDecodeLine {
-			out = append(out, s.decodeLine(b, ls, le, segs, depth)...)
+			out = append(out, s.decodeLine(b, ls, le, segs, depth, frag)...)
 		} else if len(segs) > 0 {
 			// A very long line (minified JSON, a log blob) is decoded in pieces around
 			// its segments rather than rescanned whole for each one.
@@ -81,7 +81,7 @@ func (s *Scrubber) decoded(b []byte, from, to, depth int) []cand {
 					sg.start, sg.end = sg.start-(cs-ls), sg.end-(cs-ls)
 					part = append(part, sg)
 				}
-				out = append(out, s.decodeLine(b, cs, ce, part, depth)...)
+				out = append(out, s.decodeLine(b, cs, ce, part, depth, frag)...)
 				i = j
 			}
 		}
@@ -91,8 +91,9 @@ func (s *Scrubber) decoded(b []byte, from, to, depth int) []cand {
 }
 
 // decodeLine decodes the segments of line [ls, le) of b (or of a part of a long line) and
-// scans the result; segment offsets are relative to ls.
-func (s *Scrubber) decodeLine(b []byte, ls, le int, segs []segment, depth int) []cand {
+// scans the result; segment offsets are relative to ls. The fragment-mode rules of frag
+// whose window covers the line run on the whole decoded line.
+func (s *Scrubber) decodeLine(b []byte, ls, le int, segs []segment, depth int, frag []workItem) []cand {
 	line := b[ls:le]
 	// The decoded line, and where each segment landed in it.
 	var d []byte
@@ -126,7 +127,13 @@ func (s *Scrubber) decodeLine(b []byte, ls, le int, segs []segment, depth int) [
 		return p + shift
 	}
 	var out []cand
-	cands, _ := s.candidates(d, scanOpts{depth: depth + 1})
+	var forced []workItem
+	for _, f := range frag {
+		if f.w.start < le && ls < f.w.end && !slices.ContainsFunc(forced, func(x workItem) bool { return x.rule == f.rule }) {
+			forced = append(forced, workItem{f.rule, span{0, len(d)}})
+		}
+	}
+	cands, _ := s.candidates(d, scanOpts{depth: depth + 1, forced: forced})
 	for _, c := range cands {
 		// Only what the decoding revealed: the rest was scanned as it is.
 		overlaps := false

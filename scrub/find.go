@@ -88,6 +88,18 @@ func (s *Scrubber) candidates(b []byte, o scanOpts) ([]cand, map[int32]int) {
 		hi := min(lo+size, len(b))
 		chunks[i] = s.scanChunk(b, lo, hi, &o)
 	})
+	if o.depth < maxDecodeDepth {
+		// Decoding, once every keyword is known: a fragment-mode rule whose
+		// keyword lies anywhere within its reach (another line, another
+		// chunk) runs on a decoded line too, as gitleaks runs it on decoded
+		// text when the keyword is in the fragment.
+		frag := s.fragmentWindows(chunks, o.forced)
+		run(workers, nchunk, func(i int) {
+			lo := min(i*size, len(b))
+			hi := min(lo+size, len(b))
+			chunks[i].cands = append(chunks[i].cands, s.decodedChunk(b, lo, hi, &o, frag)...)
+		})
+	}
 	// Phase 2: merge windows across chunks and run the regexes on them.
 	items := append([]workItem(nil), o.forced...)
 	for _, ri := range s.unanchored {
@@ -243,19 +255,38 @@ func (s *Scrubber) scanChunk(b []byte, lo, hi int, o *scanOpts) *chunkScan {
 		}
 		return true
 	})
-	if o.depth < maxDecodeDepth {
-		// Lines that start in this chunk.
-		ls := max(lo, o.from)
-		if ls > 0 && b[ls-1] != '\n' {
-			i := bytes.IndexByte(b[ls:hi], '\n')
-			if i < 0 {
-				return c
-			}
-			ls += i + 1
-		}
-		c.cands = append(c.cands, s.decoded(b, ls, hi, o.depth)...)
-	}
 	return c
+}
+
+// decodedChunk decodes the lines that start in [lo, hi) (see decoded); frag are the
+// windows of the fragment-mode rules whose keyword was seen (fragmentWindows).
+func (s *Scrubber) decodedChunk(b []byte, lo, hi int, o *scanOpts, frag []workItem) []cand {
+	ls := max(lo, o.from)
+	if ls > 0 && ls < hi && b[ls-1] != '\n' {
+		i := bytes.IndexByte(b[ls:hi], '\n')
+		if i < 0 {
+			return nil
+		}
+		ls += i + 1
+	}
+	if ls >= hi {
+		return nil
+	}
+	return s.decoded(b, ls, hi, o.depth, frag)
+}
+
+// fragmentWindows lists the windows of the fragment-mode rules: where a keyword pass
+// found their keyword, and the windows forced on the scan.
+func (s *Scrubber) fragmentWindows(chunks []*chunkScan, forced []workItem) []workItem {
+	out := append([]workItem(nil), forced...)
+	for _, c := range chunks {
+		for ri := range c.frag {
+			for _, w := range c.wins[ri] {
+				out = append(out, workItem{ri, w})
+			}
+		}
+	}
+	return out
 }
 
 // hit handles keyword hit [hs, he) of rule t: an anchored rule is matched right there, a

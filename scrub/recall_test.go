@@ -2,6 +2,8 @@ package scrub
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"math/rand"
 	"regexp/syntax"
@@ -229,4 +231,62 @@ func encodeSometimes(s string, r *rand.Rand) string {
 		return b.String()
 	}
 	return s
+}
+
+// A rule whose match need not hold its keyword (facebook's token, Sourcegraph's bare
+// hex) runs on decoded text when its keyword is elsewhere in the text, as gitleaks does:
+// the keyword on one line, the secret hex- or base64-encoded or percent-escaped on the
+// next or thousands of bytes later. Each text is checked against gitleaks' detector,
+// which must find something (else the case proves nothing), and Find must cover it.
+func TestRecallKeywordAwayFromEncodedSecret(t *testing.T) {
+	s := newTestScrubber(t)
+	gl := gitleaksOracle(t)
+	fb := "2433738152228083|Nh6KYJKthLhjWkZX-X15iowFEMGA'"
+	hexed := hex.EncodeToString([]byte(fb))
+	based := base64.StdEncoding.EncodeToString([]byte("token " + fb + " end"))
+	filler := strings.Repeat("INFO nothing to see in this line of the log\n", 200)
+	for _, c := range []struct{ name, text string }{
+		{"hex on the next line", "facebook\n" + hexed + "\n"},
+		{"base64 on the next line", "see facebook docs\n" + based + "\n"},
+		{"hex 9 kB later", "app: facebook\n" + filler + "value=" + hexed + "\n"},
+		{"keyword after the secret", hexed + "\n" + filler + "# facebook\n"},
+	} {
+		want := gl.DetectString(c.text)
+		if len(want) == 0 {
+			t.Fatalf("%s: gitleaks finds nothing in the case: it proves nothing", c.name)
+		}
+		fs := s.Find([]byte(c.text))
+		for _, g := range want {
+			if !covers([]byte(c.text), fs, g) {
+				t.Errorf("%s: gitleaks finds %s (%q), Find does not: %+v", c.name, g.RuleID, g.Secret, fs)
+			}
+		}
+		if strings.HasPrefix(c.name, "keyword after") {
+			continue // a stream has sent the secret's line before the keyword comes
+		}
+		// The stream (a command's output as it comes), in pieces of 1,000 bytes.
+		var streamed []Finding
+		var off int
+		st := NewStream(s, func(text []byte, fs []Finding) error {
+			for _, f := range fs {
+				f.Start, f.End = f.Start+off, f.End+off
+				streamed = append(streamed, f)
+			}
+			off += len(text)
+			return nil
+		})
+		for i := 0; i < len(c.text); i += 1000 {
+			if _, err := st.Write([]byte(c.text[i:min(len(c.text), i+1000)])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range want {
+			if !covers([]byte(c.text), streamed, g) {
+				t.Errorf("%s: gitleaks finds %s (%q), the stream does not: %+v", c.name, g.RuleID, g.Secret, streamed)
+			}
+		}
+	}
 }
