@@ -162,7 +162,12 @@ var prefixSecrets = []string{
 	".npmrc", ".yarnrc", ".yarnrc.yml", // a prefix's own rc files
 	"pip.conf",    // a virtual environment's own pip config (index-url with a password)
 	".git/config", // a tool installed as a clone (pyenv, asdf) remembers its remote's URL
-	".env*",       // environment files: KEY=value secrets
+	// Clones below a shown prefix, which remember theirs too: the plugins
+	// pyenv-installer, asdf and mise clone (~/.pyenv/plugins/pyenv-virtualenv),
+	// and pip's editable VCS installs in a venv ($VIRTUAL_ENV/src/<name>).
+	"plugins/*/.git/config",
+	"src/*/.git/config",
+	".env*", // environment files: KEY=value secrets
 }
 
 // broadDirs are never shown whole as the install prefix of a PATH directory:
