@@ -2,6 +2,8 @@ package homeview
 
 import (
 	"io/fs"
+	"maps"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"slices"
@@ -40,12 +42,98 @@ var plantedSecrets = map[string]string{
 	"ws/go.mod":          "module x\n",
 }
 
+// shaped makes secrets in the formats the services issue them, the ones
+// the scanner's (gitleaks') rules know by shape, so that the file is
+// caught by the scanner were it a copy and only the view's layout rules
+// can let it through as itself. They are made at run time from a fixed
+// seed: the same every run, and none written in the repository.
+type shaped struct{ r *rand.Rand }
+
+func (s shaped) pick(set string, n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = set[s.r.Intn(len(set))]
+	}
+	return string(b)
+}
+
+const (
+	alnum   = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	base32U = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+)
+
+// The shaped secrets, each with the file it is planted in.
+var (
+	sh             = shaped{rand.New(rand.NewSource(20261207))}
+	awsKeyID       = "AKIA" + sh.pick(base32U, 16)
+	awsSecretKey   = sh.pick(alnum+"+/", 40)
+	pipIndexPass   = sh.pick(alnum, 24)
+	pipSrcGhToken  = "ghp_" + sh.pick(alnum, 36)
+	pyenvGhToken   = "ghp_" + sh.pick(alnum, 36)
+	pluginGhToken  = "github_" + "pat_" + sh.pick(alnum, 22) + "_" + sh.pick(alnum, 59)
+	nvmNpmToken    = "npm_" + sh.pick(alnum, 36)
+	voltaNpmToken  = "npm_" + sh.pick(alnum, 36)
+	checkoutGlpat  = "glpat-" + sh.pick(alnum, 20)
+	checkoutEnvKey = "sk_" + "live_" + sh.pick(alnum, 24)
+)
+
+func shapedSecrets() []string {
+	return []string{awsKeyID, awsSecretKey, pipIndexPass, pipSrcGhToken, pyenvGhToken, pluginGhToken, nvmNpmToken, voltaNpmToken, checkoutGlpat, checkoutEnvKey}
+}
+
+// shapedFiles lay out, as each tool does on disk, what a developer's
+// machine holds besides: a pipx app, a pyenv clone with its Pythons and
+// plugins, a second nvm node, volta, and a checkout whose program ~/bin
+// links to. plantHome puts their bin directories on PATH.
+var shapedFiles = map[string]string{
+	// pipx (~/.local/pipx before pipx 1.3 moved it to ~/.local/share): one
+	// venv per app, the app linked from ~/.local/bin. pip reads a venv's
+	// own pip.conf; a .env beside it is what a developer leaves there.
+	".local/pipx/venvs/httpie/pyvenv.cfg":                                 "home = /usr/bin\ninclude-system-site-packages = false\nversion = 3.12.1\n",
+	".local/pipx/venvs/httpie/bin/httpie":                                 "#!/home/u/.local/pipx/venvs/httpie/bin/python\n",
+	".local/pipx/venvs/httpie/lib/python3.12/site-packages/httpie/cli.py": "print('http')\n",
+	".local/pipx/venvs/httpie/.env":                                       "AWS_ACCESS_KEY_ID=" + awsKeyID + "\nAWS_SECRET_ACCESS_KEY=" + awsSecretKey + "\n",
+	".local/pipx/venvs/httpie/pip.conf":                                   "[global]\nindex-url = https://deploy:" + pipIndexPass + "@pypi.corp.example/simple/\n",
+	// `pipx inject -e git+URL` (pip's editable VCS install) clones into the
+	// venv's src/.
+	".local/pipx/venvs/httpie/src/httpie-plugin/.git/config": "[remote \"origin\"]\n\turl = https://" + pipSrcGhToken + "@github.com/corp/httpie-plugin.git\n",
+	// pyenv is a git clone, and pyenv-installer clones its plugins into
+	// plugins/: each remembers the URL it was cloned from.
+	".pyenv/bin/pyenv":                                     "#!/usr/bin/env bash\n",
+	".pyenv/libexec/pyenv":                                 "#!/usr/bin/env bash\n",
+	".pyenv/shims/python":                                  "#!/usr/bin/env bash\n",
+	".pyenv/versions/3.12.1/bin/python3.12":                "ELF",
+	".pyenv/versions/3.12.1/lib/python3.12/os.py":          "import abc\n",
+	".pyenv/.git/config":                                   "[core]\n\tbare = false\n[remote \"origin\"]\n\turl = https://x-access-token:" + pyenvGhToken + "@github.com/pyenv/pyenv.git\n",
+	".pyenv/plugins/pyenv-virtualenv/bin/pyenv-virtualenv": "#!/usr/bin/env bash\n",
+	".pyenv/plugins/pyenv-virtualenv/.git/config":          "[remote \"origin\"]\n\turl = https://" + pluginGhToken + "@github.com/pyenv/pyenv-virtualenv.git\n",
+	// A second nvm node, with npm's global config of that prefix.
+	".nvm/versions/node/v22.2.0/bin/node":                          "ELF",
+	".nvm/versions/node/v22.2.0/lib/node_modules/npm/package.json": "{}",
+	".nvm/versions/node/v22.2.0/etc/npmrc":                         "//registry.npmjs.org/:_authToken=" + nvmNpmToken + "\n",
+	// volta: shims in ~/.volta/bin, node images below tools/image; npm's
+	// global config is the image's etc/npmrc (its prefix).
+	".volta/bin/volta":                         "ELF",
+	".volta/bin/node":                          "ELF",
+	".volta/tools/image/node/20.11.0/bin/node": "ELF",
+	".volta/tools/image/node/20.11.0/lib/node_modules/npm/x.js": "x",
+	".volta/tools/image/node/20.11.0/etc/npmrc":                 "//registry.npmjs.org/:_authToken=" + voltaNpmToken + "\n",
+	// A checkout with its dependencies installed, its program linked from
+	// ~/bin (on PATH).
+	"src/tool3/bin/tool3":                     "#!/usr/bin/env node\n",
+	"src/tool3/lib/node_modules/dep/index.js": "module.exports = 1\n",
+	"src/tool3/.git/config":                   "[remote \"origin\"]\n\turl = https://oauth2:" + checkoutGlpat + "@gitlab.com/corp/tool3.git\n",
+	"src/tool3/.env":                          "STRIPE_KEY=" + checkoutEnvKey + "\n",
+}
+
 // plantHome writes plantedSecrets into a new home and links its PATH the
 // way `npm link`, nvm and a hand-made link into a checkout do.
 func plantHome(t *testing.T) (home, ws string, h *Host) {
 	t.Helper()
 	home = t.TempDir()
-	for name, content := range plantedSecrets {
+	files := maps.Clone(plantedSecrets)
+	maps.Copy(files, shapedFiles)
+	for name, content := range files {
 		p := filepath.Join(home, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
@@ -58,6 +146,10 @@ func plantHome(t *testing.T) (home, ws string, h *Host) {
 		".npm-global/lib/node_modules/tool": filepath.Join(home, "src/tool"),
 		".npm-global/bin/tool":              "../lib/node_modules/tool/cli.js",
 		".local/bin/tool2":                  filepath.Join(home, "src/tool2/bin/tool2"),
+		// pipx links each app of a venv into ~/.local/bin.
+		".local/bin/httpie": filepath.Join(home, ".local/pipx/venvs/httpie/bin/httpie"),
+		// A hand-made link to a program inside a checkout.
+		"bin/tool3": filepath.Join(home, "src/tool3/bin/tool3"),
 	}
 	for name, target := range links {
 		p := filepath.Join(home, name)
@@ -66,16 +158,22 @@ func plantHome(t *testing.T) (home, ws string, h *Host) {
 			t.Fatal(err)
 		}
 	}
-	path := strings.Join([]string{filepath.Join(home, ".npm-global/bin"), filepath.Join(home, ".nvm/versions/node/v20.11.0/bin"),
-		filepath.Join(home, ".local/bin"), "/usr/bin"}, ":")
+	var dirs []string
+	for _, d := range []string{".npm-global/bin", ".nvm/versions/node/v20.11.0/bin", ".local/bin",
+		// What `pyenv init` and a `pyenv shell` put on PATH, nvm's other
+		// node, volta's shims, a ~/bin of links.
+		".pyenv/bin", ".pyenv/shims", ".pyenv/versions/3.12.1/bin", ".nvm/versions/node/v22.2.0/bin", ".volta/bin", "bin"} {
+		dirs = append(dirs, filepath.Join(home, d))
+	}
+	path := strings.Join(append(dirs, "/usr/bin"), ":")
 	return home, filepath.Join(home, "ws"), &Host{Home: home, Workspace: filepath.Join(home, "ws"), Env: map[string]string{"PATH": path}}
 }
 
 // secretsIn lists the planted secret values that occur in b.
 func secretsIn(b []byte) []string {
 	var out []string
-	for _, v := range []string{"envTok3nVal", "gitTreeTok", "envTwoSecretVal", "npmGlobalTok", "bnZtQXV0aFZhbA==", "hdrBearerVal",
-		"insteadTokVal", "urlPassVal", "xdgHdrVal", "pnpmRcTok", "goProxyPassVal", "yarnOneTokVal", "yarnBerryTokVal"} {
+	for _, v := range append(shapedSecrets(), "envTok3nVal", "gitTreeTok", "envTwoSecretVal", "npmGlobalTok", "bnZtQXV0aFZhbA==", "hdrBearerVal",
+		"insteadTokVal", "urlPassVal", "xdgHdrVal", "pnpmRcTok", "goProxyPassVal", "yarnOneTokVal", "yarnBerryTokVal") {
 		if strings.Contains(string(b), v) {
 			out = append(out, v)
 		}
@@ -144,7 +242,30 @@ func TestNoPlainCredentials(t *testing.T) {
 			t.Errorf("%s is not shown", want)
 		}
 	}
-	for _, tree := range []string{"src/tool", "src/tool2", "src/tool2/bin", "src"} {
+	// Each shaped secret is one the scanner knows by its shape, as it would
+	// be on a real machine; the password of pip's index URL has no shape,
+	// and Redact takes it out of the URL.
+	for name, content := range shapedFiles {
+		for _, sec := range secretsIn([]byte(content)) {
+			if !slices.ContainsFunc(sc.Find([]byte(content)), func(f scrub.Finding) bool { return strings.Contains(f.Secret, sec) }) && sec != pipIndexPass {
+				t.Errorf("%s: the scanner does not know %.8s... by its shape", name, sec)
+			}
+		}
+	}
+	// The check proves something only where the view reaches: each
+	// directory holding a planted credential is shown (or, for the
+	// checkout, the program linked into it is).
+	reached := func(p string) bool {
+		p = filepath.Join(home, p)
+		return slices.ContainsFunc(v.ReadOnly, func(r string) bool { return within(p, r) })
+	}
+	for _, dir := range []string{".local/pipx/venvs/httpie", ".local/pipx/venvs/httpie/src/httpie-plugin", ".pyenv", ".pyenv/plugins/pyenv-virtualenv",
+		".nvm/versions/node/v22.2.0/etc", ".volta/tools/image/node/20.11.0/etc", "src/tool3/bin/tool3"} {
+		if !reached(dir) {
+			t.Errorf("%s is not shown: the planted credentials near it are not tested", dir)
+		}
+	}
+	for _, tree := range []string{"src/tool", "src/tool2", "src/tool2/bin", "src", "src/tool3", "src/tool3/bin"} {
 		if slices.Contains(v.ReadOnly, filepath.Join(home, tree)) {
 			t.Errorf("the checkout %s is shown whole", tree)
 		}
