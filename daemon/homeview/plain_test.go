@@ -75,10 +75,11 @@ var (
 	voltaNpmToken  = "npm_" + sh.pick(alnum, 36)
 	checkoutGlpat  = "glpat-" + sh.pick(alnum, 20)
 	checkoutEnvKey = "sk_" + "live_" + sh.pick(alnum, 24)
+	monoEnvKey     = "sk_" + "live_" + sh.pick(alnum, 24)
 )
 
 func shapedSecrets() []string {
-	return []string{awsKeyID, awsSecretKey, pipIndexPass, pipSrcGhToken, pyenvGhToken, pluginGhToken, nvmNpmToken, voltaNpmToken, checkoutGlpat, checkoutEnvKey}
+	return []string{awsKeyID, awsSecretKey, pipIndexPass, pipSrcGhToken, pyenvGhToken, pluginGhToken, nvmNpmToken, voltaNpmToken, checkoutGlpat, checkoutEnvKey, monoEnvKey}
 }
 
 // shapedFiles lay out, as each tool does on disk, what a developer's
@@ -124,6 +125,12 @@ var shapedFiles = map[string]string{
 	"src/tool3/lib/node_modules/dep/index.js": "module.exports = 1\n",
 	"src/tool3/.git/config":                   "[remote \"origin\"]\n\turl = https://oauth2:" + checkoutGlpat + "@gitlab.com/corp/tool3.git\n",
 	"src/tool3/.env":                          "STRIPE_KEY=" + checkoutEnvKey + "\n",
+	// A package of a monorepo, dependencies installed, its program linked
+	// from ~/bin: its own directory has no .git, the repository's has.
+	"src/mono/.git/HEAD":                                  "ref: refs/heads/main\n",
+	"src/mono/packages/cli/bin/cli":                       "#!/usr/bin/env node\n",
+	"src/mono/packages/cli/lib/node_modules/dep/index.js": "module.exports = 1\n",
+	"src/mono/packages/cli/.env":                          "STRIPE_KEY=" + monoEnvKey + "\n",
 }
 
 // plantHome writes plantedSecrets into a new home and links its PATH the
@@ -150,6 +157,7 @@ func plantHome(t *testing.T) (home, ws string, h *Host) {
 		".local/bin/httpie": filepath.Join(home, ".local/pipx/venvs/httpie/bin/httpie"),
 		// A hand-made link to a program inside a checkout.
 		"bin/tool3": filepath.Join(home, "src/tool3/bin/tool3"),
+		"bin/cli":   filepath.Join(home, "src/mono/packages/cli/bin/cli"),
 	}
 	for name, target := range links {
 		p := filepath.Join(home, name)
@@ -260,12 +268,12 @@ func TestNoPlainCredentials(t *testing.T) {
 		return slices.ContainsFunc(v.ReadOnly, func(r string) bool { return within(p, r) })
 	}
 	for _, dir := range []string{".local/pipx/venvs/httpie", ".local/pipx/venvs/httpie/src/httpie-plugin", ".pyenv", ".pyenv/plugins/pyenv-virtualenv",
-		".nvm/versions/node/v22.2.0/etc", ".volta/tools/image/node/20.11.0/etc", "src/tool3/bin/tool3"} {
+		".nvm/versions/node/v22.2.0/etc", ".volta/tools/image/node/20.11.0/etc", "src/tool3/bin/tool3", "src/mono/packages/cli/bin/cli"} {
 		if !reached(dir) {
 			t.Errorf("%s is not shown: the planted credentials near it are not tested", dir)
 		}
 	}
-	for _, tree := range []string{"src/tool", "src/tool2", "src/tool2/bin", "src", "src/tool3", "src/tool3/bin"} {
+	for _, tree := range []string{"src/tool", "src/tool2", "src/tool2/bin", "src", "src/tool3", "src/tool3/bin", "src/mono/packages/cli", "src/mono/packages/cli/bin"} {
 		if slices.Contains(v.ReadOnly, filepath.Join(home, tree)) {
 			t.Errorf("the checkout %s is shown whole", tree)
 		}

@@ -300,8 +300,14 @@ func (r *resolver) installPrefix(dir string, broad map[string]bool) bool {
 			return true
 		}
 	}
-	if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
-		return false
+	// A checkout, or a directory inside one (a package of a monorepo,
+	// with its own node_modules): someone's sources, not a manager's
+	// layout. Looked for up to the home, which may itself be a
+	// repository of dotfiles.
+	for d := dir; d != r.h.Home && d != "/" && d != "."; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return false
+		}
 	}
 	for _, m := range installMarkers {
 		if ms, _ := filepath.Glob(filepath.Join(dir, m)); len(ms) > 0 {
