@@ -35,7 +35,7 @@ type Egress struct {
 }
 
 func defaultEgress() Egress {
-	return Egress{Registries: true, Allow: []string{}, CredentialEnv: map[string][]string{}, CAFiles: []string{}, MaxConnections: 256}
+	return Egress{Registries: true, Allow: []string{}, CredentialEnv: map[string][]string{}, CAFiles: []string{}, MaxConnections: egress.DefaultMaxConns}
 }
 
 func (e *Egress) validate() error {

@@ -34,12 +34,12 @@ const (
 	// of ~200 bytes however short its text, so 64 KiB of "a:1" lines
 	// would cost megabytes. Real requests carry 10 to 30.
 	maxHeaderFields = 256
-	// defaultMaxConns is how many connections one call may hold open at
+	// DefaultMaxConns is how many connections one call may hold open at
 	// once, over all its listeners, when the configuration does not say:
 	// npm opens up to 15 (maxsockets), Go's module fetches and pip fewer;
 	// at ~250 KiB of buffers each (intercepted TLS both ways) 256 stay
 	// under 64 MiB.
-	defaultMaxConns = 256
+	DefaultMaxConns = 256
 	// maxRefusing is how many connections over the limit are answered at
 	// once (their answer says why); beyond it they are closed unanswered,
 	// so a flood of idle connections costs a file descriptor each, briefly,
@@ -76,7 +76,7 @@ func (l Limits) maxConns() int {
 	if l.MaxConns > 0 {
 		return l.MaxConns
 	}
-	return defaultMaxConns
+	return DefaultMaxConns
 }
 
 // headError is a message head the proxy will not read to its end.
