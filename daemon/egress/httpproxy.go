@@ -3,7 +3,6 @@ package egress
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -30,10 +29,7 @@ func (s *Server) handleConn(ctx context.Context, c net.Conn) {
 	for {
 		req, err := s.readRequest(c, c, br, "http", "", 0)
 		if err != nil {
-			var he *headError
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.As(err, &he) {
-				writeStatus(c, http.StatusBadRequest, "failed", "contextd egress: malformed request")
-			}
+			malformed(c, err)
 			return
 		}
 		if req.Method == http.MethodConnect {

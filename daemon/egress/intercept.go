@@ -4,10 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"errors"
-	"io"
 	"net"
-	"net/http"
 )
 
 // intercept serves a confirmed tunnel to a host with credentials as visible
@@ -47,10 +44,7 @@ func (s *Server) intercept(ctx context.Context, c net.Conn, br *bufio.Reader, up
 	for {
 		req, err := s.readRequest(ss.cbw, ss.client, ss.br, via, host, port)
 		if err != nil {
-			var he *headError
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.As(err, &he) {
-				writeStatus(ss.cbw, http.StatusBadRequest, "failed", "contextd egress: malformed request")
-			}
+			malformed(ss.cbw, err)
 			break
 		}
 		if !ss.handle(req) {

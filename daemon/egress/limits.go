@@ -157,6 +157,16 @@ func newHeadReader(r io.Reader) *bufio.Reader { return bufio.NewReaderSize(r, ma
 // readRequest reads the next request of a client connection with its head
 // bounded. A refused head is answered here (431, the limit named), the
 // event emitted with host:port when known, and what the client still sends
+// malformed answers 400 to a request readRequest could not read, unless the
+// client simply went away or readRequest answered it already (a head over
+// the limits).
+func malformed(w io.Writer, err error) {
+	var he *headError
+	if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.As(err, &he) {
+		writeStatus(w, http.StatusBadRequest, "failed", "contextd egress: malformed request")
+	}
+}
+
 // drained; the caller then closes the connection.
 func (s *Server) readRequest(w io.Writer, raw net.Conn, br *bufio.Reader, via, host string, port int) (*http.Request, error) {
 	if err := scanHead(br, "request"); err != nil {
