@@ -8,6 +8,8 @@ import (
 
 	"github.com/contextd/contextd/internal/sqlitefile"
 	"github.com/contextd/contextd/mcp/intercept"
+
+	"github.com/contextd/contextd/internal/nanotime"
 )
 
 // The tool pins: mcp_pins, one row per tool of each server.
@@ -32,14 +34,14 @@ func (p pins) Get(ctx context.Context, server, tool string) (intercept.Pin, bool
 	if err != nil {
 		return intercept.Pin{}, false, fmt.Errorf("mcp store: get pin %s/%s: %w", server, tool, err)
 	}
-	pin.Pinned, pin.Changed = fromNanos(pinned), fromNanos(changed)
+	pin.Pinned, pin.Changed = nanotime.Time(pinned), nanotime.Time(changed)
 	return pin, true, nil
 }
 
 // Put implements intercept.PinStore.
 func (p pins) Put(ctx context.Context, server string, pin intercept.Pin) error {
 	if _, err := p.db.W.ExecContext(ctx, `INSERT OR REPLACE INTO mcp_pins (server, tool, hash, pending, pinned, changed)
-		VALUES (?, ?, ?, ?, ?, ?)`, server, pin.Tool, pin.Hash, pin.Pending, toNanos(pin.Pinned), toNanos(pin.Changed)); err != nil {
+		VALUES (?, ?, ?, ?, ?, ?)`, server, pin.Tool, pin.Hash, pin.Pending, nanotime.Of(pin.Pinned), nanotime.Of(pin.Changed)); err != nil {
 		return fmt.Errorf("mcp store: put pin %s/%s: %w", server, pin.Tool, err)
 	}
 	return nil
@@ -67,7 +69,7 @@ func (p pins) List(ctx context.Context, server string) ([]intercept.Pin, error) 
 		if err := rows.Scan(&pin.Server, &pin.Tool, &pin.Hash, &pin.Pending, &pinned, &changed); err != nil {
 			return nil, fmt.Errorf("mcp store: list pins: %w", err)
 		}
-		pin.Pinned, pin.Changed = fromNanos(pinned), fromNanos(changed)
+		pin.Pinned, pin.Changed = nanotime.Time(pinned), nanotime.Time(changed)
 		out = append(out, pin)
 	}
 	if err := rows.Err(); err != nil {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/mcp/record"
+
+	"github.com/contextd/contextd/internal/nanotime"
 )
 
 // The session records: mcp_sessions, one row per session, and mcp_entries,
@@ -23,7 +25,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *record.Session) error {
 	}
 	res, err := s.db.W.ExecContext(ctx, `INSERT INTO mcp_sessions (id, server, started, ended)
 		VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-		sess.ID, sess.Server, toNanos(sess.Started), toNanos(sess.Ended))
+		sess.ID, sess.Server, nanotime.Of(sess.Started), nanotime.Of(sess.Ended))
 	if err != nil {
 		return fmt.Errorf("mcp store: create session %q: %w", sess.ID, err)
 	}
@@ -38,7 +40,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *record.Session) error {
 // EndSession sets a session's end time and why it ended early ("" for
 // a normal end).
 func (s *Store) EndSession(ctx context.Context, id string, ended time.Time, failure string) error {
-	res, err := s.db.W.ExecContext(ctx, `UPDATE mcp_sessions SET ended = ?, failure = ? WHERE id = ?`, toNanos(ended), failure, id)
+	res, err := s.db.W.ExecContext(ctx, `UPDATE mcp_sessions SET ended = ?, failure = ? WHERE id = ?`, nanotime.Of(ended), failure, id)
 	if err != nil {
 		return fmt.Errorf("mcp store: end session %q: %w", id, err)
 	}
@@ -87,7 +89,7 @@ func (s *Store) SaveEntries(ctx context.Context, session string, batch []record.
 		if raw == nil {
 			raw = []byte{} // NOT NULL: an empty message is still a message
 		}
-		if _, err := st.ExecContext(ctx, session, int64(e.Seq), e.Dir.String(), toNanos(e.Time), e.Kind.String(),
+		if _, err := st.ExecContext(ctx, session, int64(e.Seq), e.Dir.String(), nanotime.Of(e.Time), e.Kind.String(),
 			nullBytes(e.ID), e.Method, e.Tool, int64(e.Corr), raw, nullBytes(e.Original), e.Action.String(),
 			e.Rule, nullBytes(e.Reply), e.Error); err != nil {
 			return fmt.Errorf("mcp store: save entry %d of %q: %w", e.Seq, session, err)
@@ -129,7 +131,7 @@ func (s *Store) ListSessions(ctx context.Context, limit int) ([]record.Session, 
 		if err := rows.Scan(&sess.ID, &sess.Server, &started, &ended, &sess.Failure, &sess.Messages); err != nil {
 			return nil, fmt.Errorf("mcp store: list sessions: %w", err)
 		}
-		sess.Started, sess.Ended = fromNanos(started), fromNanos(ended)
+		sess.Started, sess.Ended = nanotime.Time(started), nanotime.Time(ended)
 		out = append(out, sess)
 	}
 	if err := rows.Err(); err != nil {
@@ -159,7 +161,7 @@ func (s *Store) LoadSession(ctx context.Context, id string) (*record.Record, err
 	if err != nil {
 		return nil, fmt.Errorf("mcp store: load session %q: %w", id, err)
 	}
-	r.Session.Started, r.Session.Ended = fromNanos(started), fromNanos(ended)
+	r.Session.Started, r.Session.Ended = nanotime.Time(started), nanotime.Time(ended)
 	rows, err := tx.QueryContext(ctx, `SELECT seq, dir, time, kind, msg_id, method, tool, corr, raw, original,
 		action, rule, reply, error FROM mcp_entries WHERE session = ? ORDER BY seq`, id)
 	if err != nil {
@@ -177,7 +179,7 @@ func (s *Store) LoadSession(ctx context.Context, id string) (*record.Record, err
 			&action, &e.Rule, &reply, &e.Error); err != nil {
 			return nil, fmt.Errorf("mcp store: load session %q: %w", id, err)
 		}
-		e.Seq, e.Corr, e.Time = uint64(seq), uint64(corr), fromNanos(t)
+		e.Seq, e.Corr, e.Time = uint64(seq), uint64(corr), nanotime.Time(t)
 		if e.Dir, err = record.ParseDirection(dir); err == nil {
 			if e.Kind, err = record.ParseKind(kind); err == nil {
 				e.Action, err = record.ParseAction(action)

@@ -71,19 +71,3 @@ func (s *Store) Path() string { return s.db.Path }
 // Close closes the database and releases its lock. Calling it again returns
 // the first call's result.
 func (s *Store) Close() error { return s.db.Close() }
-
-// Times are kept as Unix nanoseconds, 0 for the zero time, and read back in
-// UTC.
-func toNanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func fromNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}

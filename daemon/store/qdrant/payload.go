@@ -8,6 +8,8 @@ import (
 
 	"github.com/contextd/contextd/daemon/store"
 	"github.com/contextd/contextd/internal/ids"
+
+	"github.com/contextd/contextd/internal/nanotime"
 )
 
 // isCanonicalUUID reports whether s is a UUID as ids.Format writes it:
@@ -60,22 +62,8 @@ func pointID(id string) *qc.PointId { return qc.NewIDUUID(pointUUID(id)) }
 // UTC, so that what a Put sets in a record equals what a Get returns.
 func now() time.Time { return time.Now().UTC().Round(0) }
 
-func toNanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func fromNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
-
 // normTime is t as it reads back after a round trip through the payload.
-func normTime(t time.Time) time.Time { return fromNanos(toNanos(t)) }
+func normTime(t time.Time) time.Time { return nanotime.Time(nanotime.Of(t)) }
 
 func projectKey(p string) string { return "p:" + p }
 func sessionKey(s string) string { return "s:" + s }
@@ -84,7 +72,7 @@ func vStr(s string) *qc.Value     { return qc.NewValueString(s) }
 func vInt(i int64) *qc.Value      { return qc.NewValueInt(i) }
 func vFloat(f float64) *qc.Value  { return qc.NewValueDouble(f) }
 func vBool(b bool) *qc.Value      { return qc.NewValueBool(b) }
-func vTime(t time.Time) *qc.Value { return vInt(toNanos(t)) }
+func vTime(t time.Time) *qc.Value { return vInt(nanotime.Of(t)) }
 
 func vStrings(ss []string) *qc.Value {
 	vals := make([]*qc.Value, len(ss))
@@ -126,7 +114,7 @@ func (p payload) float(k string) float64 {
 	return 0
 }
 
-func (p payload) time(k string) time.Time { return fromNanos(p.int64(k)) }
+func (p payload) time(k string) time.Time { return nanotime.Time(p.int64(k)) }
 
 func (p payload) strings(k string) []string {
 	vals := p[k].GetListValue().GetValues()

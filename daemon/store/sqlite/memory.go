@@ -15,6 +15,8 @@ import (
 
 	"github.com/contextd/contextd/daemon/store"
 	"github.com/contextd/contextd/internal/ids"
+
+	"github.com/contextd/contextd/internal/nanotime"
 )
 
 // Column weights of bm25(), in the FTS table's column order: the title and
@@ -45,7 +47,7 @@ func scanMemory(sc interface{ Scan(...any) error }, extra ...any) (*store.Memory
 	if len(m.Tags) == 0 {
 		m.Tags = nil
 	}
-	m.Created, m.Updated = fromNanos(created), fromNanos(updated)
+	m.Created, m.Updated = nanotime.Time(created), nanotime.Time(updated)
 	return &m, nil
 }
 
@@ -88,7 +90,7 @@ func (s *Store) PutMemory(ctx context.Context, m *store.Memory) error {
 		return fmt.Errorf("sqlite store: put memory %q: version %d is stale: %w", id, m.Version, store.ErrConflict)
 	}
 	args := []any{m.Project, m.Title, m.Description, m.Content, m.Outcome, strings.TrimSpace(tagsJSON.String()),
-		m.Confidence, m.Uses, m.Helpful, m.Unhelpful, m.Archived, toNanos(t)}
+		m.Confidence, m.Uses, m.Helpful, m.Unhelpful, m.Archived, nanotime.Of(t)}
 	if exists {
 		version++
 		_, err = tx.ExecContext(ctx, `UPDATE memories SET
@@ -98,7 +100,7 @@ func (s *Store) PutMemory(ctx context.Context, m *store.Memory) error {
 			updated = ?12, version = ?13
 			WHERE id = ?14`, append(args, version, id)...)
 	} else {
-		version, created = 1, toNanos(t)
+		version, created = 1, nanotime.Of(t)
 		_, err = tx.ExecContext(ctx, `INSERT INTO memories
 			(project, title, description, content, outcome, tags, confidence, uses, helpful, unhelpful,
 			 archived, updated, version, id, created)
@@ -111,7 +113,7 @@ func (s *Store) PutMemory(ctx context.Context, m *store.Memory) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite store: put memory %q: commit: %w", id, err)
 	}
-	m.ID, m.Version, m.Created, m.Updated = id, version, fromNanos(created), t
+	m.ID, m.Version, m.Created, m.Updated = id, version, nanotime.Time(created), t
 	return nil
 }
 

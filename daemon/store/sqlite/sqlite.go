@@ -97,20 +97,6 @@ func (s *Store) Close() error { return s.db.Close() }
 // UTC, so that what Put sets in a record equals what Get returns.
 func now() time.Time { return time.Now().UTC().Round(0) }
 
-func toNanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func fromNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
-
 // inList returns "?, ?, ..." for n values and the values as arguments.
 func inList(vals []string) (string, []any) {
 	args := make([]any, len(vals))

@@ -9,6 +9,8 @@ import (
 
 	"github.com/contextd/contextd/daemon/store"
 	"github.com/contextd/contextd/internal/ids"
+
+	"github.com/contextd/contextd/internal/nanotime"
 )
 
 // PutCheckpoint stores c, setting its ID when empty and its Created.
@@ -24,7 +26,7 @@ func (s *Store) PutCheckpoint(ctx context.Context, c *store.Checkpoint) error {
 	res, err := s.w.ExecContext(ctx, `INSERT INTO checkpoints
 		(id, project, session, name, summary, context, full_text, created)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-		id, c.Project, c.Session, c.Name, c.Summary, c.Context, c.Full, toNanos(t))
+		id, c.Project, c.Session, c.Name, c.Summary, c.Context, c.Full, nanotime.Of(t))
 	if err != nil {
 		return fmt.Errorf("sqlite store: put checkpoint %q: %w", id, err)
 	}
@@ -52,7 +54,7 @@ func (s *Store) GetCheckpoint(ctx context.Context, id, project string) (*store.C
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store: get checkpoint %q: %w", id, err)
 	}
-	c.Created = fromNanos(created)
+	c.Created = nanotime.Time(created)
 	return &c, nil
 }
 
@@ -78,7 +80,7 @@ func (s *Store) ListCheckpoints(ctx context.Context, project string, limit int) 
 		if err := rows.Scan(&c.ID, &c.Project, &c.Session, &c.Name, &c.Summary, &c.Context, &created); err != nil {
 			return nil, fmt.Errorf("sqlite store: list checkpoints: %w", err)
 		}
-		c.Created = fromNanos(created)
+		c.Created = nanotime.Time(created)
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
@@ -99,7 +101,7 @@ func scanBranch(sc interface{ Scan(...any) error }) (*store.Branch, error) {
 		&b.Used, &b.Calls, &b.Open, &b.Summary, &created, &closed, &b.Version); err != nil {
 		return nil, err
 	}
-	b.Created, b.Closed = fromNanos(created), fromNanos(closed)
+	b.Created, b.Closed = nanotime.Time(created), nanotime.Time(closed)
 	return &b, nil
 }
 
@@ -127,7 +129,7 @@ func (s *Store) PutBranch(ctx context.Context, b *store.Branch) error {
 		return fmt.Errorf("sqlite store: put branch %q: version %d is stale: %w", id, b.Version, store.ErrConflict)
 	}
 	if !exists {
-		version, created = 0, toNanos(now())
+		version, created = 0, nanotime.Of(now())
 	}
 	version++
 	// An upsert updates the row in place (INSERT OR REPLACE would delete
@@ -136,14 +138,14 @@ func (s *Store) PutBranch(ctx context.Context, b *store.Branch) error {
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET `+upsertSet(branchColumns, "id", "created"),
 		id, b.Session, b.Project, b.Parent, b.Depth, b.Description, b.Budget, b.Used, b.Calls, b.Open,
-		b.Summary, created, toNanos(b.Closed), version)
+		b.Summary, created, nanotime.Of(b.Closed), version)
 	if err != nil {
 		return fmt.Errorf("sqlite store: put branch %q: %w", id, err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite store: put branch %q: commit: %w", id, err)
 	}
-	b.ID, b.Version, b.Created = id, version, fromNanos(created)
+	b.ID, b.Version, b.Created = id, version, nanotime.Time(created)
 	return nil
 }
 
