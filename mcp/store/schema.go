@@ -3,7 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
-	"fmt"
+
+	"github.com/contextd/contextd/internal/sqlitefile"
 )
 
 // steps[i] brings the MCP tables from version i to i+1. The version is kept
@@ -80,49 +81,21 @@ CREATE TABLE IF NOT EXISTS mcp_pins (
 	return nil
 }
 
-// migrate runs the missing steps, each in its own transaction together with
-// the version it reaches, so that a crash leaves the tables at one version
-// or the next, never between. Tables newer than this code are refused rather
-// than misread.
+// migrate brings the MCP tables to schemaVersion, the version kept in
+// mcp_schema (sqlitefile.Migration).
 func migrate(ctx context.Context, db *sql.DB) error {
-	for {
-		done, err := migrateStep(ctx, db)
-		if err != nil || done {
-			return err
-		}
-	}
+	m := sqlitefile.Migration{What: "MCP tables", Steps: steps, Version: version, SetVersion: setVersion}
+	return m.Run(ctx, db)
 }
 
-func migrateStep(ctx context.Context, db *sql.DB) (done bool, err error) {
-	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the writer's DSN says so
-	if err != nil {
-		return false, fmt.Errorf("migrate MCP tables: %w", err)
-	}
-	defer tx.Rollback()
-	v, err := version(ctx, tx)
-	if err != nil {
-		return false, fmt.Errorf("migrate MCP tables: read schema version: %w", err)
-	}
-	switch {
-	case v == schemaVersion:
-		return true, nil
-	case v > schemaVersion || v < 0:
-		return false, fmt.Errorf("migrate MCP tables: schema version %d is newer than this contextd understands (%d); upgrade contextd", v, schemaVersion)
-	}
-	if err := steps[v](ctx, tx); err != nil {
-		return false, fmt.Errorf("migrate MCP tables to schema %d: %w", v+1, err)
-	}
+// setVersion writes the tables' schema version.
+func setVersion(ctx context.Context, tx *sql.Tx, v int) error {
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS mcp_schema (version INTEGER NOT NULL);
 		DELETE FROM mcp_schema;`); err != nil {
-		return false, fmt.Errorf("migrate MCP tables to schema %d: %w", v+1, err)
+		return err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO mcp_schema (version) VALUES (?)`, v+1); err != nil {
-		return false, fmt.Errorf("migrate MCP tables to schema %d: %w", v+1, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return false, fmt.Errorf("migrate MCP tables to schema %d: commit: %w", v+1, err)
-	}
-	return false, nil
+	_, err := tx.ExecContext(ctx, `INSERT INTO mcp_schema (version) VALUES (?)`, v)
+	return err
 }
 
 // version reads the tables' schema version: 0 before the first step.

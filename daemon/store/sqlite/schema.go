@@ -3,7 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"fmt"
+
+	"github.com/contextd/contextd/internal/sqlitefile"
 )
 
 // migrations[i] brings the schema from version i to i+1 (PRAGMA
@@ -104,44 +105,19 @@ CREATE INDEX branches_session ON branches (session, open);
 // schemaVersion is the version this code reads and writes.
 var schemaVersion = len(migrations)
 
-// migrate runs the missing migration steps, each in its own transaction
-// together with the user_version it reaches, so that a crash leaves the
-// database at one version or the next, never between. A database newer than
-// this code is refused rather than misread.
-func migrate(ctx context.Context, db *sql.DB) error {
-	for {
-		done, err := migrateStep(ctx, db)
-		if err != nil || done {
+// schema runs migrations, each step one SQL script, keeping the version in
+// PRAGMA user_version (sqlitefile.Migration).
+var schema = func() *sqlitefile.Migration {
+	m := &sqlitefile.Migration{What: "the state store"}
+	for _, script := range migrations {
+		m.Steps = append(m.Steps, func(ctx context.Context, tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, script)
 			return err
-		}
+		})
 	}
-}
+	m.Version, m.SetVersion = sqlitefile.UserVersion()
+	return m
+}()
 
-func migrateStep(ctx context.Context, db *sql.DB) (done bool, err error) {
-	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: see the writer's DSN
-	if err != nil {
-		return false, fmt.Errorf("migrate: %w", err)
-	}
-	defer tx.Rollback()
-	var v int
-	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
-		return false, fmt.Errorf("migrate: read schema version: %w", err)
-	}
-	switch {
-	case v == schemaVersion:
-		return true, nil
-	case v > schemaVersion || v < 0:
-		return false, fmt.Errorf("migrate: schema version %d is newer than this contextd understands (%d); upgrade contextd", v, schemaVersion)
-	}
-	if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
-		return false, fmt.Errorf("migrate to schema %d: %w", v+1, err)
-	}
-	// PRAGMA takes no bound parameters; v+1 is our own integer.
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v+1)); err != nil {
-		return false, fmt.Errorf("migrate to schema %d: %w", v+1, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return false, fmt.Errorf("migrate to schema %d: commit: %w", v+1, err)
-	}
-	return false, nil
-}
+// migrate brings a database to schemaVersion (sqlitefile.Migration.Run).
+func migrate(ctx context.Context, db *sql.DB) error { return schema.Run(ctx, db) }
