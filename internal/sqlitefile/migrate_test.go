@@ -20,7 +20,10 @@ func TestMigrationSteps(t *testing.T) {
 	fail := errors.New("step 2 fails")
 	failing := true
 	m := &sqlitefile.Migration{What: "test tables", Steps: []func(context.Context, *sql.Tx) error{
-		func(ctx context.Context, tx *sql.Tx) error { _, err := tx.ExecContext(ctx, "CREATE TABLE one (n INTEGER)"); return err },
+		func(ctx context.Context, tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, "CREATE TABLE one (n INTEGER)")
+			return err
+		},
 		func(ctx context.Context, tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, "CREATE TABLE two (n INTEGER)"); err != nil {
 				return err
