@@ -30,7 +30,6 @@ import (
 	"github.com/contextd/contextd/daemon/state"
 	"github.com/contextd/contextd/daemon/tools"
 	"github.com/contextd/contextd/ns"
-	"github.com/contextd/contextd/wire"
 )
 
 // Options configure Run. A nil *Options, and every zero field, means the default
@@ -196,12 +195,7 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 	svc.state = &stateStore{cfg: cfg.Store}
 	go svc.state.get(ctx)
 	defer svc.state.close()
-	srv := grpc.NewServer(
-		grpc.Creds(peer.ServerCredentials()),
-		grpc.MaxRecvMsgSize(cfg.MaxRequestBytes),
-		grpc.MaxSendMsgSize(cfg.MaxRequestBytes),
-	)
-	wire.RegisterToolsServer(srv, svc)
+	srv := newGRPCServer(svc, cfg.MaxRequestBytes)
 
 	// Both protocols share the socket: the mux serves the proxy's light
 	// protocol itself and hands gRPC connections to srv.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"google.golang.org/grpc"
+
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/wire"
@@ -13,16 +15,37 @@ import (
 // (wire/contextd.proto). It converts to and from the core's types here and
 // nowhere else; the core never sees a protobuf message.
 
+// newGRPCServer is the gRPC server of svc: peer credentials checked by the
+// listener's handshake, messages bounded by max_request_bytes.
+func newGRPCServer(svc *service, maxBytes int) *grpc.Server {
+	srv := grpc.NewServer(
+		grpc.Creds(peer.ServerCredentials()),
+		grpc.MaxRecvMsgSize(maxBytes),
+		grpc.MaxSendMsgSize(maxBytes),
+	)
+	wire.RegisterToolsServer(srv, grpcServer{s: svc})
+	return srv
+}
+
+// grpcServer is the service as wire.ToolsServer.
+type grpcServer struct {
+	wire.UnimplementedToolsServer
+	s *service
+}
+
 // Status implements wire.ToolsServer.
-func (s *service) Status(ctx context.Context, _ *wire.StatusRequest) (*wire.StatusReply, error) {
+func (g grpcServer) Status(ctx context.Context, _ *wire.StatusRequest) (*wire.StatusReply, error) {
 	if _, ok := peer.FromContext(ctx); !ok {
 		return nil, wire.ToStatus(fmt.Errorf("no peer credentials: %w", catalog.ErrPeerRefused))
 	}
-	return s.status(), nil
+	st := g.s.status()
+	return &wire.StatusReply{Version: st.Version, Pid: int32(st.PID), UptimeMs: st.Uptime.Milliseconds(),
+		CallsInFlight: int32(st.CallsInFlight), SocketActivated: st.SocketActivated, Tools: st.Tools}, nil
 }
 
 // Call implements wire.ToolsServer.
-func (s *service) Call(req *wire.CallRequest, stream wire.Tools_CallServer) error {
+func (g grpcServer) Call(req *wire.CallRequest, stream wire.Tools_CallServer) error {
+	s := g.s
 	cred, ok := peer.FromContext(stream.Context())
 	if !ok {
 		return wire.ToStatus(fmt.Errorf("no peer credentials: %w", catalog.ErrPeerRefused))

@@ -117,8 +117,8 @@ func (m *mux) serveLite(conn net.Conn) {
 	switch {
 	case req.Status != nil:
 		st := m.svc.status()
-		lite.Write(conn, &lite.Event{Status: &lite.Status{Version: st.Version, PID: st.Pid, UptimeMS: st.UptimeMs,
-			CallsInFlight: st.CallsInFlight, SocketActivated: st.SocketActivated, Tools: st.Tools}})
+		lite.Write(conn, &lite.Event{Status: &lite.Status{Version: st.Version, PID: int32(st.PID), UptimeMS: st.Uptime.Milliseconds(),
+			CallsInFlight: int32(st.CallsInFlight), SocketActivated: st.SocketActivated, Tools: st.Tools}})
 		return
 	case req.Wrap != nil:
 		m.svc.serveWrap(conn, req.Wrap, cred)

@@ -22,14 +22,12 @@ import (
 	"github.com/contextd/contextd/sandboxinfo"
 	"github.com/contextd/contextd/scrub"
 	"github.com/contextd/contextd/toolspec"
-	"github.com/contextd/contextd/wire"
 	"github.com/contextd/contextd/workspace"
 )
 
 // service is the daemon's core: it runs calls on its own types (call.go);
 // the protocols adapt to it (lite.go, grpc.go).
 type service struct {
-	wire.UnimplementedToolsServer
 	opts     Options
 	callsCtx context.Context // canceled when the daemon gives up draining
 	started  time.Time
@@ -54,12 +52,22 @@ type service struct {
 	mcpStore mcpStore // the wraps' records and pins
 }
 
-func (s *service) status() *wire.StatusReply {
-	return &wire.StatusReply{
+// Status is what the daemon says of itself, for either protocol.
+type Status struct {
+	Version         string
+	PID             int
+	Uptime          time.Duration
+	CallsInFlight   int
+	SocketActivated bool
+	Tools           []string
+}
+
+func (s *service) status() Status {
+	return Status{
 		Version:         s.opts.Version,
-		Pid:             int32(os.Getpid()),
-		UptimeMs:        time.Since(s.started).Milliseconds(),
-		CallsInFlight:   int32(s.inFlight()),
+		PID:             os.Getpid(),
+		Uptime:          time.Since(s.started),
+		CallsInFlight:   s.inFlight(),
 		SocketActivated: s.opts.Activated,
 		Tools:           s.opts.Tools.Names(),
 	}
