@@ -26,6 +26,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -45,13 +46,15 @@ const maxForeignShown = 40
 
 // secretKey marks keys whose values are not echoed in full (env, headers,
 // tokens): the user sees the key and where it is.
-var secretKey = regexp.MustCompile(`(?i)(token|secret|passw|key|auth|cookie|credential|env|header)`)
+var secretKey = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(token|secret|passw|key|auth|cookie|credential|env|header)`)
+})
 
 // shown renders one foreign entry: its path in the file and its value, cut
 // short, a value under a secret-looking key hidden.
 func shown(file, path, value string) string {
 	value = strings.Join(strings.Fields(value), " ")
-	if secretKey.MatchString(path) {
+	if secretKey().MatchString(path) {
 		value = fmt.Sprintf("(%d bytes, not shown)", len(value))
 	} else if len(value) > 100 {
 		value = value[:100] + "..."

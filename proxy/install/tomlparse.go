@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -315,32 +316,36 @@ func (p *tparser) value() (any, error) {
 	return v, nil
 }
 
-var (
-	reInt   = regexp.MustCompile(`^[+-]?(0|[1-9](_?[0-9])*)$`)
-	reRadix = regexp.MustCompile(`^0(x[0-9a-fA-F](_?[0-9a-fA-F])*|o[0-7](_?[0-7])*|b[01](_?[01])*)$`)
-	reFloat = regexp.MustCompile(`^[+-]?(0|[1-9](_?[0-9])*)(\.[0-9](_?[0-9])*)?([eE][+-]?[0-9](_?[0-9])*)?$`)
-	reDate  = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}([Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})?)?$`)
-	reTime  = regexp.MustCompile(`^\d{2}:\d{2}:\d{2}(\.\d+)?$`)
-)
+// The scalar forms, compiled on first use: install is linked into the proxy,
+// which starts on every tool call and parses no TOML there.
+var tomlScalars = sync.OnceValue(func() (r struct{ int, radix, float, date, time *regexp.Regexp }) {
+	r.int = regexp.MustCompile(`^[+-]?(0|[1-9](_?[0-9])*)$`)
+	r.radix = regexp.MustCompile(`^0(x[0-9a-fA-F](_?[0-9a-fA-F])*|o[0-7](_?[0-7])*|b[01](_?[01])*)$`)
+	r.float = regexp.MustCompile(`^[+-]?(0|[1-9](_?[0-9])*)(\.[0-9](_?[0-9])*)?([eE][+-]?[0-9](_?[0-9])*)?$`)
+	r.date = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}([Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})?)?$`)
+	r.time = regexp.MustCompile(`^\d{2}:\d{2}:\d{2}(\.\d+)?$`)
+	return r
+})
 
 // scalar decodes a bare value: a boolean, an integer, a float, a date or time
 // (kept as its text).
 func scalar(s string) (any, bool) {
+	re := tomlScalars()
 	switch {
 	case s == "true":
 		return true, true
 	case s == "false":
 		return false, true
-	case reInt.MatchString(s):
+	case re.int.MatchString(s):
 		n, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 10, 64)
 		return n, err == nil
-	case reRadix.MatchString(s):
+	case re.radix.MatchString(s):
 		n, err := strconv.ParseInt(strings.ReplaceAll(s[2:], "_", ""), map[byte]int{'x': 16, 'o': 8, 'b': 2}[s[1]], 64)
 		return n, err == nil
-	case reFloat.MatchString(s):
+	case re.float.MatchString(s):
 		f, err := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64)
 		return f, err == nil
-	case reDate.MatchString(s):
+	case re.date.MatchString(s):
 		d := strings.NewReplacer("t", "T", " ", "T", "z", "Z").Replace(s)
 		for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02"} {
 			if _, err := time.Parse(layout, d); err == nil {
@@ -348,7 +353,7 @@ func scalar(s string) (any, bool) {
 			}
 		}
 		return nil, false
-	case reTime.MatchString(s):
+	case re.time.MatchString(s):
 		_, err := time.Parse("15:04:05.999999999", s)
 		return s, err == nil
 	}
