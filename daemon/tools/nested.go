@@ -56,6 +56,9 @@ type nestedScan struct {
 func scanNested(root string) *nestedScan {
 	sc := &nestedScan{root: root, complete: true}
 	sc.walk("", true)
+	if sc.complete {
+		dirIndex.retain(root, sc.dirs)
+	}
 	return sc
 }
 

@@ -107,6 +107,28 @@ func (x *scanIndex) entries(root, rel string) ([]dirEnt, error) {
 	return ents, nil
 }
 
+// retain drops the records of directories a whole walk of root no longer
+// reached (removed, or moved below a skipped one): without it they would
+// stay, and fill the workspace's bound. The walk's own dirs are the live
+// set; nothing is done while the index holds no more than it.
+func (x *scanIndex) retain(root string, dirs []string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	ri := x.roots[root]
+	if ri == nil || len(ri.dirs) <= len(dirs) {
+		return
+	}
+	live := make(map[string]bool, len(dirs))
+	for _, d := range dirs {
+		live[d] = true
+	}
+	for d := range ri.dirs {
+		if !live[d] {
+			delete(ri.dirs, d)
+		}
+	}
+}
+
 // forget drops what is remembered of rel (gone, or no longer a directory).
 func (x *scanIndex) forget(root, rel string) {
 	x.mu.Lock()

@@ -85,3 +85,21 @@ func mustDo(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// Directories removed from the workspace leave the index with the next whole
+// walk: it never holds more than the workspace has.
+func TestNestedIndexForgetsRemoved(t *testing.T) {
+	_, proj := newHome(t)
+	for i := 0; i < 50; i++ {
+		mustDo(t, os.MkdirAll(filepath.Join(proj, fmt.Sprintf("gone/d%d", i)), 0o755))
+	}
+	scanNested(proj)
+	mustDo(t, os.RemoveAll(filepath.Join(proj, "gone")))
+	sc := scanNested(proj)
+	dirIndex.mu.Lock()
+	n := len(dirIndex.roots[proj].dirs)
+	dirIndex.mu.Unlock()
+	if n != len(sc.dirs) {
+		t.Errorf("the index holds %d directories, the workspace %d", n, len(sc.dirs))
+	}
+}
