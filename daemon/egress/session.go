@@ -209,7 +209,7 @@ func (ss *session) handle(req *http.Request) bool {
 				continue
 			}
 		}
-		ev.Allowed, ev.Reason = false, "upstream: "+shortErr(err)
+		ev.Allowed, ev.Reason = false, "upstream: "+upstreamErr(err, sc)
 		return refuse(http.StatusBadGateway, host, port, &refusal{kind: refusedDial, reason: ev.Reason})
 	}
 	in := &countWriter{w: ss.cbw}
@@ -220,7 +220,7 @@ func (ss *session) handle(req *http.Request) bool {
 		}
 		if err != nil {
 			ss.close()
-			ev.Allowed, ev.Reason = false, "upstream: read response: "+shortErr(err)
+			ev.Allowed, ev.Reason = false, "upstream: read response: "+upstreamErr(err, sc)
 			if in.n == 0 {
 				writeRefusal(ss.cbw, host, port, &refusal{kind: refusedDial, reason: ev.Reason})
 			}
@@ -274,11 +274,11 @@ func (ss *session) handle(req *http.Request) bool {
 			in.n = start
 			ev.Allowed = false
 			if sc != nil {
-				why := "could not be checked for echoed credentials: " + shortErr(err)
+				why := "could not be checked for echoed credentials: " + upstreamErr(err, sc)
 				ev.Reason = "upstream: the response " + why
 				writeStatus(ss.cbw, http.StatusBadGateway, "failed", "contextd egress: the response of "+Hint(host, port)+" "+why)
 			} else {
-				ev.Reason = "upstream: read response: " + shortErr(err)
+				ev.Reason = "upstream: read response: " + upstreamErr(err, sc)
 				writeRefusal(ss.cbw, host, port, &refusal{kind: refusedDial, reason: ev.Reason})
 			}
 			return false
@@ -288,7 +288,7 @@ func (ss *session) handle(req *http.Request) bool {
 		}
 		if err != nil {
 			ss.close()
-			ev.Reason = "relay: " + shortErr(err)
+			ev.Reason = "relay: " + upstreamErr(err, sc)
 			return false
 		}
 		if informational {
@@ -496,4 +496,15 @@ func isLoopbackName(h string) bool {
 	}
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
+}
+
+// upstreamErr is an upstream's failure as the client and the records get it.
+// Parsers quote the line that broke them (net/http's "malformed MIME header
+// line"), and that line is the upstream's to choose: for a host that holds a
+// credential (sc) it may echo the secret, so it is scrubbed like the body.
+func upstreamErr(err error, sc *scrubber) string {
+	if sc == nil {
+		return shortErr(err)
+	}
+	return sc.scrubString(shortErr(err))
 }

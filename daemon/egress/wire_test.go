@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // These tests attack the wire: what the upstream server receives (its own
@@ -120,6 +121,12 @@ func writeEcho(w io.Writer, path, echo string) {
 			fmt.Fprintf(w, "%x\r\n%s\r\n", len(part), part)
 		}
 		fmt.Fprintf(w, "0\r\nX-Trailer: %s\r\n\r\n", echo)
+	case "/badtrailer":
+		// A trailer line without a colon: the parser's error quotes it.
+		fmt.Fprintf(w, "%sTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\nBearer %s\r\n\r\n", head, len(body), body, echo)
+	case "/badheader":
+		// A header line without a colon, likewise quoted by the parser.
+		fmt.Fprintf(w, "HTTP/1.1 401 refused\r\nBearer %s\r\nContent-Length: 0\r\n\r\n", echo)
 	case "/close":
 		fmt.Fprintf(w, "%sConnection: close\r\n\r\n%s", head, body)
 	case "/gzip", "/br":
@@ -340,18 +347,46 @@ func TestUncheckedResponseRefused(t *testing.T) {
 	}
 }
 
-// requestEvent is the event of the request just made (the proxy sends it
-// before it closes the connection); a tunnel's own events are skipped.
+// A response that cannot be parsed, whose parser's error quotes the line
+// that broke it, gives the client and the records that line scrubbed: an
+// upstream echoing the secret into a malformed trailer or header line gets
+// it back to neither the sandbox nor the audit log.
+func TestMalformedEchoScrubbed(t *testing.T) {
+	for _, useTLS := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tls=%v", useTLS), func(t *testing.T) {
+			ws := setupWire(t, useTLS, Credential{Placeholder: placeholder, Secret: secret, Host: "registry.test", Port: -1, Cleartext: !useTLS})
+			auth := "Authorization: Bearer " + placeholder + "\r\n"
+			for _, path := range []string{"/badtrailer", "/badheader"} {
+				got := ws.exchange(t, useTLS, "GET", path, auth, "")
+				if l := leaks(got, secret); l != nil {
+					t.Errorf("%s: the client got the secret back as %q in %q", path, l, got[:min(len(got), 400)])
+				}
+				if !bytes.HasPrefix(got, []byte("HTTP/1.1 502 ")) {
+					t.Errorf("%s: want a 502, got %q", path, got[:min(len(got), 300)])
+				}
+				ev := ws.requestEvent(t)
+				if l := leaks([]byte(ev.Reason), secret); l != nil || ev.Allowed {
+					t.Errorf("%s: the event's reason holds the secret as %q: %+v", path, l, ev)
+				}
+			}
+		})
+	}
+}
+
+// requestEvent is the event of the request just made; a tunnel's own
+// events are skipped. It waits for it (bounded): the connection's close and
+// the event need not come in either order.
 func (ws *wireSetup) requestEvent(t *testing.T) Event {
 	t.Helper()
+	limit := time.After(30 * time.Second)
 	for {
 		select {
 		case ev := <-ws.p.events:
 			if ev.Method != "" {
 				return ev
 			}
-		default:
-			t.Fatal("no event for the request")
+		case <-limit:
+			t.Fatal("no event for the request in 30 s")
 			return Event{}
 		}
 	}
