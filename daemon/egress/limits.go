@@ -92,16 +92,20 @@ func (e *headError) Error() string { return e.reason }
 //
 // The names a Trailer field lists count as fields too: net/http makes each
 // one a map entry when it parses the head, however short.
-func scanHead(br *bufio.Reader, what string) error {
+func scanHead(br *bufio.Reader, what string, firstLine bool) error {
 	scanned, lineStart, lines := 0, 0, 0
 	inTrailer, announced := false, 0
+	first := 0 // the request or status line, which is no field
+	if firstLine {
+		first = 1
+	}
 	for {
 		n := br.Buffered()
 		if n <= scanned {
 			n = scanned + 1
 		}
 		if n > maxHeadBytes {
-			return tooLarge(what)
+			return tooLarge(what, firstLine)
 		}
 		buf, err := br.Peek(n)
 		for ; scanned < len(buf); scanned++ {
@@ -116,7 +120,7 @@ func scanHead(br *bufio.Reader, what string) error {
 			if len(line) == 0 {
 				return nil // the end of the head (or a stray empty first line, which the parser refuses)
 			}
-			if lines++; lines > maxHeaderFields+1 {
+			if lines++; lines > maxHeaderFields+first {
 				return &headError{reason: fmt.Sprintf("%smore than %d header fields in a %s", limitPrefix, maxHeaderFields, what)}
 			}
 			if line[0] != ' ' && line[0] != '\t' { // else a folded line, which continues its field
@@ -131,7 +135,7 @@ func scanHead(br *bufio.Reader, what string) error {
 		}
 		if err != nil {
 			if errors.Is(err, bufio.ErrBufferFull) {
-				return tooLarge(what)
+				return tooLarge(what, firstLine)
 			}
 			if len(buf) > 0 {
 				return nil
@@ -141,11 +145,12 @@ func scanHead(br *bufio.Reader, what string) error {
 	}
 }
 
-// tooLarge is the refusal of a head (or trailer) over maxHeadBytes.
-func tooLarge(what string) error {
-	part := what + " line and headers"
-	if strings.HasSuffix(what, "trailer") {
-		part = what // a trailer has no first line
+// tooLarge is the refusal of a head (or, without a first line, a trailer)
+// over maxHeadBytes.
+func tooLarge(what string, firstLine bool) error {
+	part := what
+	if firstLine {
+		part += " line and headers"
 	}
 	return &headError{reason: fmt.Sprintf("%s%s over %d bytes", limitPrefix, part, maxHeadBytes)}
 }
@@ -154,9 +159,6 @@ func tooLarge(what string) error {
 // enough for scanHead to hold a whole head.
 func newHeadReader(r io.Reader) *bufio.Reader { return bufio.NewReaderSize(r, maxHeadBytes) }
 
-// readRequest reads the next request of a client connection with its head
-// bounded. A refused head is answered here (431, the limit named), the
-// event emitted with host:port when known, and what the client still sends
 // malformed answers 400 to a request readRequest could not read, unless the
 // client simply went away or readRequest answered it already (a head over
 // the limits).
@@ -167,9 +169,12 @@ func malformed(w io.Writer, err error) {
 	}
 }
 
+// readRequest reads the next request of a client connection with its head
+// bounded. A refused head is answered here (431, the limit named), the
+// event emitted with host:port when known, and what the client still sends
 // drained; the caller then closes the connection.
 func (s *Server) readRequest(w io.Writer, raw net.Conn, br *bufio.Reader, via, host string, port int) (*http.Request, error) {
-	if err := scanHead(br, "request"); err != nil {
+	if err := scanHead(br, "request", true); err != nil {
 		var he *headError
 		if errors.As(err, &he) {
 			s.emit(Event{Time: time.Now(), Via: via, Host: host, Port: port, Reason: he.reason})
@@ -251,7 +256,7 @@ func (s *Server) overLimit(_ context.Context, c net.Conn) {
 		return
 	}
 	var req *http.Request
-	if err := scanHead(br, "request"); err == nil {
+	if err := scanHead(br, "request", true); err == nil {
 		req, _ = http.ReadRequest(br)
 	}
 	if req != nil {
@@ -280,7 +285,7 @@ func (s *Server) overLimitForward(host string, port int) func(context.Context, n
 // chunked body gets the same bounded reader as a request's, which keeps
 // the trailer (the relay passes it on) once it is checked.
 func (ss *session) readResponse(req *http.Request) (*http.Response, error) {
-	if err := scanHead(ss.upBr, "response"); err != nil {
+	if err := scanHead(ss.upBr, "response", true); err != nil {
 		return nil, err
 	}
 	resp, err := http.ReadResponse(ss.upBr, req)
@@ -338,7 +343,7 @@ func (b *chunkedBody) Read(p []byte) (int, error) {
 // made sure it is within the limits and whole in the buffer, so that what
 // it costs is bounded before anything of it is parsed.
 func (b *chunkedBody) readTrailer() error {
-	if err := scanHead(b.br, b.what); err != nil {
+	if err := scanHead(b.br, b.what, false); err != nil {
 		return err
 	}
 	if b.trailer == nil {

@@ -33,7 +33,7 @@ func FuzzScanHead(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		src := bytes.NewReader(data)
 		br := newHeadReader(src)
-		err := scanHead(br, "request")
+		err := scanHead(br, "request", true)
 		var he *headError
 		if errors.As(err, &he) {
 			if strings.Contains(he.reason, "bytes") {

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -231,5 +232,25 @@ func TestTrailerNamesLimit(t *testing.T) {
 	resp, body, _, _ := rawRequest(t, p.addr, fmt.Sprintf("GET http://127.0.0.1:%d/few HTTP/1.1\r\nHost: x\r\n\r\n", port))
 	if resp.StatusCode != 200 || body != "" || resp.Trailer.Get("X-A") != "1" || resp.Trailer.Get("X-B") != "2" {
 		t.Errorf("a trailer of two announced fields: %d %q, trailer %q", resp.StatusCode, body, resp.Trailer)
+	}
+}
+
+// A trailer has no first line: it gets maxHeaderFields fields, as a head
+// does beside its request or status line, and the one after is refused.
+func TestTrailerFieldCount(t *testing.T) {
+	trailer := func(n int) *bufio.Reader {
+		var b strings.Builder
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&b, "X-F%d: v\r\n", i)
+		}
+		b.WriteString("\r\n")
+		return newHeadReader(strings.NewReader(b.String()))
+	}
+	if err := scanHead(trailer(maxHeaderFields), "response trailer", false); err != nil {
+		t.Errorf("%d fields: %v", maxHeaderFields, err)
+	}
+	var he *headError
+	if err := scanHead(trailer(maxHeaderFields+1), "response trailer", false); !errors.As(err, &he) {
+		t.Errorf("%d fields: %v, want a refusal", maxHeaderFields+1, err)
 	}
 }
