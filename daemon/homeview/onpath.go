@@ -25,6 +25,9 @@ func (r *resolver) onPath(ps []Preset) []Preset {
 			continue // relative: the workspace, which the agent writes
 		}
 		dir = filepath.Clean(dir)
+		if r.h.Workspace != "" && within(dir, r.h.Workspace) {
+			continue // node_modules/.bin and the like: the agent writes them too
+		}
 		if slices.Contains(dirs, dir) {
 			continue
 		}
@@ -78,11 +81,14 @@ type pathScan struct {
 }
 
 // dirStamp identifies a directory's state: which directory it is (a PATH
-// entry may be a link that moves) and when its entries last changed.
+// entry may be a link that moves) and when its entries last changed. The
+// modification time can be set back (tar -p, cp -a, touch -d) and is not
+// moved by chmod; the change time is moved by both and set by no process,
+// so it is part of the stamp too.
 type dirStamp struct {
-	ok       bool // it is a directory
-	dev, ino uint64
-	mtime    int64 // nanoseconds
+	ok           bool // it is a directory
+	dev, ino     uint64
+	mtime, ctime int64 // nanoseconds
 }
 
 func stampOf(dir string) dirStamp {
@@ -93,6 +99,7 @@ func stampOf(dir string) dirStamp {
 	s := dirStamp{ok: true, mtime: fi.ModTime().UnixNano()}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		s.dev, s.ino = uint64(st.Dev), st.Ino
+		s.ctime = st.Ctim.Nano()
 	}
 	return s
 }

@@ -50,6 +50,26 @@ func goOnlyHome(t *testing.T, programs ...string) (h *Host, bin string) {
 // cache, which follows the markers, stays out. With no node program on
 // PATH, the file stays out too.
 func TestToolchainConfigFollowsPath(t *testing.T) {
+	t.Run("npm only in the workspace", func(t *testing.T) {
+		// The agent writes the workspace: a file named npm it made in
+		// node_modules/.bin, named by an absolute PATH entry, selects nothing.
+		h, _ := goOnlyHome(t, "go")
+		wsBin := filepath.Join(h.Workspace, "node_modules/.bin")
+		if err := os.MkdirAll(wsBin, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(wsBin, "npm"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		h.Env["PATH"] = wsBin + string(filepath.ListSeparator) + h.Env["PATH"]
+		v, err := Resolve(h, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(v.ConfigOnly, "node") {
+			t.Errorf("a program the workspace holds selected the node preset: configuration only %v", v.ConfigOnly)
+		}
+	})
 	t.Run("npm on PATH", func(t *testing.T) {
 		h, _ := goOnlyHome(t, "npm", "go")
 		v, err := Resolve(h, Options{})
@@ -177,16 +197,19 @@ func TestProgramsInKept(t *testing.T) {
 	if has() {
 		t.Fatal("npm removed from a PATH directory is still seen")
 	}
-	// The scan of an unchanged directory is used again: a program planted
-	// behind the directory's timestamp (no tool does) is not looked for.
+	// The scan of an unchanged directory is kept, and used again.
+	pathCache.Lock()
+	kept := pathCache.m[dir]
+	pathCache.Unlock()
+	if kept == nil || !slices.Equal(kept.stamps, []dirStamp{stampOf(dir)}) {
+		t.Fatal("the scan of an unchanged directory was not kept")
+	}
+	// A program planted with the directory's modification time set back
+	// (as tar -p and cp -a do) is seen: the change time moved.
 	os.WriteFile(npm, []byte("#!/bin/sh\n"), 0o755)
 	age(time.Minute)
-	if has() {
-		t.Fatal("an unchanged directory was scanned again")
-	}
-	age(2 * time.Minute)
 	if !has() {
-		t.Fatal("npm not seen once its directory's timestamp moved")
+		t.Fatal("npm planted behind a set-back modification time is not seen")
 	}
 }
 
