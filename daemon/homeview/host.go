@@ -36,6 +36,8 @@ var vars = []struct {
 	{"RUSTUP_HOME", "~/.rustup"},
 	{"NVM_DIR", "~/.nvm"},
 	{"PYENV_ROOT", "~/.pyenv"},
+	{"NODENV_ROOT", "~/.nodenv"},
+	{"RBENV_ROOT", "~/.rbenv"},
 	{"npm_config_cache", "~/.npm"},
 	{"npm_config_userconfig", "~/.npmrc"},
 	{"PIP_CACHE_DIR", "$XDG_CACHE_HOME/pip"},

@@ -76,10 +76,11 @@ var (
 	checkoutGlpat  = "glpat-" + sh.pick(alnum, 20)
 	checkoutEnvKey = "sk_" + "live_" + sh.pick(alnum, 24)
 	monoEnvKey     = "sk_" + "live_" + sh.pick(alnum, 24)
+	submoduleTok   = "ghp_" + sh.pick(alnum, 36)
 )
 
 func shapedSecrets() []string {
-	return []string{awsKeyID, awsSecretKey, pipIndexPass, pipSrcGhToken, pyenvGhToken, pluginGhToken, nvmNpmToken, voltaNpmToken, checkoutGlpat, checkoutEnvKey, monoEnvKey}
+	return []string{awsKeyID, awsSecretKey, pipIndexPass, pipSrcGhToken, pyenvGhToken, pluginGhToken, nvmNpmToken, voltaNpmToken, checkoutGlpat, checkoutEnvKey, monoEnvKey, submoduleTok}
 }
 
 // shapedFiles lay out, as each tool does on disk, what a developer's
@@ -125,6 +126,13 @@ var shapedFiles = map[string]string{
 	"src/tool3/lib/node_modules/dep/index.js": "module.exports = 1\n",
 	"src/tool3/.git/config":                   "[remote \"origin\"]\n\turl = https://oauth2:" + checkoutGlpat + "@gitlab.com/corp/tool3.git\n",
 	"src/tool3/.env":                          "STRIPE_KEY=" + checkoutEnvKey + "\n",
+	// A submodule of pyenv's clone remembers its remote too.
+	".pyenv/.git/modules/plugins/config": "[remote \"origin\"]\n\turl = https://" + submoduleTok + "@github.com/corp/p.git\n",
+	// nodenv, a git clone like pyenv: its node versions are install
+	// prefixes though a .git lies above them.
+	".nodenv/.git/HEAD":                                  "ref: refs/heads/master\n",
+	".nodenv/versions/20.11.0/bin/node":                  "ELF",
+	".nodenv/versions/20.11.0/lib/node_modules/npm/x.js": "x",
 	// A package of a monorepo, dependencies installed, its program linked
 	// from ~/bin: its own directory has no .git, the repository's has.
 	"src/mono/.git/HEAD":                                  "ref: refs/heads/main\n",
@@ -170,7 +178,8 @@ func plantHome(t *testing.T) (home, ws string, h *Host) {
 	for _, d := range []string{".npm-global/bin", ".nvm/versions/node/v20.11.0/bin", ".local/bin",
 		// What `pyenv init` and a `pyenv shell` put on PATH, nvm's other
 		// node, volta's shims, a ~/bin of links.
-		".pyenv/bin", ".pyenv/shims", ".pyenv/versions/3.12.1/bin", ".nvm/versions/node/v22.2.0/bin", ".volta/bin", "bin"} {
+		".pyenv/bin", ".pyenv/shims", ".pyenv/versions/3.12.1/bin", ".nvm/versions/node/v22.2.0/bin", ".volta/bin", "bin",
+		".nodenv/versions/20.11.0/bin"} {
 		dirs = append(dirs, filepath.Join(home, d))
 	}
 	path := strings.Join(append(dirs, "/usr/bin"), ":")
@@ -268,7 +277,8 @@ func TestNoPlainCredentials(t *testing.T) {
 		return slices.ContainsFunc(v.ReadOnly, func(r string) bool { return within(p, r) })
 	}
 	for _, dir := range []string{".local/pipx/venvs/httpie", ".local/pipx/venvs/httpie/src/httpie-plugin", ".pyenv", ".pyenv/plugins/pyenv-virtualenv",
-		".nvm/versions/node/v22.2.0/etc", ".volta/tools/image/node/20.11.0/etc", "src/tool3/bin/tool3", "src/mono/packages/cli/bin/cli"} {
+		".nvm/versions/node/v22.2.0/etc", ".volta/tools/image/node/20.11.0/etc", "src/tool3/bin/tool3", "src/mono/packages/cli/bin/cli",
+		".nodenv/versions/20.11.0/lib/node_modules"} {
 		if !reached(dir) {
 			t.Errorf("%s is not shown: the planted credentials near it are not tested", dir)
 		}

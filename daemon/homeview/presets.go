@@ -135,6 +135,8 @@ var installRoots = []string{
 	"$SDKMAN_DIR",    // sdkman's candidates (java, gradle, maven)
 	"$ASDF_DATA_DIR", // asdf's shims and installs
 	"$MISE_DATA_DIR", // mise's installs
+	"$NODENV_ROOT",   // nodenv's node versions (a git clone, like pyenv)
+	"$RBENV_ROOT",    // rbenv's rubies (a git clone)
 	"~/.volta",       // volta's shims and node images
 	"~/.bun",         // bun
 	"~/.deno",        // deno
@@ -142,8 +144,8 @@ var installRoots = []string{
 
 // installMarkers make any other directory an install prefix: what a
 // package manager lays out, never a checkout. A directory holding one is
-// shown whole unless it holds a .git as well (a source tree that happens to
-// look like one).
+// shown whole unless it, or a directory above it below the home, holds a
+// .git (a source tree that happens to look like one, a monorepo's package).
 var installMarkers = []string{
 	"pyvenv.cfg",       // a Python virtual environment: pipx's and uv's tools, any venv
 	"lib/python3*",     // a Python installation (uv's, mise's, a hand-built one)
@@ -167,6 +169,10 @@ var prefixSecrets = []string{
 	// and pip's editable VCS installs in a venv ($VIRTUAL_ENV/src/<name>).
 	"plugins/*/.git/config",
 	"src/*/.git/config",
+	// Their submodules keep a remote URL each as well.
+	".git/modules/*/config",
+	"plugins/*/.git/modules/*/config",
+	"src/*/.git/modules/*/config",
 	".env*", // environment files: KEY=value secrets
 }
 

@@ -304,10 +304,16 @@ func (r *resolver) installPrefix(dir string, broad map[string]bool) bool {
 	// with its own node_modules): someone's sources, not a manager's
 	// layout. Looked for up to the home, which may itself be a
 	// repository of dotfiles.
-	for d := dir; d != r.h.Home && d != "/" && d != "."; d = filepath.Dir(d) {
+	home := filepath.Clean(r.h.Home)
+	for d := filepath.Clean(dir); d != home; {
 		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
 			return false
 		}
+		up := filepath.Dir(d)
+		if up == d {
+			break // the root (or "."): nothing above
+		}
+		d = up
 	}
 	for _, m := range installMarkers {
 		if ms, _ := filepath.Glob(filepath.Join(dir, m)); len(ms) > 0 {
