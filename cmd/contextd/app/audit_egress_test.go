@@ -2,6 +2,7 @@ package app
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -109,5 +110,44 @@ func TestAuditShowEgress(t *testing.T) {
 
 	if out, _, err := run(t, "verify", "--dir", dir); err != nil || !strings.HasPrefix(out, "ok  ") {
 		t.Errorf("verify: %v\n%s", err, out)
+	}
+}
+
+// A log written by contextd before the proxy was named in records (commit
+// f1eee80, testdata/audit-f1eee80, the bytes as that code wrote them, not
+// re-appended): it verifies, and shows its connections as the proxy's;
+// a record without connections keeps its network as written.
+func TestAuditOldLogVerifiesAndShows(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "audit")
+	if err := os.CopyFS(dir, os.DirFS("testdata/audit-f1eee80")); err != nil {
+		t.Fatal(err)
+	}
+	// As the daemon keeps them: the user's alone.
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		os.Chmod(filepath.Join(dir, e.Name()), 0o600)
+	}
+	if out, _, err := run(t, "verify", "--dir", dir); err != nil || !strings.HasPrefix(out, "ok  ") {
+		t.Fatalf("verify of the old log: %v\n%s", err, out)
+	}
+	out, _, err := run(t, "show", "--dir", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := strings.Split(out, "\n\n")
+	if len(blocks) != 3 {
+		t.Fatalf("show printed %d blocks:\n%s", len(blocks), out)
+	}
+	for i, want := range [][]string{
+		{"network egress proxy (rules: not recorded)", "  connection  example.com:443 refused: no rule allows it, via connect\n",
+			"  connection  GET registry.npmjs.org:443 allowed by registry.npmjs.org GET,HEAD, via connect"},
+		{"  tool        mcp:gh\n", "  connection  api.github.com:443 allowed by api.github.com:443, via connect\n"},
+		{"network none"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(blocks[i], w) {
+				t.Errorf("record %d lacks %q:\n%s", i+1, w, blocks[i])
+			}
+		}
 	}
 }
