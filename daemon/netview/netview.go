@@ -536,8 +536,9 @@ type collector struct {
 	setup *Setup
 	call  Call
 	rules []egress.Rule
-	mu    sync.Mutex
-	conns []sandboxinfo.Connection
+	mu       sync.Mutex
+	conns    []sandboxinfo.Connection
+	unlisted int // connections past maxConnections
 }
 
 func (c *collector) add(e egress.Event) {
@@ -551,7 +552,9 @@ func (c *collector) add(e egress.Event) {
 		}
 	}
 	c.mu.Lock()
-	if len(c.conns) < maxConnections {
+	if len(c.conns) >= maxConnections {
+		c.unlisted++
+	} else {
 		c.conns = append(c.conns, conn)
 	}
 	c.mu.Unlock()
@@ -561,17 +564,14 @@ func (c *collector) add(e egress.Event) {
 }
 
 // maxConnections bounds what one call's audit record lists (a crawler
-// could make thousands); the rest are counted in the summary line.
+// could make thousands); the rest are not listed, and the call's result
+// says how many.
 const maxConnections = 1000
 
 func (c *collector) summary() Summary {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	from := c.setup.rulesFrom
-	if from == "" {
-		from = "unknown"
-	}
-	sum := Summary{RulesFrom: from, Connections: append([]sandboxinfo.Connection(nil), c.conns...)}
+	sum := Summary{RulesFrom: c.setup.rulesFrom, Connections: append([]sandboxinfo.Connection(nil), c.conns...)}
 	if len(c.call.Extra) > 0 {
 		sum.RulesFrom += ", and the call's own"
 	}
@@ -607,6 +607,9 @@ func (c *collector) summary() Summary {
 		}
 		sum.Lines = append(sum.Lines, fmt.Sprintf("egress refused %s: %s; to allow it, add to ~/.config/contextd/config.toml: %s %s = [%q]",
 			hp, conn.Reason, section, key, egress.Hint(conn.Host, conn.Port)))
+	}
+	if c.unlisted > 0 {
+		sum.Lines = append(sum.Lines, fmt.Sprintf("%d more connections went through the egress proxy than the %d the audit record lists", c.unlisted, maxConnections))
 	}
 	return sum
 }

@@ -1,8 +1,10 @@
 package netview
 
 import (
+	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -90,7 +92,7 @@ func TestSummaryLines(t *testing.T) {
 			`egress to registry.test:443 failed: upstream: read response: unexpected EOF (the host is allowed by registry.test:443 GET,HEAD)`,
 		}},
 	} {
-		c := &collector{setup: &Setup{refusals: &Refusals{}}, call: tc.call}
+		c := &collector{setup: &Setup{refusals: &Refusals{}, rulesFrom: "defaults (no configuration file)"}, call: tc.call}
 		c.add(egress.Event{Host: "example.com", Port: 443, Reason: "no rule allows it"})
 		c.add(egress.Event{Host: "example.com", Port: 443, Reason: "no rule allows it"})
 		c.add(egress.Event{Host: "registry.npmjs.org", Port: 443, Allowed: true, Rule: "registry.npmjs.org:443 GET,HEAD"})
@@ -141,5 +143,22 @@ func TestRulesFrom(t *testing.T) {
 		if sum := n.Finish(); sum.RulesFrom != c.want || len(sum.Connections) != 0 {
 			t.Errorf("the call's summary: %+v, want its rules from %q", sum, c.want)
 		}
+	}
+}
+
+// A call past maxConnections lists that many in its record, and its result
+// says how many more there were.
+func TestUnlistedConnectionsCounted(t *testing.T) {
+	c := &collector{setup: &Setup{refusals: &Refusals{}, rulesFrom: "defaults"}, call: Call{Tool: "safe_bash"}}
+	for i := 0; i < maxConnections+7; i++ {
+		c.add(egress.Event{Host: "registry.npmjs.org", Port: 443, Allowed: true, Rule: "registry.npmjs.org:443"})
+	}
+	sum := c.summary()
+	if len(sum.Connections) != maxConnections {
+		t.Errorf("%d connections listed, want %d", len(sum.Connections), maxConnections)
+	}
+	want := fmt.Sprintf("7 more connections went through the egress proxy than the %d the audit record lists", maxConnections)
+	if !slices.Contains(sum.Lines, want) {
+		t.Errorf("lines %q, want %q", sum.Lines, want)
 	}
 }
