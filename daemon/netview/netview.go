@@ -533,9 +533,9 @@ func MergeEnv(env, over []string) []string {
 
 // collector gathers one call's events.
 type collector struct {
-	setup *Setup
-	call  Call
-	rules []egress.Rule
+	setup    *Setup
+	call     Call
+	rules    []egress.Rule
 	mu       sync.Mutex
 	conns    []sandboxinfo.Connection
 	unlisted int // connections past maxConnections

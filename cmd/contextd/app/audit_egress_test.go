@@ -55,14 +55,7 @@ func egressLog(t *testing.T) string {
 // shows its connections the same way, and verifies.
 func TestAuditShowEgress(t *testing.T) {
 	dir := egressLog(t)
-	out, _, err := run(t, "show", "--dir", dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := strings.Split(out, "\n\n")
-	if len(blocks) != 3 {
-		t.Fatalf("show printed %d blocks:\n%s", len(blocks), out)
-	}
+	blocks := showBlocks(t, dir, 3)
 	for i, c := range []struct{ want, not []string }{
 		{want: []string{
 			"  sandbox     namespaces, seccomp embedded:safe_bash.json, no scope, network egress proxy (rules: /home/u/.config/contextd/config.toml)\n",
@@ -94,7 +87,7 @@ func TestAuditShowEgress(t *testing.T) {
 		}
 	}
 
-	out, _, err = run(t, "tail", "--dir", dir)
+	out, _, err := run(t, "tail", "--dir", dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,14 +123,7 @@ func TestAuditOldLogVerifiesAndShows(t *testing.T) {
 	if out, _, err := run(t, "verify", "--dir", dir); err != nil || !strings.HasPrefix(out, "ok  ") {
 		t.Fatalf("verify of the old log: %v\n%s", err, out)
 	}
-	out, _, err := run(t, "show", "--dir", dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := strings.Split(out, "\n\n")
-	if len(blocks) != 3 {
-		t.Fatalf("show printed %d blocks:\n%s", len(blocks), out)
-	}
+	blocks := showBlocks(t, dir, 3)
 	for i, want := range [][]string{
 		{"network egress proxy (rules: not recorded)", "  connection  example.com:443 refused: no rule allows it, via connect\n",
 			"  connection  GET registry.npmjs.org:443 allowed by registry.npmjs.org GET,HEAD, via connect"},
@@ -150,4 +136,18 @@ func TestAuditOldLogVerifiesAndShows(t *testing.T) {
 			}
 		}
 	}
+}
+
+// showBlocks is `audit show` of dir, one block a record, which must be n.
+func showBlocks(t *testing.T, dir string, n int) []string {
+	t.Helper()
+	out, _, err := run(t, "show", "--dir", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := strings.Split(out, "\n\n")
+	if len(blocks) != n {
+		t.Fatalf("show printed %d blocks:\n%s", len(blocks), out)
+	}
+	return blocks
 }
