@@ -69,6 +69,10 @@ type syncMsg struct {
 	Listening []string    `json:"listening,omitempty"`
 	Parked    bool        `json:"parked,omitempty"` // a pool's init waits for its claim
 	Err       *SetupError `json:"error,omitempty"`
+	// Ended: a ModeFunc init's function returned Code, and no other
+	// process of the sandbox is left (see endEarly).
+	Ended bool `json:"ended,omitempty"`
+	Code  int  `json:"code,omitempty"`
 }
 
 // Child is a sandbox init started by Start or Pool.Start: first setting up
@@ -81,6 +85,8 @@ type Child struct {
 	readyOnce sync.Once
 	readyc    chan struct{} // closed at the first message (but "parked") or at EOF
 	donec     chan struct{} // closed at EOF: the init exec'd or exited
+	endedc    chan struct{} // closed at the "ended" message (ModeFunc only)
+	endCode   int           // its code; set before endedc is closed
 
 	// Pool's inits only: parkedc is closed when the init reports that it
 	// is up and waiting to be claimed; pooled says the Child came from a
@@ -278,6 +284,7 @@ func launch(o launchOpts) (*Child, *os.File, error) {
 		sync:   parentSync,
 		readyc: make(chan struct{}),
 		donec:  make(chan struct{}),
+		endedc: make(chan struct{}),
 	}
 	if o.pooled {
 		c.parkedc = make(chan struct{})
@@ -321,6 +328,17 @@ func (c *Child) readLoop() {
 			// A pool's init is up and waits to be claimed; not a step of
 			// the setup.
 			c.parkOnce.Do(func() { close(c.parkedc) })
+			continue
+		}
+		if m.Ended && m.Err == nil {
+			// Once: a second one would be a protocol error, and a
+			// closed channel cannot be closed again.
+			select {
+			case <-c.endedc:
+			default:
+				c.endCode = m.Code
+				close(c.endedc)
+			}
 			continue
 		}
 		c.mu.Lock()
@@ -432,6 +450,20 @@ func (c *Child) Release() error {
 		return sysErr(StepSync, "write", "", err)
 	}
 	return nil
+}
+
+// Ended is closed when a ModeFunc sandbox's function has returned and no
+// other process of the sandbox is left (its output is complete, its
+// descriptors closed); EndCode is then the function's exit code. The init
+// itself may still be exiting: its namespaces and mounts last until Wait
+// returns. A sandbox that cannot prove it (see endEarly), and every other
+// mode, never closes it: Wait is then the end.
+func (c *Child) Ended() <-chan struct{} { return c.endedc }
+
+// EndCode is the exit code of the "ended" message, once Ended is closed.
+func (c *Child) EndCode() int {
+	<-c.endedc
+	return c.endCode
 }
 
 // Kill kills the sandbox with SIGKILL. The sandbox process is the init of

@@ -219,6 +219,24 @@
 // start before anything was handed over: once the caller has the Child,
 // its Pid is in a scope and the init cannot be replaced.
 //
+// # Func mode
+//
+// In ModeFunc the init does not exec: after the same last steps (7 and 8
+// above) it runs the function the binary registered (Hooks.Func) as PID 1,
+// and that function starts whatever it runs (safe_bash's shell) as its
+// children. Its sync socket, close-on-exec, stays open for one more message.
+// When the function returns, the init SIGKILLs every other process of its
+// PID namespace (kill(-1)), reaps until wait4 reports ECHILD (none left, and
+// none can start: only this process is left to fork), closes descriptors
+// 0-2, and only then sends "ended" with the function's exit code
+// (Child.Ended, Child.EndCode), before it exits. The daemon takes the call
+// as over at that message: the output is complete and nothing of the
+// sandbox can act any more, while the kernel still spends 3-5 ms ending the
+// init itself (its Go threads, its address space, its namespaces and their
+// mounts). Whatever must outlive those mounts waits for Wait. If wait4
+// fails otherwise (a profile that refuses it), no message is sent and Wait
+// is the end, as for an exec'd command.
+//
 // # Latency
 //
 // BenchmarkStartToTrue compares Start, Pool.Start and `unshare -Urnpfm

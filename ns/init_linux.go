@@ -420,13 +420,56 @@ func (sb *sandbox) runFunc() *SetupError {
 	if err := sb.seccomp.Load(); err != nil {
 		return &SetupError{Step: StepSeccompLoad, Msg: err.Error()}
 	}
-	// Closing the sync socket tells the daemon what a successful exec tells
-	// it (EOF).
-	for _, fd := range []int{fdSync, fdExe} {
+	// The sync socket stays open (close-on-exec: nothing the function
+	// starts inherits it) for the end message below.
+	unix.Close(fdExe)
+	code := hooks.Func(sb.spec.Argv)
+	endEarly(code)
+	os.Exit(code)
+	return nil
+}
+
+// endEarly ends every other process of the sandbox and, once none is left,
+// tells the daemon the function's exit code: the call's result is then
+// complete, and the daemon need not wait for this process's own exit, in
+// which the kernel tears down the namespaces and the Go runtime's memory
+// (3-5 ms, the longest step of a short call). Without the message the
+// daemon waits for the exit as before; so whatever fails here only costs
+// that time.
+//
+// The order is what makes the message true. SIGKILL to -1 from PID 1 of a
+// PID namespace reaches every other process in it (nested namespaces
+// included) and never the caller. wait4 then reaps until ECHILD: every
+// process of the namespace is a descendant of this one, and an orphan is
+// re-parented (to this init, or to a subreaper that is itself one of the
+// killed processes) before its parent can be reaped, so ECHILD means none
+// is left, and none can be made (only a process can fork, and this one
+// does not). Any other error (a profile that refuses wait4: the file
+// tools' allowlists, where nothing can fork anyway) means this is not
+// proven, and no message is sent. Then descriptors 0-2 are closed, so that
+// the daemon reads the output to its end (EOF) before it sees the message.
+// write, not sendmsg: every profile allows it.
+func endEarly(code int) {
+	unix.Kill(-1, unix.SIGKILL)
+	for {
+		var ws unix.WaitStatus // x/sys/unix stores it: not nil
+		_, err := unix.Wait4(-1, &ws, unix.WALL, nil)
+		if err == nil || err == unix.EINTR {
+			continue
+		}
+		if err != unix.ECHILD {
+			return
+		}
+		break
+	}
+	for fd := 0; fd <= 2; fd++ {
 		unix.Close(fd)
 	}
-	os.Exit(hooks.Func(sb.spec.Argv))
-	return nil
+	b, err := json.Marshal(syncMsg{Ended: true, Code: code})
+	if err != nil {
+		return
+	}
+	unix.Write(fdSync, b)
 }
 
 // lookPath finds file the way execvp does, in the PATH of the command's

@@ -205,6 +205,19 @@ func toolMain(args []string) int {
 		fmt.Printf("Dumpable:\t%d\n", func() int { v, _ := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0); return v }())
 	case "argv":
 		fmt.Println(strings.Join(os.Args, " "))
+	case "leave":
+		// Func mode's end (TestFuncModeEndsTheRest): leave processes
+		// behind, in sessions of their own, holding stdout, and return 7.
+		for range 3 {
+			cmd := exec.Command("/usr/bin/setsid", "/bin/sleep", "1000")
+			cmd.Stdout = os.Stdout
+			if err := cmd.Start(); err != nil {
+				fmt.Println(err)
+				return 1
+			}
+		}
+		fmt.Println("left")
+		return 7
 	case "stat":
 		for _, p := range args[1:] {
 			_, err := os.Lstat(p)

@@ -5,10 +5,12 @@ package ns_test
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"runtime"
 	"sort"
 	"strconv"
@@ -707,12 +709,17 @@ func TestConcurrent(t *testing.T) {
 	errs := make(chan error, n)
 	for i := range n {
 		go func() {
-			r := run(t, spec(t, ws, "sh", "-c", fmt.Sprintf("echo %d > f%d; ps -e -o pid= | wc -l", i, i)))
+			// No pipeline: whether its right side is forked yet when ps
+			// reads /proc is a race. The shell may exec ps, its last
+			// command, or wait for it: ps, and perhaps sh, and nothing
+			// else (no process of the host or of another sandbox).
+			r := run(t, spec(t, ws, "sh", "-c", fmt.Sprintf("echo %d > f%d; ps -e -o comm=", i, i)))
+			seen := strings.Fields(r.out)
 			switch {
 			case r.err != nil || r.code != 0:
 				errs <- fmt.Errorf("sandbox %d: %d %v %s", i, r.code, r.err, r.errOut)
-			case strings.TrimSpace(r.out) != "3": // sh, ps, wc
-				errs <- fmt.Errorf("sandbox %d sees %s processes", i, strings.TrimSpace(r.out))
+			case !slices.Contains(seen, "ps") || slices.ContainsFunc(seen, func(c string) bool { return c != "ps" && c != "sh" }):
+				errs <- fmt.Errorf("sandbox %d sees the processes %q, want ps and at most sh", i, seen)
 			default:
 				errs <- nil
 			}
@@ -792,5 +799,100 @@ func TestFuncMode(t *testing.T) {
 		{"names":["mkdir","mkdirat"],"action":"SCMP_ACT_ERRNO","errnoRet":1,"comment":"test: no mkdir"}]}`)
 	if got := strings.TrimSpace(mustRun(t, s)); !strings.HasSuffix(got, "EPERM") {
 		t.Errorf("mkdir under a filter that forbids it, in func mode: %q", got)
+	}
+}
+
+// A function that returns while processes it started are still running (in
+// sessions of their own, holding the output pipe) gets them killed by its
+// init before the init says the sandbox has ended: when Ended is closed no
+// other process of the sandbox's PID namespace is left, the output has
+// reached its end, and EndCode is the function's code. And where the
+// profile refuses wait4, so the init cannot prove it, Ended stays open and
+// Wait is the end, as for an exec'd command.
+func TestFuncModeEndsTheRest(t *testing.T) {
+	ws := workspace(t)
+	for _, tc := range []struct {
+		name    string
+		seccomp []byte
+		ended   bool
+	}{
+		{"proven", allowAll, true},
+		{"wait4 refused", []byte(`{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[
+			{"names":["wait4"],"action":"SCMP_ACT_ERRNO","errnoRet":1,"comment":"test: the init cannot reap"}]}`), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := toolSpec(t, ws, "leave")
+			s.Mode, s.Seccomp = ns.ModeFunc, tc.seccomp
+			outR, outW, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer outR.Close()
+			c, err := ns.Start(s, nil, outW, outW)
+			outW.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { c.Kill(); c.Wait() }()
+			if err := c.Ready(); err != nil {
+				t.Fatal(err)
+			}
+			pidns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", c.Pid()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Release(); err != nil {
+				t.Fatal(err)
+			}
+			if !tc.ended {
+				// Wait is the end; by then the init's messages are all
+				// read, so Ended's state is final.
+				if code, _, err := c.Wait(); code != 7 || err != nil {
+					t.Fatalf("Wait: code %d, %v; want 7", code, err)
+				}
+				select {
+				case <-c.Ended():
+					t.Fatal("Ended closed although the init could not reap")
+				default:
+				}
+				return
+			}
+			// Nobody waits for the init yet: Ended must come on its own.
+			select {
+			case <-c.Ended():
+			case <-time.After(30 * time.Second):
+				b, _ := io.ReadAll(outR)
+				t.Fatalf("Ended not closed within 30 s; output %q", b)
+			}
+			if got := c.EndCode(); got != 7 {
+				t.Errorf("EndCode %d, want the function's 7", got)
+			}
+			// Nothing but the init (which may still be exiting) is in the
+			// sandbox's PID namespace.
+			procs, _ := filepath.Glob("/proc/[0-9]*")
+			for _, p := range procs {
+				if p == fmt.Sprintf("/proc/%d", c.Pid()) {
+					continue
+				}
+				if l, err := os.Readlink(p + "/ns/pid"); err == nil && l == pidns {
+					comm, _ := os.ReadFile(p + "/comm")
+					t.Errorf("at Ended, %s (%s) is still in the sandbox's PID namespace", p, strings.TrimSpace(string(comm)))
+				}
+			}
+			// The sleepers held the pipe: its end proves them gone too.
+			read := make(chan string, 1)
+			go func() { b, _ := io.ReadAll(outR); read <- string(b) }()
+			select {
+			case out := <-read:
+				if strings.TrimSpace(out) != "left" {
+					t.Errorf("output %q, want \"left\"", out)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the output did not end: a process left behind still holds it")
+			}
+			if code, _, err := c.Wait(); code != 7 || err != nil {
+				t.Errorf("Wait: code %d, %v; want 7", code, err)
+			}
+		})
 	}
 }

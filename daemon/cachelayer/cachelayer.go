@@ -137,7 +137,24 @@ type Manager struct {
 	maxAge    time.Duration
 	ephemeral bool
 	now       func() time.Time
+
+	// mu guards ending. A leaf: never held while a lock file is taken or
+	// a lease is waited for.
+	mu sync.Mutex
+	// ending holds, by workspace id, the lease of this process whose call
+	// is over but whose sandbox is still being torn down (Lease.Ending):
+	// its channel is closed when it unlocks.
+	ending map[string]chan struct{}
+	// onWait, when set (tests), is called when Acquire starts waiting for
+	// an ending lease.
+	onWait func()
 }
+
+// EndingWait bounds how long Acquire waits for an ending lease of the same
+// workspace before it takes throwaway layers: the kernel tears a sandbox's
+// namespaces down in milliseconds; a machine too loaded for that in a few
+// seconds gets the warning rather than a call that waits on.
+const EndingWait = 3 * time.Second
 
 // New returns a Manager of the layers under o.Root. It touches nothing on
 // disk.
@@ -266,6 +283,11 @@ type Lease struct {
 
 	unlockOnce sync.Once
 	unlockErr  error
+
+	// Guarded by m.mu: endingc is the lease's entry in m.ending (closed at
+	// unlock), unlocked is set when the lock is given back.
+	endingc  chan struct{}
+	unlocked bool
 }
 
 // Layer returns the layer of cache, if the lease has one.
@@ -303,6 +325,9 @@ func (m *Manager) Acquire(k Key, caches []string) (*Lease, error) {
 	}
 	if !m.ephemeral {
 		lock, err := m.lockWorkspace(l.id)
+		if errors.Is(err, errBusy) && m.awaitEnding(l.id) {
+			lock, err = m.lockWorkspace(l.id)
+		}
 		switch {
 		case err == nil:
 			l.lock = lock
@@ -335,6 +360,52 @@ func (m *Manager) Acquire(k Key, caches []string) (*Lease, error) {
 		l.Layers = append(l.Layers, ly)
 	}
 	return l, nil
+}
+
+// awaitEnding waits, at most EndingWait, for this process's ending lease of
+// workspace id to unlock. false: there is none, or it did not unlock in
+// time (the caller then takes throwaway layers, as for a running call's).
+func (m *Manager) awaitEnding(id string) bool {
+	m.mu.Lock()
+	ch := m.ending[id]
+	m.mu.Unlock()
+	if ch == nil {
+		return false
+	}
+	if m.onWait != nil {
+		m.onWait()
+	}
+	t := time.NewTimer(EndingWait)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// Ending says that the lease's call is over and only its sandbox's
+// teardown is left (the overlays still mounted in a namespace the kernel is
+// ending), so Unlock is near: a call of the same workspace that finds the
+// layers held then waits for it (up to EndingWait) instead of running
+// without keeping its cache writes. Throwaway and empty leases hold nothing
+// and ignore it.
+func (l *Lease) Ending() {
+	if l.lock == nil {
+		return
+	}
+	m := l.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l.endingc != nil || l.unlocked {
+		return
+	}
+	if m.ending == nil {
+		m.ending = map[string]chan struct{}{}
+	}
+	l.endingc = make(chan struct{})
+	m.ending[l.id] = l.endingc
 }
 
 // lockWorkspace takes the lock of workspace id's layers, creating their
@@ -474,6 +545,15 @@ func (l *Lease) unlock() error {
 		}
 	}
 	l.lock.Close()
+	m.mu.Lock()
+	l.unlocked = true
+	if l.endingc != nil {
+		if m.ending[l.id] == l.endingc {
+			delete(m.ending, l.id)
+		}
+		close(l.endingc)
+	}
+	m.mu.Unlock()
 	return errors.Join(errs...)
 }
 

@@ -83,6 +83,17 @@ type Mounts struct {
 	Warnings []string
 	// Secrets is how many values the scrubbed copies replaced.
 	Secrets int
+
+	lease *cachelayer.Lease
+}
+
+// Ending says the call is over and only its sandbox's teardown is left
+// before release: the next call of the workspace waits for the layers
+// rather than run without them (cachelayer.Lease.Ending).
+func (m *Mounts) Ending() {
+	if m.lease != nil {
+		m.lease.Ending()
+	}
 }
 
 // Prepare works out and prepares the mounts of one call. release removes
@@ -157,6 +168,7 @@ func (s *Setup) Prepare(c Call) (m *Mounts, release func(), err error) {
 		lease.Unlock()
 		go lease.Release()
 	})
+	m.lease = lease
 	if lease.Warning != "" {
 		m.Warnings = append(m.Warnings, lease.Warning)
 	}

@@ -123,6 +123,31 @@ type Exit struct {
 	TimedOut bool // killed because Timeout ran out
 	Canceled bool // killed because the context ended (caller left, daemon stopping)
 	Layers   sandboxinfo.Layers
+	// Gone is closed once nothing of the sandbox is left, its mounts
+	// included; nil means at return. A runner may return earlier, when
+	// every process but the sandbox's own init has ended and the output
+	// is complete, rather than wait for the kernel to tear its namespaces
+	// down: what must outlive the mounts (a lease on an overlay's upper
+	// directory) is released after Gone (AfterGone).
+	Gone <-chan struct{}
+}
+
+// AfterGone runs release once gone is closed: at once when it is nil or
+// closed already, else in a goroutine of its own.
+func AfterGone(gone <-chan struct{}, release func()) {
+	if gone == nil {
+		release()
+		return
+	}
+	select {
+	case <-gone:
+		release()
+	default:
+		go func() {
+			<-gone
+			release()
+		}()
+	}
 }
 
 // Runner runs a process to completion. An error means the process could not be

@@ -59,10 +59,10 @@ const drainGrace = 2 * time.Second
 func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 	var ex runner.Exit
 	t0 := time.Now()
-	var tStarted, tScoped, tReleased time.Duration
+	var tStarted, tScoped, tReleased, tEnded time.Duration
 	defer func() {
 		r.log().Debug("sandbox stages", "tool", s.Tool, "start_ms", ms(tStarted), "scope_ms", ms(tScoped),
-			"released_ms", ms(tReleased), "total_ms", ms(time.Since(t0)))
+			"released_ms", ms(tReleased), "ended_ms", ms(tEnded), "total_ms", ms(time.Since(t0)))
 	}()
 	profJSON, source, err := r.profiles.JSON(s.Tool)
 	if err != nil {
@@ -250,9 +250,12 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 		err  error
 	}
 	done := make(chan waited, 1)
+	gone := make(chan struct{})
+	ex.Gone = gone
 	go func() {
 		code, _, err := child.Wait()
 		done <- waited{code, err}
+		close(gone)
 	}()
 	var timeout <-chan time.Time
 	if s.Timeout > 0 {
@@ -263,6 +266,12 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 	var w waited
 	select {
 	case w = <-done:
+	case <-child.Ended():
+		// A tool's init reported that nothing else of the sandbox is
+		// left: the call is over, though its namespaces are still being
+		// torn down (Exit.Gone).
+		w = waited{code: child.EndCode()}
+		tEnded = time.Since(t0)
 	case <-timeout:
 		ex.TimedOut = true
 	case <-ctx.Done():

@@ -120,9 +120,16 @@ func (c *bashCall) Run(ctx context.Context, env *Env) (o Outcome) {
 			// replaced by a guess.
 			return Outcome{Err: fmt.Errorf("safe_bash: %w", err)}
 		}
-		// After the run: the sandbox, and with it every mount of the
-		// layers, is gone by then.
-		defer func() { release(); pre.mark("release_home") }()
+		// After the sandbox, and with it every mount of the layers, is
+		// gone: the result may be out before the kernel has torn its
+		// namespaces down (runner.Exit.Gone), and the layers' lease must
+		// not be given back while an overlay still has them mounted. On
+		// an error before the run, gone is nil: at once.
+		defer func() {
+			m.Ending()
+			runner.AfterGone(o.gone, release)
+			pre.mark("release_home")
+		}()
 		// The view's paths go first: a protected workspace path or a
 		// configured one below a shown directory is mounted after it.
 		spec.ReadOnly = append(m.ReadOnly, spec.ReadOnly...)

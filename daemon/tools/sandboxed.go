@@ -174,7 +174,7 @@ func runSandboxed(ctx context.Context, env *Env, op toolproto.Op, source string,
 	spec.Limits = env.limits(op.Tool)
 	ex, err := env.Runner.Run(ctx, spec)
 	meta, gotMeta := frames.Meta()
-	o := Outcome{Layers: ex.Layers, Stages: meta.Stages, File: opened}
+	o := Outcome{Layers: ex.Layers, Stages: meta.Stages, File: opened, gone: ex.Gone}
 	if o.Stages != nil {
 		o.Stages["daemon_side"] = float64(tw.spent.Microseconds()) / 1000
 	}

@@ -115,6 +115,9 @@ type Outcome struct {
 	// Stages are the sandboxed tool's own timings (ms since it started), for
 	// the debug log.
 	Stages map[string]float64
+	// gone is the sandbox's runner.Exit.Gone: what must outlive its mounts
+	// is released after it (runner.AfterGone).
+	gone <-chan struct{}
 }
 
 // Call is a decoded, valid call, ready to run.
