@@ -575,7 +575,9 @@ func TestConnectUnavailable(t *testing.T) {
 	}
 }
 
-// A dropped connection is re-dialed by the next Start.
+// A dropped connection is re-dialed by the next Start. The connection is
+// systemd's private socket where the manager has one (it always does:
+// systemd --user makes it), as for systemctl --user, not the bus.
 func TestReconnect(t *testing.T) {
 	m, err := Connect(ctxT(t, 10*time.Second))
 	if err != nil {
@@ -585,6 +587,9 @@ func TestReconnect(t *testing.T) {
 	m.mu.Lock()
 	old := m.cn
 	m.mu.Unlock()
+	if want := filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "systemd", "private"); old.addr != "unix:path="+want {
+		t.Errorf("connected at %s, want systemd's private socket %s", old.addr, want)
+	}
 	old.sd.Close() // as if the bus had gone away
 	select {
 	case <-old.lost:
@@ -621,14 +626,27 @@ func TestReconnectAfterBusRestart(t *testing.T) {
 		// On a workstation this would be the developer's own session bus.
 		t.Skip("restarts the user's dbus.service: runs only against the throwaway manager of " + testUser + " (run the tests as root)")
 	}
-	m := mgr(t)
+	// Over the bus, not systemd's private socket (which a bus restart
+	// does not touch): hide the latter, and dial a Manager of its own.
+	rt := os.Getenv("XDG_RUNTIME_DIR")
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	m, err := Connect(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if m.cn.addr != os.Getenv("DBUS_SESSION_BUS_ADDRESS") {
+		t.Fatalf("connected at %s, want the bus %s", m.cn.addr, os.Getenv("DBUS_SESSION_BUS_ADDRESS"))
+	}
 	// The manager's current connection must be live before the restart.
 	h0 := startHeldShell(t, "exec sleep 60")
 	s0 := mustStart(t, Spec{Tool: "test", ID: uniq("pre-restart"), PID: h0.pid()})
 	if err := s0.Stop(ctxT(t, 5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("systemctl", "--user", "restart", "dbus.service").CombinedOutput()
+	restart := exec.Command("systemctl", "--user", "restart", "dbus.service")
+	restart.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+rt) // its own way in: the private socket
+	out, err := restart.CombinedOutput()
 	if err != nil {
 		t.Fatalf("systemctl --user restart dbus.service: %v: %s", err, out)
 	}

@@ -50,6 +50,12 @@ type shielded struct {
 
 // release lets go of the call's placeholders; the last call to hold one
 // removes it. Only after the sandbox is gone.
+//
+// The record is not rewritten here, only at the next create: a line of a
+// placeholder already removed is harmless to the next daemon's cleanup (it
+// finds nothing there, or a directory that is not the one recorded, and
+// leaves it), while the rewrite would cost every call a file replaced on
+// its way out.
 func (s *shielded) release() {
 	placeholders.mu.Lock()
 	defer placeholders.mu.Unlock()
@@ -57,7 +63,6 @@ func (s *shielded) release() {
 		placeholders.drop(p)
 	}
 	s.holds = nil
-	placeholders.save()
 }
 
 // shieldWorkspace works out the shield of a call in root, for a user whose
@@ -338,12 +343,12 @@ func (ps *placeholderSet) drop(p string) {
 // removePlaceholder removes p if it is still the directory id and empty
 // (rmdir(2) refuses one that is not). Anything in it changes its change
 // time, so a placeholder the user used is kept even once emptied again.
-func removePlaceholder(p string, id placeholderID) {
+func removePlaceholder(p string, id placeholderID) bool {
 	var st unix.Stat_t
 	if unix.Lstat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || idOf(&st) != id {
-		return
+		return false
 	}
-	unix.Rmdir(p)
+	return unix.Rmdir(p) == nil
 }
 
 // save writes the record of the placeholders in place (one "dev ino ctime
@@ -378,8 +383,9 @@ func CleanPlaceholders(record string) []string {
 			if !ok {
 				continue
 			}
-			removePlaceholder(p, id)
-			if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+			// Only what is removed now is reported: the record may still
+			// list placeholders removed before it was last rewritten.
+			if removePlaceholder(p, id) {
 				removed = append(removed, p)
 			}
 		}

@@ -212,6 +212,37 @@ func TestCleanPlaceholders(t *testing.T) {
 	}
 }
 
+// A call's release does not rewrite the record (only the next shield
+// does), so the record may list placeholders already removed: the next
+// daemon reports none of them and leaves alone a directory the user made
+// at such a path since.
+func TestCleanPlaceholdersStaleRecord(t *testing.T) {
+	home, proj := newHome(t)
+	record := filepath.Join(t.TempDir(), "placeholders")
+	CleanPlaceholders(record)
+	t.Cleanup(func() { placeholders.record = "" })
+	s, err := shieldWorkspace(proj, home, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.release()
+	if b, _ := os.ReadFile(record); !strings.Contains(string(b), filepath.Join(proj, ".codex")) {
+		t.Fatalf("the record %q does not list the released placeholders: this test needs a stale one", b)
+	}
+	if _, err := os.Lstat(filepath.Join(proj, ".codex")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("release left .codex: %v", err)
+	}
+	if err := os.Mkdir(filepath.Join(proj, ".vscode"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if removed := CleanPlaceholders(record); len(removed) != 0 {
+		t.Errorf("removed %v after a clean release, want nothing", rels(proj, removed))
+	}
+	if _, err := os.Stat(filepath.Join(proj, ".vscode")); err != nil {
+		t.Errorf("the user's .vscode went: %v", err)
+	}
+}
+
 // FuzzRecordLine: a line of the placeholder record is read strictly; what
 // it accepts names an absolute clean path and prints back as it was read.
 func FuzzRecordLine(f *testing.F) {
