@@ -80,6 +80,29 @@ func (c *bashCall) Run(ctx context.Context, env *Env) (o Outcome) {
 	defer func() { pre.into(&o) }()
 	op := toolproto.Op{Tool: "safe_bash", Root: env.Place.Root, Shell: cfg.Shell, Command: c.in.Command,
 		Dir: dir, Env: Environ(env)}
+	// The home view depends on nothing the shield decides: it is worked
+	// out meanwhile (on the other core: the two are most of the daemon's
+	// own time before the sandbox). Whatever way this call returns before
+	// taking it, it is waited for and released (nothing ran in it).
+	var homec chan preparedHome
+	homeTaken := false
+	if env.Home != nil {
+		homec = make(chan preparedHome, 1)
+		go func() {
+			t := time.Now()
+			m, release, err := env.Home.Prepare(homemount.Call{Home: homeDir(), Workspace: env.Place.Root, Sandbox: "safe_bash",
+				CallerEnv: env.CallerEnv, Vault: env.Vault, Scrubber: env.Scrubber,
+				Options: homeview.Options{PresetsOff: env.Config.Home.PresetsOff, ReadOnly: env.Config.Home.ReadOnly}})
+			homec <- preparedHome{m, release, err, time.Since(t)}
+		}()
+		defer func() {
+			if !homeTaken {
+				if h := <-homec; h.err == nil {
+					h.release()
+				}
+			}
+		}()
+	}
 	sh, err := shieldWorkspace(env.Place.Root, homeDir(), env.CallerEnv)
 	// After the run (deferred first, so run last): no process of the
 	// sandbox is left to see a placeholder go.
@@ -111,10 +134,11 @@ func (c *bashCall) Run(ctx context.Context, env *Env) (o Outcome) {
 	sh.apply(env.Place.Root, git, &spec)
 	warnings := sh.Warnings
 	pre.mark("git")
-	if env.Home != nil {
-		m, release, err := env.Home.Prepare(homemount.Call{Home: homeDir(), Workspace: env.Place.Root, Sandbox: "safe_bash",
-			CallerEnv: env.CallerEnv, Vault: env.Vault, Scrubber: env.Scrubber,
-			Options: homeview.Options{PresetsOff: env.Config.Home.PresetsOff, ReadOnly: env.Config.Home.ReadOnly}})
+	if homec != nil {
+		h := <-homec
+		homeTaken = true
+		pre.add("home_prepare", h.took)
+		m, release, err := h.m, h.release, h.err
 		if err != nil {
 			// Fail closed: a view that cannot be built as decided is not
 			// replaced by a guess.
@@ -227,4 +251,13 @@ func canceled(ctx context.Context) error {
 		return cause
 	}
 	return fmt.Errorf("call canceled by the caller: %w", catalog.ErrConnectionLost)
+}
+
+// preparedHome is the result of a call's home view, prepared beside its
+// shield.
+type preparedHome struct {
+	m       *homemount.Mounts
+	release func()
+	err     error
+	took    time.Duration
 }

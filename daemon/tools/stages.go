@@ -21,6 +21,12 @@ func (c *stageClock) mark(name string) {
 	c.t = now
 }
 
+// add records a span timed elsewhere (work done beside the stages, in a
+// goroutine), without ending the current stage.
+func (c *stageClock) add(name string, d time.Duration) {
+	c.spans = append(c.spans, stageSpan{name, float64(d.Microseconds()) / 1000})
+}
+
 // into adds the spans to o's stages as "daemon_<name>" (milliseconds each).
 func (c *stageClock) into(o *Outcome) {
 	if o.Stages == nil {
