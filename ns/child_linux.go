@@ -73,6 +73,9 @@ type syncMsg struct {
 	// process of the sandbox is left (see endEarly).
 	Ended bool `json:"ended,omitempty"`
 	Code  int  `json:"code,omitempty"`
+	// Times come with the ready message: when each setup step ended, in
+	// milliseconds since the init had its call (Child.SetupTimes).
+	Times map[string]float64 `json:"times,omitempty"`
 }
 
 // Child is a sandbox init started by Start or Pool.Start: first setting up
@@ -101,6 +104,7 @@ type Child struct {
 	err       *SetupError // reported by the init
 	ready     bool
 	listeners []Listener // came with the ready message; the caller owns them
+	times     map[string]float64
 	released  bool
 	killed    bool
 
@@ -349,6 +353,7 @@ func (c *Child) readLoop() {
 			}
 		case m.Ready:
 			c.ready = true
+			c.times = m.Times
 			ls, err := fileListeners(m.Listening, fds)
 			fds = nil
 			if err != nil {
@@ -450,6 +455,16 @@ func (c *Child) Release() error {
 		return sysErr(StepSync, "write", "", err)
 	}
 	return nil
+}
+
+// SetupTimes are the init's own timings of its setup, once Ready returned
+// nil: for each step ("spec", "plan", "mounts", "submounts", "root",
+// "ready"), the milliseconds from the init's start (or the claim of a
+// pooled one) to the step's end. For the daemon's debug log.
+func (c *Child) SetupTimes() map[string]float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.times
 }
 
 // Ended is closed when a ModeFunc sandbox's function has returned and no

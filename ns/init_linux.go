@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -125,17 +126,20 @@ func runInit(pooled bool) int {
 			return initExitCode // the pool closed or the daemon died
 		}
 	}
+	sb := &sandbox{t0: time.Now(), times: map[string]float64{}}
 	spec, bpf, e := readSpec()
 	if e != nil {
 		report(e)
 		return initExitCode
 	}
-	sb := &sandbox{spec: spec, bpf: bpf}
+	sb.spec, sb.bpf = spec, bpf
+	sb.mark("spec")
 	if e := sb.setup(); e != nil {
 		report(e)
 		return initExitCode
 	}
-	err := sendMsgFds(syncMsg{Ready: true, Listening: sb.listening}, sb.listenFds)
+	sb.mark("ready")
+	err := sendMsgFds(syncMsg{Ready: true, Listening: sb.listening, Times: sb.times}, sb.listenFds)
 	// The daemon has its copies now (or is gone); the command never holds
 	// them (and in func mode the init itself goes on running).
 	for _, fd := range sb.listenFds {
@@ -263,6 +267,17 @@ type sandbox struct {
 
 	listenFds []int    // Spec.Listen's sockets, for the ready message
 	listening []string // their addresses, in the same order
+
+	// t0 and times: when the init had its call (start, or the claim of a
+	// pooled one), and the milliseconds since then at which each setup
+	// step ended, for the ready message (Child.SetupTimes).
+	t0    time.Time
+	times map[string]float64
+}
+
+// mark records that the setup step name ended now.
+func (sb *sandbox) mark(name string) {
+	sb.times[name] = float64(time.Since(sb.t0).Microseconds()) / 1000
 }
 
 // setup runs every step that can run before the daemon releases the
@@ -275,6 +290,7 @@ func (sb *sandbox) setup() *SetupError {
 		return e
 	}
 	sb.dir = dir
+	sb.mark("root")
 	if err := unix.Chdir(sb.dir); err != nil {
 		return sysErr(StepChdir, "chdir", sb.dir, err)
 	}

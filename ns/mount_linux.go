@@ -83,6 +83,7 @@ func (sb *sandbox) buildRoot() (string, *SetupError) {
 	if e := b.plan(s); e != nil {
 		return "", e
 	}
+	sb.mark("plan")
 	// Spec.Dir as the sandbox will see it. If it does not exist, chdir fails
 	// inside, with the same error as for a host path that is not visible:
 	// the sandbox does not tell which host paths exist.
@@ -108,12 +109,14 @@ func (sb *sandbox) buildRoot() (string, *SetupError) {
 			return "", se
 		}
 	}
+	sb.mark("mounts")
 	if e := b.dropMaskFile(); e != nil {
 		return "", e
 	}
 	if e := b.readOnlySubmounts(); e != nil {
 		return "", e
 	}
+	sb.mark("submounts")
 	// Nothing may be created at the top level of the sandbox.
 	if err := unix.Mount("", procFD(b.rootFD), "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
 		return "", sysErr(StepMounts, "mount", "/ (remount read-only)", err)

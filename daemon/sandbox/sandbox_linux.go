@@ -60,9 +60,10 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 	var ex runner.Exit
 	t0 := time.Now()
 	var tStarted, tScoped, tReleased, tEnded time.Duration
+	var setup map[string]float64 // the init's own, from its claim
 	defer func() {
 		r.log().Debug("sandbox stages", "tool", s.Tool, "start_ms", ms(tStarted), "scope_ms", ms(tScoped),
-			"released_ms", ms(tReleased), "ended_ms", ms(tEnded), "total_ms", ms(time.Since(t0)))
+			"released_ms", ms(tReleased), "ended_ms", ms(tEnded), "total_ms", ms(time.Since(t0)), "init_setup", setup)
 	}()
 	profJSON, source, err := r.profiles.JSON(s.Tool)
 	if err != nil {
@@ -218,6 +219,7 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 		stopScope()
 		return ex, setupError(s, err)
 	}
+	setup = child.SetupTimes()
 
 	tReleased = time.Since(t0)
 	if s.Started != nil {
