@@ -105,6 +105,7 @@ type Child struct {
 	ready     bool
 	listeners []Listener // came with the ready message; the caller owns them
 	times     map[string]float64
+	pending   *pendingSpec // a reserved pooled init's spec pipe (Pool.Reserve), until Send
 	released  bool
 	killed    bool
 

@@ -3,6 +3,7 @@ package ns
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync"
@@ -182,7 +183,31 @@ func (p *Pool) Close() {
 	}
 }
 
-// claim takes an idle init and hands it the call, or returns nil.
+// Reserve takes an idle init for a call in workspace whose spec is not
+// known yet, hands it the call's stdio, and returns it, or nil when none
+// is idle (or p is nil or disabled): the caller then uses Start once the
+// spec is known. The init waits for its spec (Child.Send); meanwhile the
+// caller can do its own work for Child.Pid() (the systemd scope) and for
+// the spec. A reserved Child that is not sent a spec must be killed and
+// waited for. A spec with Network true cannot be sent to it (pooled inits
+// have a network namespace of their own).
+func (p *Pool) Reserve(workspace string, stdin, stdout, stderr *os.File) *Child {
+	if p == nil {
+		return nil
+	}
+	if !filepath.IsAbs(workspace) {
+		return nil // Start refuses it with the reason
+	}
+	c := p.claim(&Spec{Workspace: filepath.Clean(workspace)}, nil, stdin, stdout, stderr)
+	if c != nil {
+		p.track(c)
+	}
+	return c
+}
+
+// claim takes an idle init and hands it the call, or returns nil. With
+// nil data the spec is not sent: the Child is reserved (Reserve), and
+// Send sends it.
 func (p *Pool) claim(s *Spec, data []byte, stdin, stdout, stderr *os.File) *Child {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -208,7 +233,7 @@ func (p *Pool) claim(s *Spec, data []byte, stdin, stdout, stderr *os.File) *Chil
 		p.mu.Unlock()
 		err := errStale
 		if e.workspaceVisible(s.Workspace) {
-			err = e.handOver(data, stdin, stdout, stderr)
+			err = e.handOver(s.Workspace, data, stdin, stdout, stderr)
 		}
 		p.mu.Lock()
 		if err == nil {
@@ -506,7 +531,7 @@ func (e *pooledInit) workspaceVisible(ws string) bool {
 
 // handOver claims e for a call: it passes the call's stdio (SCM_RIGHTS) and
 // then the spec. An error means e got nothing usable and must be discarded.
-func (e *pooledInit) handOver(data []byte, stdin, stdout, stderr *os.File) error {
+func (e *pooledInit) handOver(workspace string, data []byte, stdin, stdout, stderr *os.File) error {
 	msg := []byte{claimByte}
 	var fds []int
 	for i, f := range []*os.File{stdin, stdout, stderr} {
@@ -542,11 +567,51 @@ func (e *pooledInit) handOver(data []byte, stdin, stdout, stderr *os.File) error
 	}
 	// The descriptors are in the init's socket now; from here on the init
 	// owns the call, and a failure is reported through the Child.
-	specW := e.specW
+	if data == nil {
+		e.c.pending = &pendingSpec{w: e.specW, workspace: workspace}
+		return nil
+	}
+	sendSpec(e.specW, data)
+	return nil
+}
+
+// sendSpec writes a pooled init's spec to its pipe, in the background (the
+// init reads it as it can), and closes the pipe.
+func sendSpec(w *os.File, data []byte) {
 	go func() {
-		writeAll(specW, data)
-		specW.Close()
+		writeAll(w, data)
+		w.Close()
 	}()
+}
+
+// pendingSpec is what a reserved Child (Pool.Reserve) still needs: its
+// spec pipe, and the workspace the claim checked.
+type pendingSpec struct {
+	w         *os.File
+	workspace string
+}
+
+// Send sends a reserved Child (Pool.Reserve) its spec, once. The spec's
+// workspace must be the one it was reserved for: the claim checked that
+// the init sees that one as the daemon does. On error the Child is left as
+// it was: kill it and wait for it.
+func (c *Child) Send(spec *Spec) error {
+	c.mu.Lock()
+	pend := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+	if pend == nil {
+		return &SetupError{Step: StepValidate, Msg: "Send: the sandbox was not reserved, or has its spec already"}
+	}
+	s, data, err := prepare(spec)
+	if err == nil && s.Workspace != pend.workspace {
+		err = &SetupError{Step: StepValidate, Msg: "Send: the spec's workspace " + s.Workspace + " is not the one the sandbox was reserved for, " + pend.workspace}
+	}
+	if err != nil {
+		pend.w.Close() // the init reads EOF and exits: nothing runs
+		return err
+	}
+	sendSpec(pend.w, data)
 	return nil
 }
 

@@ -5,6 +5,7 @@ package ns_test
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -46,12 +47,46 @@ func usePool(t *testing.T, p *ns.Pool) {
 	t.Cleanup(func() { startSandbox = prev })
 }
 
+// useReserve is usePool through Reserve and Send, the daemon's way of
+// getting a call's sandbox and scope going before its spec is complete.
+// A spec the pool cannot serve (Network, or one Start refuses before
+// anything starts) goes to Start, as the daemon does.
+func useReserve(t *testing.T, p *ns.Pool) {
+	prev := startSandbox
+	startSandbox = func(s *ns.Spec, stdin, stdout, stderr *os.File) (*ns.Child, error) {
+		if s.Network || !filepath.IsAbs(s.Workspace) {
+			return p.Start(s, stdin, stdout, stderr)
+		}
+		if !p.WaitIdle(1, 10*time.Second) {
+			t.Error("the pool did not refill within 10 s")
+		}
+		c := p.Reserve(s.Workspace, stdin, stdout, stderr)
+		if c == nil {
+			t.Errorf("%q: nothing reserved from a pool with an idle init", s.Argv)
+			return p.Start(s, stdin, stdout, stderr)
+		}
+		if err := c.Send(s); err != nil {
+			c.Kill()
+			c.Wait()
+			return nil, err
+		}
+		return c, nil
+	}
+	t.Cleanup(func() { startSandbox = prev })
+}
+
 // TestPooled re-runs the behaviours that matter through a pool: a pooled
-// init must be indistinguishable from a fresh one.
+// init must be indistinguishable from a fresh one; and so must one that was
+// reserved before its spec came.
 func TestPooled(t *testing.T) {
+	t.Run("Start", func(t *testing.T) { runPooled(t, usePool) })
+	t.Run("Reserve", func(t *testing.T) { runPooled(t, useReserve) })
+}
+
+func runPooled(t *testing.T, use func(*testing.T, *ns.Pool)) {
 	p := ns.NewPool(2)
 	defer p.Close()
-	usePool(t, p)
+	use(t, p)
 	for _, tc := range []struct {
 		name string
 		f    func(*testing.T)
@@ -91,6 +126,51 @@ func TestPooled(t *testing.T) {
 		{"MaskBehindUnsearchableDirs", TestMaskBehindUnsearchableDirs},
 	} {
 		t.Run(tc.name, tc.f)
+	}
+}
+
+// A reserved init takes only a spec for the workspace it was reserved for;
+// another one is refused and the init ends without running anything. Send
+// works once, and only on a reserved Child.
+func TestReserveSend(t *testing.T) {
+	p := ns.NewPool(1)
+	defer p.Close()
+	ws, other := workspace(t), workspace(t)
+	if !p.WaitIdle(1, 10*time.Second) {
+		t.Fatal("the pool did not fill")
+	}
+	c := p.Reserve(ws, nil, nil, nil)
+	if c == nil {
+		t.Fatal("nothing reserved")
+	}
+	s := spec(t, other, "touch", "ran")
+	s.Dir = other
+	var se *ns.SetupError
+	if err := c.Send(s); !errors.As(err, &se) || se.Step != ns.StepValidate {
+		t.Fatalf("Send of another workspace's spec: %v, want a validate error", err)
+	}
+	c.Release()
+	if code, _, err := c.Wait(); err == nil || code != -1 {
+		t.Fatalf("the init refused a spec and still ended with %d, %v", code, err)
+	}
+	if _, err := os.Stat(filepath.Join(other, "ran")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("something ran: %v", err)
+	}
+	if err := c.Send(spec(t, ws, "true")); err == nil {
+		t.Error("a second Send was accepted")
+	}
+	fresh, err := ns.Start(spec(t, ws, "true"), nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.Send(spec(t, ws, "true")); err == nil {
+		t.Error("Send to a Child that was not reserved was accepted")
+	}
+	fresh.Release()
+	fresh.Wait()
+	var nilPool *ns.Pool
+	if nilPool.Reserve(ws, nil, nil, nil) != nil {
+		t.Error("a nil Pool reserved something")
 	}
 }
 

@@ -95,6 +95,10 @@ type Spec struct {
 	Timeout time.Duration
 	// Limits bound the whole call (all its processes).
 	Limits Limits
+	// Reserved is what Reserve set going for this call, if anything: Run
+	// uses it when the Spec is the one it was reserved for, and releases
+	// it otherwise. Either way the caller need not Cancel it after Run.
+	Reserved Reservation
 	// Started, when set, is called once with the layers in force, after every
 	// one of them is in place and the program is released to run; it is not
 	// called when the sandbox could not be set up. A caller that talks to a
@@ -155,6 +159,31 @@ func AfterGone(gone <-chan struct{}, release func()) {
 // ended is in Exit.
 type Runner interface {
 	Run(ctx context.Context, s Spec) (Exit, error)
+}
+
+// Reservation is a call's sandbox process, and its scope, set going by a
+// Reserver before the call's Spec was complete, so that their start
+// overlaps with the caller's own work for the Spec.
+type Reservation interface {
+	// Cancel ends it, unless a Run took it: nothing ran in it. Safe to
+	// call more than once, and after Run.
+	Cancel()
+}
+
+// Reserver is a Runner that can reserve a call's sandbox ahead of Run.
+type Reserver interface {
+	// Reserve starts what it can for a call of early, a Spec of which
+	// only Tool, Mode, Workspace, Network, Timeout and Limits are set; nil
+	// when it cannot (Run then starts everything itself).
+	Reserve(ctx context.Context, early Spec) Reservation
+}
+
+// Reserve asks r for a reservation, when r is a Reserver; nil otherwise.
+func Reserve(ctx context.Context, r Runner, early Spec) Reservation {
+	if rs, ok := r.(Reserver); ok {
+		return rs.Reserve(ctx, early)
+	}
+	return nil
 }
 
 // StartError is a Runner's error when the sandbox was ready but the program

@@ -15,7 +15,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,6 +64,11 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 		r.log().Debug("sandbox stages", "tool", s.Tool, "start_ms", ms(tStarted), "scope_ms", ms(tScoped),
 			"released_ms", ms(tReleased), "ended_ms", ms(tEnded), "total_ms", ms(time.Since(t0)), "init_setup", setup)
 	}()
+	if s.Reserved != nil {
+		// Whatever way Run ends, a reservation it did not take is ended
+		// (a no-op once taken: Run owns it then).
+		defer s.Reserved.Cancel()
+	}
 	profJSON, source, err := r.profiles.JSON(s.Tool)
 	if err != nil {
 		// Fail closed: no profile, no call.
@@ -106,79 +110,72 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 		spec.Rlimits = []ns.Rlimit{{Resource: "NPROC", Soft: tasksMax(s.Limits), Hard: tasksMax(s.Limits)}}
 	}
 
-	// Descriptors: stdin carries Spec.Stdin; stdout (and stderr, unless asked
-	// separately) come back on pipes read here.
-	var stdin *os.File
-	if f, ok := s.Input.(*os.File); ok {
-		// A pipe's read end: the process reads it directly, with no copy
-		// in between (an MCP server's every message crosses here).
-		stdin = f
-	} else if s.Input != nil {
-		stdin, err = streamFile(s.Input)
-	} else {
-		stdin, err = inputFile(s.Stdin)
+	var (
+		child      *ns.Child
+		outR, errR *os.File
+		sc         *scope.Scope
+		scopeErr   error
+	)
+	res, _ := s.Reserved.(*reservation)
+	if res != nil && !res.take(r, s) {
+		res.Cancel()
+		res = nil
 	}
-	if err != nil {
-		return ex, err
-	}
-	defer stdin.Close()
-	var outR, outW *os.File
-	if s.OutputFile != nil {
-		// The caller reads the process's stdout itself, from its own pipe.
-		outW = s.OutputFile
-	} else {
-		if outR, outW, err = os.Pipe(); err != nil {
-			return ex, fmt.Errorf("pipe: %v: %w", err, catalog.ErrSandbox)
-		}
+	if res != nil {
+		// Reserved (Reserve): the init has the call's stdio and waits for
+		// its spec; the scope's start job went out meanwhile.
+		child, outR, errR = res.child, res.outR, res.errR
 		defer outR.Close()
-		// A larger pipe lets a tool with a large output write it in fewer
-		// rounds of wake-ups (the default is 64 KiB). Best effort: the limit
-		// for unprivileged users (/proc/sys/fs/pipe-max-size) may be lower.
-		unix.FcntlInt(outW.Fd(), unix.F_SETPIPE_SZ, 1<<20)
-	}
-	errW := outW
-	var errR *os.File
-	if s.Stderr != nil {
-		if errR, errW, err = os.Pipe(); err != nil {
-			outW.Close()
-			return ex, fmt.Errorf("pipe: %v: %w", err, catalog.ErrSandbox)
-		}
 		defer errR.Close()
-	}
-
-	child, err := r.Pool.Start(spec, stdin, outW, errW) // a nil Pool starts a fresh init
-	outW.Close()
-	if errW != outW {
-		errW.Close()
-	}
-	if err != nil {
-		return ex, fmt.Errorf("start sandbox: %v: %w", err, catalog.ErrSandbox)
-	}
-	ex.Layers = sandboxinfo.Layers{Namespaces: true, Seccomp: source, Network: s.Network}
-	tStarted = time.Since(t0)
-
-	// The scope is created while the child builds its namespaces: both take a
-	// few milliseconds, so they overlap. The child execs only after Release.
-	var sc *scope.Scope
-	if r.Scopes != nil {
-		sc, err = r.Scopes.Start(ctx, scope.Spec{
-			Tool:            s.Tool,
-			ID:              strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(r.seq.Add(1), 10),
-			PID:             child.Pid(),
-			MemoryMax:       s.Limits.MemoryMax,
-			TasksMax:        s.Limits.TasksMax,
-			CPUQuotaPercent: s.Limits.CPUQuotaPercent,
-			RuntimeMax:      s.Timeout,
-		})
-		if err != nil {
-			// A user manager that is there but refuses the scope is a failed
-			// layer, not a missing one: refuse the call.
+		go func(w *os.File, data []byte) {
+			w.Write(data) // EPIPE if the init is gone: no concern here
+			w.Close()
+		}(res.stdinW, s.Stdin)
+		if err := child.Send(spec); err != nil {
 			child.Kill()
 			child.Wait()
-			return ex, fmt.Errorf("systemd scope for %s: %v: %w", s.Tool, err, catalog.ErrSandbox)
+			if got := <-res.scope; got.sc != nil {
+				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+				got.sc.Stop(sctx)
+				cancel()
+			}
+			return ex, fmt.Errorf("start sandbox: %v: %w", err, catalog.ErrSandbox)
 		}
-		ex.Layers.Scope = sc.Name()
+		ex.Layers = sandboxinfo.Layers{Namespaces: true, Seccomp: source, Network: s.Network}
+		tStarted = time.Since(t0)
+		got := <-res.scope
+		sc, scopeErr = got.sc, got.err
 	} else {
+		var err error
+		child, outR, errR, err = r.start(spec, s)
+		if err != nil {
+			return ex, err
+		}
+		if outR != nil {
+			defer outR.Close()
+		}
+		if errR != nil {
+			defer errR.Close()
+		}
+		ex.Layers = sandboxinfo.Layers{Namespaces: true, Seccomp: source, Network: s.Network}
+		tStarted = time.Since(t0)
+		// The scope is created while the child builds its namespaces: both
+		// take a few milliseconds, so they overlap. The child execs only
+		// after Release.
+		if r.Scopes != nil {
+			sc, scopeErr = r.Scopes.Start(ctx, r.scopeSpec(s, child.Pid()))
+		}
+	}
+	switch {
+	case scopeErr != nil:
+		// A user manager that is there but refuses the scope is a failed
+		// layer, not a missing one: refuse the call.
+		child.Kill()
+		child.Wait()
+		return ex, fmt.Errorf("systemd scope for %s: %v: %w", s.Tool, scopeErr, catalog.ErrSandbox)
+	case sc != nil:
+		ex.Layers.Scope = sc.Name()
+	default:
 		ex.Layers.ScopeNote = r.ScopeNote
 	}
 	stopScope := func() {
@@ -300,6 +297,64 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 	}
 	ex.Code = w.code
 	return ex, nil
+}
+
+// start starts a fresh sandbox (or a pooled one, given its spec at once)
+// with the call's stdio: stdin carries Spec.Stdin (or Input); stdout, and
+// stderr unless asked apart, come back on pipes read by Run (outR, errR;
+// nil where the caller reads its own).
+func (r *Runner) start(spec *ns.Spec, s runner.Spec) (child *ns.Child, outR, errR *os.File, err error) {
+	var stdin *os.File
+	if f, ok := s.Input.(*os.File); ok {
+		// A pipe's read end: the process reads it directly, with no copy
+		// in between (an MCP server's every message crosses here).
+		stdin = f
+	} else if s.Input != nil {
+		stdin, err = streamFile(s.Input)
+	} else {
+		stdin, err = inputFile(s.Stdin)
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer stdin.Close()
+	var outW *os.File
+	if s.OutputFile != nil {
+		// The caller reads the process's stdout itself, from its own pipe.
+		outW = s.OutputFile
+	} else {
+		if outR, outW, err = os.Pipe(); err != nil {
+			return nil, nil, nil, fmt.Errorf("pipe: %v: %w", err, catalog.ErrSandbox)
+		}
+		// A larger pipe lets a tool with a large output write it in fewer
+		// rounds of wake-ups (the default is 64 KiB). Best effort: the limit
+		// for unprivileged users (/proc/sys/fs/pipe-max-size) may be lower.
+		unix.FcntlInt(outW.Fd(), unix.F_SETPIPE_SZ, 1<<20)
+	}
+	errW := outW
+	if s.Stderr != nil {
+		if errR, errW, err = os.Pipe(); err != nil {
+			outW.Close()
+			if outR != nil {
+				outR.Close()
+			}
+			return nil, nil, nil, fmt.Errorf("pipe: %v: %w", err, catalog.ErrSandbox)
+		}
+	}
+	child, err = r.Pool.Start(spec, stdin, outW, errW) // a nil Pool starts a fresh init
+	outW.Close()
+	if errW != outW {
+		errW.Close()
+	}
+	if err != nil {
+		for _, f := range []*os.File{outR, errR} {
+			if f != nil {
+				f.Close()
+			}
+		}
+		return nil, nil, nil, fmt.Errorf("start sandbox: %v: %w", err, catalog.ErrSandbox)
+	}
+	return child, outR, errR, nil
 }
 
 // setupError is the error of a sandbox whose setup failed: a

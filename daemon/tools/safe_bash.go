@@ -76,6 +76,14 @@ func (c *bashCall) Run(ctx context.Context, env *Env) (o Outcome) {
 	// The daemon's own work before and after the sandbox, stage by stage
 	// (the debug log's "call stages", next to the sandbox's own).
 	pre := stageClock{t: time.Now()}
+	// The sandbox's init and its scope start now, while the daemon works
+	// out the rest of the call's sandbox below (runner.Reserve): nothing
+	// runs in it before its spec, and it is ended if the call ends first.
+	reserved := runner.Reserve(ctx, env.Runner, runner.Spec{Tool: "safe_bash", Mode: runner.Tool,
+		Workspace: env.Place.Root, Network: c.in.Network, Timeout: timeout, Limits: env.limits("safe_bash")})
+	if reserved != nil {
+		defer reserved.Cancel()
+	}
 	// Deferred first, so run last: the releases below are a stage too.
 	defer func() { pre.into(&o) }()
 	op := toolproto.Op{Tool: "safe_bash", Root: env.Place.Root, Shell: cfg.Shell, Command: c.in.Command,
@@ -129,6 +137,7 @@ func (c *bashCall) Run(ctx context.Context, env *Env) (o Outcome) {
 		ReadWrite: cfg.ReadWrite,
 		Network:   c.in.Network,
 		Timeout:   timeout,
+		Reserved:  reserved,
 	}
 	git := gitguard.Find(env.Place.Root)
 	sh.apply(env.Place.Root, git, &spec)
