@@ -66,10 +66,11 @@
 //
 //   - /usr, /etc and /bin, /sbin, /lib, /lib32, /lib64, /libx32 as they exist
 //     (Spec.ReadOnly, default DefaultReadOnly): bind mounts, recursive, made
-//     read-only. Host mounts below them are made read-only too. The remount
-//     passes the flags the kernel locked on the host mount (nosuid, nodev,
-//     noexec, the atime mode, read from statfs), which an unprivileged user
-//     namespace may not clear (EPERM otherwise). A path that is a symlink
+//     read-only with the host mounts below them in one
+//     mount_setattr(AT_RECURSIVE) (Linux 5.12; older kernels fail here),
+//     which adds the flag and leaves the ones the kernel locked on a host
+//     mount (nosuid, nodev, noexec, the atime mode) as they are: an
+//     unprivileged user namespace may not clear them. A path that is a symlink
 //     (/bin -> usr/bin on merged-/usr systems) is recreated as that symlink.
 //   - Spec.ReadWrite: extra bind mounts, read-write (from config).
 //   - Spec.Pins: workspace paths bound read-write onto themselves, after

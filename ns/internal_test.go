@@ -126,20 +126,6 @@ func TestSetupErrorMessage(t *testing.T) {
 	}
 }
 
-func TestUnescapeOctal(t *testing.T) {
-	for in, want := range map[string]string{
-		`/a/b`:           "/a/b",
-		`/a\040b`:        "/a b",
-		`/x\011y\012z`:   "/x\ty\nz",
-		`/back\134slash`: `/back\slash`,
-		`/trail\04`:      `/trail\04`,
-	} {
-		if got := unescapeOctal(in); got != want {
-			t.Errorf("%q: %q, want %q", in, got, want)
-		}
-	}
-}
-
 // The init must not run the command when the daemon goes away before the
 // release (here: it closes its end of the sync socket).
 func TestInitStopsWhenDaemonCloses(t *testing.T) {

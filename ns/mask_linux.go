@@ -80,7 +80,6 @@ func (b *rootBuilder) mountMask(e *entry) *SetupError {
 			unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0,size=4k"); err != nil {
 			return sysErr(StepMounts, "mount", where, err)
 		}
-		e.applied = true
 		return nil
 	}
 	src, se := b.maskFile()
@@ -98,7 +97,6 @@ func (b *rootBuilder) mountMask(e *entry) *SetupError {
 	if err := remountReadOnly(procFD(top)); err != nil {
 		return sysErr(StepMounts, "mount", where+" (remount read-only)", err)
 	}
-	e.applied = true
 	return nil
 }
 

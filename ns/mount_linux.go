@@ -1,7 +1,6 @@
 package ns
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,7 +44,6 @@ type entry struct {
 
 	upperFD, workFD int    // the overlay's other layers (kindOverlay), or -1
 	layers          string // the overlay's host paths, for messages
-	applied         bool   // a mask found something to cover (kindMask)
 }
 
 // rootBuilder builds the new root under newRootAt.
@@ -111,9 +109,6 @@ func (sb *sandbox) buildRoot() (string, *SetupError) {
 	}
 	sb.mark("mounts")
 	if e := b.dropMaskFile(); e != nil {
-		return "", e
-	}
-	if e := b.readOnlySubmounts(); e != nil {
 		return "", e
 	}
 	sb.mark("submounts")
@@ -541,8 +536,8 @@ func (b *rootBuilder) mountEntry(e *entry) *SetupError {
 				return sysErr(StepMounts, "openat", where, err)
 			}
 			defer unix.Close(top)
-			if err := remountReadOnly(procFD(top)); err != nil {
-				return sysErr(StepMounts, "mount", where+" (remount read-only)", err)
+			if se := b.readOnlyTree(top, where); se != nil {
+				return se
 			}
 		}
 	case kindHome:
@@ -701,129 +696,22 @@ func remountReadOnly(target string) error {
 	return unix.Mount("", target, "", flags, "")
 }
 
-// readOnlySubmounts makes read-only every mount that a recursive read-only
-// bind brought along (a host mount below /usr or /etc, say): remounting the
-// bind itself changes only its top mount.
-func (b *rootBuilder) readOnlySubmounts() *SetupError {
-	var stx unix.Statx_t
-	if err := unix.Statx(b.rootFD, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &stx); err != nil {
-		return sysErr(StepMounts, "statx", "new root", err)
+// readOnlyTree makes the bind at top read-only, with every mount the
+// recursive bind brought along below it (a host mount below /usr or /etc,
+// say): one mount_setattr(AT_RECURSIVE), which only adds the flag, so the
+// ones the kernel locked on a host mount (nosuid, nodev, noexec, the atime
+// mode) stay as they are. It needs Linux 5.12; an older kernel fails the
+// setup here, with that said, rather than leave a submount writable.
+func (b *rootBuilder) readOnlyTree(top int, where string) *SetupError {
+	err := unix.MountSetattr(top, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY})
+	if err == unix.ENOSYS {
+		return &SetupError{Step: StepMounts, Syscall: "mount_setattr", Path: where, Errno: unix.ENOSYS,
+			Msg: "the kernel cannot make a mount tree read-only (needs Linux 5.12)"}
 	}
-	if stx.Mask&unix.STATX_MNT_ID == 0 {
-		return &SetupError{Step: StepMounts, Syscall: "statx", Path: "new root", Msg: "kernel gives no mount id (needs Linux 5.8)"}
-	}
-	mounts, err := readMountinfo()
 	if err != nil {
-		return sysErr(StepMounts, "read", "/proc/self/mountinfo", err)
-	}
-	// The new root's own mount point as mountinfo spells it (newRootAt
-	// with any symlink in it resolved).
-	rootPoint := ""
-	children := map[uint64][]mountInfo{}
-	for _, m := range mounts {
-		children[m.parent] = append(children[m.parent], m)
-		if m.id == stx.Mnt_id {
-			rootPoint = m.point
-		}
-	}
-	if rootPoint == "" {
-		return &SetupError{Step: StepMounts, Path: "new root", Msg: "not found in /proc/self/mountinfo"}
-	}
-	queue := children[stx.Mnt_id]
-	for len(queue) > 0 {
-		m := queue[0]
-		queue = queue[1:]
-		queue = append(queue, children[m.id]...)
-		rel, ok := strings.CutPrefix(m.point, rootPoint)
-		if !ok || !strings.HasPrefix(rel, "/") {
-			return &SetupError{Step: StepMounts, Path: m.point, Msg: "mount outside the new root in its tree"}
-		}
-		g := b.governing(rel)
-		if g == nil || g.kind != kindBindRO || g.dest == rel || b.masked(rel) {
-			continue
-		}
-		if err := remountReadOnly(m.point); err != nil {
-			return sysErr(StepMounts, "mount", g.what+" "+rel+" (remount read-only)", err)
-		}
+		return sysErr(StepMounts, "mount_setattr", where+" (read-only)", err)
 	}
 	return nil
-}
-
-// governing is the entry with the longest dest that is rel or a parent of
-// it. Masks govern nothing (see masked).
-func (b *rootBuilder) governing(rel string) *entry {
-	var best *entry
-	for _, e := range b.entries {
-		if e.kind == kindMask {
-			continue
-		}
-		if e.dest == rel || strings.HasPrefix(rel, e.dest+"/") {
-			if best == nil || len(e.dest) >= len(best.dest) {
-				best = e
-			}
-		}
-	}
-	return best
-}
-
-// masked says whether rel is at or below a mask that was mounted: nothing
-// there is visible, and its path leads into the mask, not to the mount
-// found in the mount table.
-func (b *rootBuilder) masked(rel string) bool {
-	for _, e := range b.entries {
-		if e.kind == kindMask && e.applied && within(rel, e.dest) {
-			return true
-		}
-	}
-	return false
-}
-
-type mountInfo struct {
-	id, parent uint64
-	point      string
-}
-
-func readMountinfo() ([]mountInfo, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []mountInfo
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		id, err1 := strconv.ParseUint(fields[0], 10, 64)
-		parent, err2 := strconv.ParseUint(fields[1], 10, 64)
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		out = append(out, mountInfo{id: id, parent: parent, point: unescapeOctal(fields[4])})
-	}
-	return out, sc.Err()
-}
-
-// unescapeOctal undoes mountinfo's \NNN escapes (space, tab, newline, \).
-func unescapeOctal(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // pivot makes the new root the root and detaches the old one entirely.
