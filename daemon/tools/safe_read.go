@@ -59,7 +59,11 @@ func (c *readCall) Run(ctx context.Context, env *Env) Outcome {
 		env.Layer.Source = ""
 	}
 	if env.Salience != nil {
-		op.Salience = &toolproto.Salience{Rules: env.Salience.UserRules()}
+		op.Salience = &toolproto.Salience{}
+		for _, r := range env.Salience.UserRules() {
+			op.Salience.Rules = append(op.Salience.Rules, toolproto.SalienceRule{Name: r.Name, Pattern: r.Pattern,
+				Kind: r.Kind, Before: r.Before, After: r.After})
+		}
 	}
 	if c.in.Offset != nil {
 		op.Offset = *c.in.Offset

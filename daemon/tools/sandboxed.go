@@ -159,8 +159,12 @@ func runSandboxed(ctx context.Context, env *Env, op toolproto.Op, source string,
 			if xw, ok := env.Out.(holeExtraWriter); ok && (len(g.Salient) > 0 || len(g.Outline) > 0) {
 				bs := make([]salience.Block, 0, len(g.Salient))
 				for _, b := range g.Salient {
+					kind := salience.Failure
+					if b.Kind == toolproto.BlockSummary {
+						kind = salience.Summary
+					}
 					bs = append(bs, salience.Block{FirstLine: b.FirstLine, LastLine: b.LastLine, MatchLine: b.FirstLine,
-						Name: b.Rule, Family: b.Family, Kind: salience.Failure, Text: []byte(b.Text)})
+						Name: b.Rule, Family: b.Family, Kind: kind, Text: []byte(b.Text)})
 				}
 				xw.HoleExtra(bs, g.Failures, g.Outline)
 			}

@@ -96,8 +96,8 @@ var rules = []rule{
 	{
 		from:   []string{"daemon/tools/toolproto"},
 		deep:   true,
-		forbid: []string{"daemon/", "mcp/", "wire/", "proxy/", "cmd/", "ns/", "inspect/"},
-		why:    "the protocol between a tool's two halves belongs to neither side",
+		forbid: []string{"daemon/", "mcp/", "wire/", "proxy/", "cmd/", "ns/", "inspect/", "salience/"},
+		why:    "the protocol between a tool's two halves belongs to neither side: its types are its own (a salience rule or block is converted at each end)",
 	},
 	{
 		from:   []string{"daemon/egress"},
@@ -239,6 +239,7 @@ func TestRulesCatchAPlantedEdge(t *testing.T) {
 		{"daemon/registries", "daemon/tools"},
 		{"daemon/tools/inside", "daemon/runner"},
 		{"daemon/tools/toolproto", "daemon/tools/inside"},
+		{"daemon/tools/toolproto", "salience"},
 		{"daemon/tools", "daemon/tools/inside"},
 		{"daemon", "daemon/tools/inside"},
 		{"cmd/contextd", "daemon/runner/runnertest"},

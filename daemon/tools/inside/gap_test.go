@@ -330,7 +330,7 @@ func TestReadGapSalience(t *testing.T) {
 	}{
 		{"off", nil, nil, []string{"--- FAIL: TestMiddle", "QUIRK-42"}},
 		{"built-in", &toolproto.Salience{}, []string{"--- FAIL: TestMiddle"}, []string{"QUIRK-42"}},
-		{"user rule", &toolproto.Salience{Rules: []salience.UserRule{{Name: "quirk", Pattern: `QUIRK-[0-9]+`}}},
+		{"user rule", &toolproto.Salience{Rules: []toolproto.SalienceRule{{Name: "quirk", Pattern: `QUIRK-[0-9]+`}}},
 			[]string{"--- FAIL: TestMiddle", "QUIRK-42"}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -370,7 +370,7 @@ func TestReadGapSalience(t *testing.T) {
 	}
 	// A rule the daemon would have refused fails the read, naming it.
 	op := toolproto.Op{Tool: "safe_read", Rel: "log.txt", Display: "log.txt", Window: 32 << 10,
-		Salience: &toolproto.Salience{Rules: []salience.UserRule{{Name: "bad", Pattern: `(`}}}}
+		Salience: &toolproto.Salience{Rules: []toolproto.SalienceRule{{Name: "bad", Pattern: `(`}}}}
 	if err := readFile(root, op, scrubberT(t), toolproto.NewWriter(io.Discard)); !errors.Is(err, catalog.ErrConfig) {
 		t.Fatalf("a bad rule: %v", err)
 	}

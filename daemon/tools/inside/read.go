@@ -103,7 +103,11 @@ func readMapped(root *workspace.Root, op toolproto.Op, sc *scrub.Scrubber, fw *t
 	fw.Mark("scrub")
 	var extra *gapExtra
 	if gapFrom < gapTo && op.Salience != nil {
-		set, err := salience.Compile(op.Salience.Rules)
+		var rules []salience.UserRule
+		for _, r := range op.Salience.Rules {
+			rules = append(rules, salience.UserRule{Name: r.Name, Pattern: r.Pattern, Kind: r.Kind, Before: r.Before, After: r.After})
+		}
+		set, err := salience.Compile(rules)
 		if err != nil {
 			return fmt.Errorf("safe_read: salience rules: %v: %w", err, catalog.ErrConfig)
 		}
@@ -539,9 +543,13 @@ func scanGap(sc *scrub.Scrubber, set *salience.Set, buf []byte, a, gapFrom, gapT
 		if len(out) > 0 && out[len(out)-1] != '\n' {
 			out = append(out, '\n')
 		}
+		kind := toolproto.BlockFailure
+		if b.Kind == salience.Summary {
+			kind = toolproto.BlockSummary
+		}
 		x.salient = append(x.salient, toolproto.SalientBlock{
 			FirstLine: fileLine - first + b.FirstLine, LastLine: fileLine - first + b.LastLine,
-			Rule: b.Name, Family: b.Family, Text: string(out)})
+			Rule: b.Name, Family: b.Family, Kind: kind, Text: string(out)})
 	}
 	if first == 1 && a == 0 && outline.Lang(name) != "" {
 		defs, _ := outline.Of(name, buf)

@@ -79,8 +79,16 @@ type SalientBlock struct {
 	LastLine  int    `json:"last_line"`
 	Rule      string `json:"rule"`
 	Family    string `json:"family"`
-	Text      string `json:"text"`
+	// Kind is what the rule found: BlockFailure or BlockSummary.
+	Kind string `json:"kind,omitempty"`
+	Text string `json:"text"`
 }
+
+// The kinds of a SalientBlock.
+const (
+	BlockFailure = "failure"
+	BlockSummary = "summary"
+)
 
 // GapBlock is where a block of a gap starts, and what its bytes were.
 type GapBlock struct {

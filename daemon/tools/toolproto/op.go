@@ -1,8 +1,6 @@
 // Package toolproto is what a tool's two halves say across the sandbox: the operation in, the output frames out.
 package toolproto
 
-import "github.com/contextd/contextd/salience"
-
 // Op is a tool's operation as the daemon hands it to the sandbox, on the
 // tool process's stdin: the input is decoded and paths resolved against the
 // workspace in the daemon; the work itself (the shell command, the file I/O)
@@ -47,7 +45,19 @@ type Op struct {
 	N    int64 `json:"n,omitempty"`
 }
 
-// Salience is the salience pass's configuration as a tool gets it.
+// Salience is the salience pass's configuration as a tool gets it: the
+// user's rules ([[salience.rules]]), after the built-in table.
 type Salience struct {
-	Rules []salience.UserRule `json:"rules,omitempty"`
+	Rules []SalienceRule `json:"rules,omitempty"`
+}
+
+// SalienceRule is one rule of the user's, in the protocol's own type (each
+// side converts it to and from package salience's): the protocol between
+// a tool's two halves depends on neither side's packages.
+type SalienceRule struct {
+	Name    string `json:"name"`
+	Pattern string `json:"pattern"`          // RE2, matched against each line
+	Kind    string `json:"kind,omitempty"`   // "failure" (default) or "summary"
+	Before  int    `json:"before,omitempty"` // lines of context kept before a match
+	After   int    `json:"after,omitempty"`  // and after it
 }

@@ -277,3 +277,22 @@ func TestFrameLimits(t *testing.T) {
 		})
 	}
 }
+
+// A gap's salient blocks cross with their kind: a summary stays a summary.
+func TestSalientKindCrosses(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	w.Gap(Gap{From: 0, To: 10, Len: 10, Lines: 1, Line: 1, AtStart: true, Block: 256 << 10,
+		Blocks: []GapBlock{{At: 0, Line: 1, AtStart: true}},
+		Salient: []SalientBlock{{FirstLine: 1, LastLine: 1, Rule: "summary", Family: "go", Kind: BlockSummary, Text: "ok\n"},
+			{FirstLine: 2, LastLine: 2, Rule: "fail", Family: "go", Kind: BlockFailure, Text: "FAIL\n"}}})
+	w.Meta(Meta{})
+	var got []SalientBlock
+	r := &Reader{OnText: func([]byte, bool) error { return nil }, OnGap: func(g Gap) error { got = g.Salient; return nil }}
+	if _, err := r.Write(buf.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Kind != BlockSummary || got[1].Kind != BlockFailure {
+		t.Fatalf("salient blocks arrived as %+v", got)
+	}
+}
