@@ -74,6 +74,76 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 		// Fail closed: no profile, no call.
 		return ex, fmt.Errorf("seccomp profile for %s: %v: %w", s.Tool, err, catalog.ErrSandbox)
 	}
+	if len(s.Listen) > 0 && s.Serve == nil {
+		return ex, fmt.Errorf("sandbox: listen addresses without anyone to serve them: %w", catalog.ErrSandbox)
+	}
+	sb, err := r.launch(ctx, s, r.nsSpec(s, profJSON))
+	if err != nil {
+		return ex, err
+	}
+	defer sb.closePipes()
+	tStarted = sb.started.Sub(t0)
+	ex.Layers = sandboxinfo.Layers{Namespaces: true, Seccomp: source, Network: s.Network}
+	switch {
+	case sb.scopeErr != nil:
+		// A user manager that is there but refuses the scope is a failed
+		// layer, not a missing one: refuse the call.
+		sb.child.Kill()
+		sb.child.Wait()
+		return ex, fmt.Errorf("systemd scope for %s: %v: %w", s.Tool, sb.scopeErr, catalog.ErrSandbox)
+	case sb.sc != nil:
+		ex.Layers.Scope = sb.sc.Name()
+	default:
+		ex.Layers.ScopeNote = r.ScopeNote
+	}
+
+	tScoped = time.Since(t0)
+	child := sb.child
+	if err := child.Ready(); err != nil {
+		child.Kill()
+		child.Wait()
+		sb.stopScope(ctx)
+		return ex, setupError(s, err)
+	}
+	if len(s.Listen) > 0 {
+		ls := child.Listeners()
+		nls := make([]net.Listener, len(ls))
+		for i, l := range ls {
+			nls[i] = l.Listener
+		}
+		// Closed when the call ends, whatever way it ends; connections
+		// made through them are the server's to end.
+		defer func() {
+			for _, l := range nls {
+				l.Close()
+			}
+		}()
+		s.Serve(nls)
+	}
+	if err := child.Release(); err != nil {
+		child.Kill()
+		child.Wait()
+		sb.stopScope(ctx)
+		return ex, setupError(s, err)
+	}
+	setup = child.SetupTimes()
+	tReleased = time.Since(t0)
+	if s.Started != nil {
+		s.Started(ex.Layers)
+	}
+	code, err := sb.await(ctx, s, &ex)
+	if !sb.ended.IsZero() {
+		tEnded = sb.ended.Sub(t0)
+	}
+	if err != nil {
+		return ex, err
+	}
+	ex.Code = code
+	return ex, nil
+}
+
+// nsSpec is the sandbox s asks for, with profJSON as its seccomp profile.
+func (r *Runner) nsSpec(s runner.Spec, profJSON []byte) *ns.Spec {
 	spec := &ns.Spec{
 		Env:       s.Env,
 		Dir:       s.Dir,
@@ -84,9 +154,6 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 		Network:   s.Network,
 		Listen:    s.Listen,
 		Seccomp:   profJSON,
-	}
-	if len(s.Listen) > 0 && s.Serve == nil {
-		return ex, fmt.Errorf("sandbox: listen addresses without anyone to serve them: %w", catalog.ErrSandbox)
 	}
 	if len(s.ReadOnly) > 0 {
 		spec.ReadOnly = append(append([]string{}, ns.DefaultReadOnly...), s.ReadOnly...)
@@ -109,119 +176,93 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 		// Without a scope nothing else bounds the number of processes.
 		spec.Rlimits = []ns.Rlimit{{Resource: "NPROC", Soft: tasksMax(s.Limits), Hard: tasksMax(s.Limits)}}
 	}
+	return spec
+}
 
-	var (
-		child      *ns.Child
-		outR, errR *os.File
-		sc         *scope.Scope
-		scopeErr   error
-	)
+// launched is a call's sandbox once started: its init, the daemon's ends
+// of its output pipes (nil where the caller reads its own), and its scope
+// or why there is none.
+type launched struct {
+	child      *ns.Child
+	outR, errR *os.File
+	sc         *scope.Scope
+	scopeErr   error
+	started    time.Time // when the init had its spec
+	ended      time.Time // when the init said "ended" (zero: it did not)
+	log        *slog.Logger
+}
+
+// launch starts the sandbox of s: the reserved one (Reserve) when s has
+// one Run can take, sending it its spec and operation; else a fresh (or
+// pooled) one, with its scope made while it sets up. A scope that could
+// not be made is in scopeErr, for Run to refuse the call with.
+func (r *Runner) launch(ctx context.Context, s runner.Spec, spec *ns.Spec) (*launched, error) {
 	res, _ := s.Reserved.(*reservation)
 	if res != nil && !res.take(r, s) {
 		res.Cancel()
 		res = nil
 	}
-	if res != nil {
-		// Reserved (Reserve): the init has the call's stdio and waits for
-		// its spec; the scope's start job went out meanwhile.
-		child, outR, errR = res.child, res.outR, res.errR
-		defer outR.Close()
-		defer errR.Close()
-		go func(w *os.File, data []byte) {
-			w.Write(data) // EPIPE if the init is gone: no concern here
-			w.Close()
-		}(res.stdinW, s.Stdin)
-		if err := child.Send(spec); err != nil {
-			child.Kill()
-			child.Wait()
-			if got := <-res.scope; got.sc != nil {
-				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
-				got.sc.Stop(sctx)
-				cancel()
-			}
-			return ex, fmt.Errorf("start sandbox: %v: %w", err, catalog.ErrSandbox)
-		}
-		ex.Layers = sandboxinfo.Layers{Namespaces: true, Seccomp: source, Network: s.Network}
-		tStarted = time.Since(t0)
-		got := <-res.scope
-		sc, scopeErr = got.sc, got.err
-	} else {
-		var err error
-		child, outR, errR, err = r.start(spec, s)
+	if res == nil {
+		child, outR, errR, err := r.start(spec, s)
 		if err != nil {
-			return ex, err
+			return nil, err
 		}
-		if outR != nil {
-			defer outR.Close()
-		}
-		if errR != nil {
-			defer errR.Close()
-		}
-		ex.Layers = sandboxinfo.Layers{Namespaces: true, Seccomp: source, Network: s.Network}
-		tStarted = time.Since(t0)
-		// The scope is created while the child builds its namespaces: both
-		// take a few milliseconds, so they overlap. The child execs only
-		// after Release.
+		sb := &launched{child: child, outR: outR, errR: errR, started: time.Now(), log: r.log()}
+		// The scope is created while the child builds its namespaces:
+		// both take a few milliseconds, so they overlap. The child execs
+		// only after Release.
 		if r.Scopes != nil {
-			sc, scopeErr = r.Scopes.Start(ctx, r.scopeSpec(s, child.Pid()))
+			sb.sc, sb.scopeErr = r.Scopes.Start(ctx, r.scopeSpec(s, child.Pid()))
 		}
+		return sb, nil
 	}
-	switch {
-	case scopeErr != nil:
-		// A user manager that is there but refuses the scope is a failed
-		// layer, not a missing one: refuse the call.
-		child.Kill()
-		child.Wait()
-		return ex, fmt.Errorf("systemd scope for %s: %v: %w", s.Tool, scopeErr, catalog.ErrSandbox)
-	case sc != nil:
-		ex.Layers.Scope = sc.Name()
-	default:
-		ex.Layers.ScopeNote = r.ScopeNote
+	// Reserved: the init has the call's stdio and waits for its spec; the
+	// scope's start job went out meanwhile.
+	sb := &launched{child: res.child, outR: res.outR, errR: res.errR, log: r.log()}
+	go func(w *os.File, data []byte) {
+		w.Write(data) // EPIPE if the init is gone: no concern here
+		w.Close()
+	}(res.stdinW, s.Stdin)
+	if err := sb.child.Send(spec); err != nil {
+		sb.child.Kill()
+		sb.child.Wait()
+		sb.closePipes()
+		sb.sc = (<-res.scope).sc
+		sb.stopScope(ctx)
+		return nil, fmt.Errorf("start sandbox: %v: %w", err, catalog.ErrSandbox)
 	}
-	stopScope := func() {
-		if sc != nil {
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
-			defer cancel()
-			if err := sc.Stop(sctx); err != nil {
-				r.log().Warn("stop scope", "scope", sc.Name(), "err", err)
-			}
-		}
-	}
+	sb.started = time.Now()
+	got := <-res.scope
+	sb.sc, sb.scopeErr = got.sc, got.err
+	return sb, nil
+}
 
-	tScoped = time.Since(t0)
-	if err := child.Ready(); err != nil {
-		child.Kill()
-		child.Wait()
-		stopScope()
-		return ex, setupError(s, err)
-	}
-	if len(s.Listen) > 0 {
-		ls := child.Listeners()
-		nls := make([]net.Listener, len(ls))
-		for i, l := range ls {
-			nls[i] = l.Listener
+func (sb *launched) closePipes() {
+	for _, f := range []*os.File{sb.outR, sb.errR} {
+		if f != nil {
+			f.Close()
 		}
-		// Closed when the call ends, whatever way it ends; connections
-		// made through them are the server's to end.
-		defer func() {
-			for _, l := range nls {
-				l.Close()
-			}
-		}()
-		s.Serve(nls)
 	}
-	if err := child.Release(); err != nil {
-		child.Kill()
-		child.Wait()
-		stopScope()
-		return ex, setupError(s, err)
-	}
-	setup = child.SetupTimes()
+}
 
-	tReleased = time.Since(t0)
-	if s.Started != nil {
-		s.Started(ex.Layers)
+// stopScope stops the call's scope, if it has one; the call's own context
+// may already be over when it is needed.
+func (sb *launched) stopScope(ctx context.Context) {
+	if sb.sc == nil {
+		return
 	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+	defer cancel()
+	if err := sb.sc.Stop(sctx); err != nil {
+		sb.log.Warn("stop scope", "scope", sb.sc.Name(), "err", err)
+	}
+}
+
+// await copies the released sandbox's output to s.Output and s.Stderr and
+// waits for its end: the init's "ended" (Exit.Gone follows later), its exit,
+// s.Timeout or ctx. It sets ex's TimedOut, Canceled and Gone, and returns
+// the exit code.
+func (sb *launched) await(ctx context.Context, s runner.Spec, ex *runner.Exit) (int, error) {
 	var copies sync.WaitGroup
 	var drains []*drain.Reader
 	copyOut := func(dst io.Writer, src *drain.Reader) {
@@ -235,7 +276,7 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 	for _, p := range []struct {
 		dst io.Writer
 		src *os.File
-	}{{s.Output, outR}, {s.Stderr, errR}} {
+	}{{s.Output, sb.outR}, {s.Stderr, sb.errR}} {
 		if p.src != nil {
 			d := drain.New(p.src, drainGrace)
 			drains = append(drains, d)
@@ -248,6 +289,7 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 		code int
 		err  error
 	}
+	child := sb.child
 	done := make(chan waited, 1)
 	gone := make(chan struct{})
 	ex.Gone = gone
@@ -270,7 +312,7 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 		// left: the call is over, though its namespaces are still being
 		// torn down (Exit.Gone).
 		w = waited{code: child.EndCode()}
-		tEnded = time.Since(t0)
+		sb.ended = time.Now()
 	case <-timeout:
 		ex.TimedOut = true
 	case <-ctx.Done():
@@ -280,7 +322,7 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 		// Killing the namespace's init ends every process of its pid namespace;
 		// stopping the scope also catches anything that got out of it.
 		child.Kill()
-		stopScope()
+		sb.stopScope(ctx)
 		w = <-done
 	}
 	for _, d := range drains {
@@ -291,12 +333,11 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 	if w.err != nil && !ex.TimedOut && !ex.Canceled {
 		var se *ns.SetupError
 		if errors.As(w.err, &se) {
-			return ex, setupError(s, se)
+			return 0, setupError(s, se)
 		}
-		return ex, fmt.Errorf("sandbox: %v: %w", w.err, catalog.ErrSandbox)
+		return 0, fmt.Errorf("sandbox: %v: %w", w.err, catalog.ErrSandbox)
 	}
-	ex.Code = w.code
-	return ex, nil
+	return w.code, nil
 }
 
 // start starts a fresh sandbox (or a pooled one, given its spec at once)

@@ -52,26 +52,37 @@ func (SafeBash) Decode(input []byte) (Call, error) {
 
 type bashCall struct{ in BashInput }
 
-func (c *bashCall) Run(ctx context.Context, env *Env) (o Outcome) {
+// settle checks the call against the configuration and gives its time
+// limit and working directory.
+func (c *bashCall) settle(env *Env) (timeout time.Duration, dir string, err error) {
 	cfg := env.Config.Tools.SafeBash
-	timeout := cfg.DefaultTimeout.Duration
+	timeout = cfg.DefaultTimeout.Duration
 	if c.in.Timeout != nil {
 		timeout = time.Duration(*c.in.Timeout) * time.Second
 		if timeout > cfg.MaxTimeout.Duration {
-			return Outcome{Err: fmt.Errorf("safe_bash: timeout %ds is above the configured maximum %s: %w",
-				*c.in.Timeout, cfg.MaxTimeout, catalog.ErrPolicy)}
+			return 0, "", fmt.Errorf("safe_bash: timeout %ds is above the configured maximum %s: %w",
+				*c.in.Timeout, cfg.MaxTimeout, catalog.ErrPolicy)
 		}
 	}
-	dir := env.Place.Cwd
+	dir = env.Place.Cwd
 	if c.in.Cwd != "" {
 		d, err := confinedDir(env, c.in.Cwd)
 		if err != nil {
-			return Outcome{Err: fmt.Errorf("safe_bash: cwd: %w", err)}
+			return 0, "", fmt.Errorf("safe_bash: cwd: %w", err)
 		}
 		dir = d
 	}
 	if c.in.Network && !cfg.AllowNetwork {
-		return Outcome{Err: fmt.Errorf("safe_bash: network access asked for, but tools.safe_bash.allow_network is off in the configuration: %w", catalog.ErrPolicy)}
+		return 0, "", fmt.Errorf("safe_bash: network access asked for, but tools.safe_bash.allow_network is off in the configuration: %w", catalog.ErrPolicy)
+	}
+	return timeout, dir, nil
+}
+
+func (c *bashCall) Run(ctx context.Context, env *Env) (o Outcome) {
+	cfg := env.Config.Tools.SafeBash
+	timeout, dir, err := c.settle(env)
+	if err != nil {
+		return Outcome{Err: err}
 	}
 	// The daemon's own work before and after the sandbox, stage by stage
 	// (the debug log's "call stages", next to the sandbox's own).
@@ -92,25 +103,15 @@ func (c *bashCall) Run(ctx context.Context, env *Env) (o Outcome) {
 	// out meanwhile (on the other core: the two are most of the daemon's
 	// own time before the sandbox). Whatever way this call returns before
 	// taking it, it is waited for and released (nothing ran in it).
-	var homec chan preparedHome
+	homec := prepareHomeAside(env)
 	homeTaken := false
-	if env.Home != nil {
-		homec = make(chan preparedHome, 1)
-		go func() {
-			t := time.Now()
-			m, release, err := env.Home.Prepare(homemount.Call{Home: homeDir(), Workspace: env.Place.Root, Sandbox: "safe_bash",
-				CallerEnv: env.CallerEnv, Vault: env.Vault, Scrubber: env.Scrubber,
-				Options: homeview.Options{PresetsOff: env.Config.Home.PresetsOff, ReadOnly: env.Config.Home.ReadOnly}})
-			homec <- preparedHome{m, release, err, time.Since(t)}
-		}()
-		defer func() {
-			if !homeTaken {
-				if h := <-homec; h.err == nil {
-					h.release()
-				}
+	defer func() {
+		if homec != nil && !homeTaken {
+			if h := <-homec; h.err == nil {
+				h.release()
 			}
-		}()
-	}
+		}
+	}()
 	sh, err := shieldWorkspace(env.Place.Root, homeDir(), env.CallerEnv)
 	// After the run (deferred first, so run last): no process of the
 	// sandbox is left to see a placeholder go.
@@ -172,24 +173,12 @@ func (c *bashCall) Run(ctx context.Context, env *Env) (o Outcome) {
 		warnings = append(warnings, m.Warnings...)
 	}
 	pre.mark("home")
-	var finish func() netview.Summary
-	switch {
-	case c.in.Network:
-		// The explicit escape hatch: the host network, no proxy (audited
-		// through the layers).
-	case env.Net != nil:
-		n, err := env.Net.Prepare(netview.Call{Tool: "safe_bash", Vault: env.Vault})
-		if err != nil {
-			return Outcome{Err: fmt.Errorf("safe_bash: %w", err)}
-		}
-		spec.Listen, spec.Serve = n.Listen, n.Serve
-		spec.Binds = append(spec.Binds, n.Binds...)
-		op.Env = netview.MergeEnv(op.Env, n.Env)
-		finish = n.Finish
-	case env.NetErr != nil:
-		// Not a weaker sandbox, a narrower one: without the proxy the
-		// command has its loopback and nothing else. Said, not hidden.
-		warnings = append(warnings, fmt.Sprintf("no egress proxy (%v): the command has no network beyond its own loopback", env.NetErr))
+	finish, warning, err := c.network(env, &spec, &op)
+	if err != nil {
+		return Outcome{Err: err}
+	}
+	if warning != "" {
+		warnings = append(warnings, warning)
 	}
 	pre.mark("net")
 	o = guardGit("safe_bash", env, git, func() Outcome {
@@ -199,8 +188,9 @@ func (c *bashCall) Run(ctx context.Context, env *Env) (o Outcome) {
 		return o
 	})
 	o.Warnings = append(o.Warnings, warnings...)
-	// The sandbox is gone (its pid namespace ended with its init): what it
-	// planted can be looked for.
+	// No process of the sandbox is left (its init ended them all before it
+	// said so; its namespaces may still be going): what it planted can be
+	// looked for.
 	o.Warnings = append(o.Warnings, setAsideNested(scan, started, sh.ReadOnly)...)
 	if finish != nil {
 		sum := finish()
@@ -269,4 +259,46 @@ type preparedHome struct {
 	release func()
 	err     error
 	took    time.Duration
+}
+
+// prepareHomeAside starts preparing the call's home view in a goroutine, to
+// run beside the shield: the view depends on nothing the shield decides.
+// nil when the daemon shows no home view. The caller takes the result from
+// the channel once, and releases it (also when it does not use it).
+func prepareHomeAside(env *Env) chan preparedHome {
+	if env.Home == nil {
+		return nil
+	}
+	homec := make(chan preparedHome, 1)
+	go func() {
+		t := time.Now()
+		m, release, err := env.Home.Prepare(homemount.Call{Home: homeDir(), Workspace: env.Place.Root, Sandbox: "safe_bash",
+			CallerEnv: env.CallerEnv, Vault: env.Vault, Scrubber: env.Scrubber,
+			Options: homeview.Options{PresetsOff: env.Config.Home.PresetsOff, ReadOnly: env.Config.Home.ReadOnly}})
+		homec <- preparedHome{m, release, err, time.Since(t)}
+	}()
+	return homec
+}
+
+// network gives the call its way out: the host network when asked for (the
+// explicit escape hatch, audited through the layers), else the egress
+// proxy's listeners and environment, else, with no proxy, its loopback
+// only and a warning saying so (a narrower sandbox, not a weaker one).
+// finish, when set, sums up the proxy's connections after the run.
+func (c *bashCall) network(env *Env, spec *runner.Spec, op *toolproto.Op) (finish func() netview.Summary, warning string, err error) {
+	switch {
+	case c.in.Network:
+	case env.Net != nil:
+		n, err := env.Net.Prepare(netview.Call{Tool: "safe_bash", Vault: env.Vault})
+		if err != nil {
+			return nil, "", fmt.Errorf("safe_bash: %w", err)
+		}
+		spec.Listen, spec.Serve = n.Listen, n.Serve
+		spec.Binds = append(spec.Binds, n.Binds...)
+		op.Env = netview.MergeEnv(op.Env, n.Env)
+		return n.Finish, "", nil
+	case env.NetErr != nil:
+		return nil, fmt.Sprintf("no egress proxy (%v): the command has no network beyond its own loopback", env.NetErr), nil
+	}
+	return nil, "", nil
 }
