@@ -94,6 +94,12 @@ var rules = []rule{
 		why:    "the code that runs in a tool's sandbox links only the protocol and the leaves: nothing of the daemon's (its store, config, runner) can be reached from under the seccomp profile",
 	},
 	{
+		from:   []string{"proxy/hook"},
+		deep:   true,
+		forbid: []string{"proxy/install"},
+		why:    "the hook runs before every tool call of the agent and must start fast: it reads what install left through proxy/agentfiles, never linking the installer (its parsers, its regular expressions)",
+	},
+	{
 		from:   []string{"daemon/tools/toolproto"},
 		deep:   true,
 		forbid: []string{"daemon/", "mcp/", "wire/", "proxy/", "cmd/", "ns/", "inspect/", "salience/"},
@@ -240,6 +246,7 @@ func TestRulesCatchAPlantedEdge(t *testing.T) {
 		{"daemon/tools/inside", "daemon/runner"},
 		{"daemon/tools/toolproto", "daemon/tools/inside"},
 		{"daemon/tools/toolproto", "salience"},
+		{"proxy/hook", "proxy/install"},
 		{"daemon/tools", "daemon/tools/inside"},
 		{"daemon", "daemon/tools/inside"},
 		{"cmd/contextd", "daemon/runner/runnertest"},

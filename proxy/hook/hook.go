@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/proxy/agentfiles"
 	"github.com/contextd/contextd/proxy/client"
-	"github.com/contextd/contextd/proxy/install"
 	"github.com/contextd/contextd/toolspec"
 )
 
@@ -34,7 +34,7 @@ const (
 
 // DefaultBlocked are the built-in tools of Claude Code that contextd replaces:
 // the ones the hook install writes into Claude Code's matcher.
-var DefaultBlocked = strings.Split(install.HookMatcher, "|")
+var DefaultBlocked = strings.Split(agentfiles.HookMatcher, "|")
 
 // EnvBlocked overrides the block list: tool names separated by commas or
 // spaces; set but empty blocks nothing.
@@ -141,7 +141,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // Blocks reports whether the hook turns tool away: contextd's own tools (as MCP
 // tools or by their names) never, anything else when it is on the list.
 func Blocks(tool string, blocked []string) bool {
-	if strings.HasPrefix(tool, "mcp__"+install.MCPServerName+"__") {
+	if strings.HasPrefix(tool, "mcp__"+agentfiles.MCPServerName+"__") {
 		return false
 	}
 	if _, ours := toolspec.Get(tool); ours {
@@ -155,7 +155,7 @@ func Blocks(tool string, blocked []string) bool {
 func Message(tool string, mcp bool) string {
 	t := func(name string) string {
 		if mcp {
-			return "mcp__" + install.MCPServerName + "__" + name
+			return "mcp__" + agentfiles.MCPServerName + "__" + name
 		}
 		return name
 	}
@@ -255,8 +255,8 @@ func mcpRegistered(o Options, in *Input) bool {
 		return false
 	}
 	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		if _, err := os.Lstat(filepath.Join(d, install.AgentManifestName)); err == nil {
-			return install.ReadMCPRegistered(d)
+		if _, err := os.Lstat(filepath.Join(d, agentfiles.ManifestName)); err == nil {
+			return agentfiles.MCPRegistered(d)
 		}
 		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil || d == "/" {
 			return false

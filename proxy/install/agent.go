@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/contextd/contextd/proxy/agentfiles"
 	"github.com/contextd/contextd/proxy/cli"
 
 	"github.com/contextd/contextd/catalog"
@@ -42,17 +43,13 @@ func knownAgent(a string) bool {
 	return false
 }
 
-// AgentManifestName is the file at the project root that records what install
-// added to the agent's files, so that uninstall takes back exactly that.
-const AgentManifestName = ".contextd-agent.json"
-
-// HookMatcher is the PreToolUse matcher install writes: Claude Code's built-in
-// tools that contextd replaces.
-const HookMatcher = "Bash|Read|Write|Edit|MultiEdit|NotebookEdit|Grep|Glob"
-
-// MCPServerName is the name contextd's MCP face is registered under; Claude
-// Code calls its tools mcp__contextd__<tool>.
-const MCPServerName = "contextd"
+// The names install shares with the hook, which reads them without linking
+// this package (agentfiles).
+const (
+	AgentManifestName = agentfiles.ManifestName
+	HookMatcher       = agentfiles.HookMatcher
+	MCPServerName     = agentfiles.MCPServerName
+)
 
 // Options says what Setup and Uninstall do. The zero value of every field is a
 // documented default.
@@ -646,7 +643,7 @@ func readAgentManifestFound(root string) (*agentManifest, bool) {
 // loadAgentManifest reads the project's manifest; only a manifest that leads
 // out of the project (or cannot be read) is an error.
 func loadAgentManifest(root string) (*agentManifest, bool, error) {
-	m := &agentManifest{Version: 1, Kind: "contextd-agent"}
+	m := &agentManifest{Version: 1, Kind: agentfiles.ManifestKind}
 	b, err := readIn(root, AgentManifestName)
 	if errors.Is(err, fs.ErrNotExist) {
 		return m, false, nil
@@ -655,7 +652,7 @@ func loadAgentManifest(root string) (*agentManifest, bool, error) {
 		return m, false, err
 	}
 	var got agentManifest
-	if json.Unmarshal(b, &got) != nil || got.Kind != "contextd-agent" {
+	if json.Unmarshal(b, &got) != nil || got.Kind != agentfiles.ManifestKind {
 		// A damaged manifest proves nothing was ours.
 		return m, false, nil
 	}
@@ -665,14 +662,6 @@ func loadAgentManifest(root string) (*agentManifest, bool, error) {
 func readAgentManifest(root string) *agentManifest {
 	m, _ := readAgentManifestFound(root)
 	return m
-}
-
-// ReadMCPRegistered reports whether the project at root has contextd's MCP
-// server registered for Claude Code by install (the hook's messages then name
-// the mcp__contextd__ tools).
-func ReadMCPRegistered(root string) bool {
-	m, ok := readAgentManifestFound(root)
-	return ok && m.MCP
 }
 
 func writeAgentManifest(root string, m *agentManifest) error {

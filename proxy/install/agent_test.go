@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/proxy/agentfiles"
 	"github.com/contextd/contextd/proxy/install"
 	"github.com/contextd/contextd/toolspec"
 )
@@ -555,7 +556,7 @@ func TestSetupSeveralAgents(t *testing.T) {
 			t.Errorf("%s: %v", p, err)
 		}
 	}
-	if !install.ReadMCPRegistered(root) {
+	if !agentfiles.MCPRegistered(root) {
 		t.Error("the record does not say the MCP server is registered")
 	}
 	if _, err := install.Uninstall(ctx, install.Options{Project: root, NoClaudeCLI: true}); err != nil {
@@ -588,7 +589,7 @@ func TestSetupToolsOnly(t *testing.T) {
 			t.Errorf("--agent none wrote %s", p)
 		}
 	}
-	if install.ReadMCPRegistered(root) {
+	if agentfiles.MCPRegistered(root) {
 		t.Error("--agent none recorded an MCP server")
 	}
 	if _, err := install.Uninstall(context.Background(), install.Options{NoClaudeCLI: true}); err != nil {
