@@ -150,18 +150,21 @@ func (p *tomlParser) keyValue(tc *tomlConfig, table string) error {
 		case "tags":
 			return setStrings(&r.Tags, v, p)
 		case "entropy":
-			f, ok := v.(float64)
-			if !ok {
+			switch n := v.(type) {
+			case float64:
+				r.Entropy = n
+			case int64:
+				r.Entropy = float64(n)
+			default:
 				return p.errorf("entropy: not a number")
 			}
-			r.Entropy = f
 			return nil
 		case "secretGroup":
-			f, ok := v.(float64)
-			if !ok || f != float64(int(f)) {
+			n, ok := v.(int64)
+			if !ok || n != int64(int(n)) {
 				return p.errorf("secretGroup: not an integer")
 			}
-			r.SecretGroup = int(f)
+			r.SecretGroup = int(n)
 			return nil
 		case "skipReport":
 			b, ok := v.(bool)
@@ -248,8 +251,12 @@ func (p *tomlParser) value() (any, error) {
 			}
 			out = append(out, s)
 			p.skipBlank()
-			if !p.eof() && p.s[p.i] == ',' {
+			switch {
+			case !p.eof() && p.s[p.i] == ',':
 				p.i++
+			case !p.eof() && p.s[p.i] == ']':
+			default:
+				return nil, p.errorf("expected ',' or ']' after an array element")
 			}
 		}
 	case c == 't' && strings.HasPrefix(p.rest(), "true"):
@@ -260,16 +267,41 @@ func (p *tomlParser) value() (any, error) {
 		return false, nil
 	default:
 		j := p.i
-		for j < len(p.s) && strings.IndexByte("0123456789.-+eE", p.s[j]) >= 0 {
+		for j < len(p.s) && strings.IndexByte("0123456789.-+", p.s[j]) >= 0 {
 			j++
 		}
-		f, err := strconv.ParseFloat(p.s[p.i:j], 64)
-		if err != nil || j == p.i {
+		n, ok := plainNumber(p.s[p.i:j])
+		if !ok {
 			return nil, p.errorf("unsupported value")
 		}
 		p.i = j
-		return f, nil
+		return n, nil
 	}
+}
+
+// plainNumber reads the two number forms the default config uses, as TOML
+// spells them: an integer (int64) without leading zeros, or a decimal
+// fraction (float64) with digits on both sides of the point. Anything else
+// TOML allows (exponents, underscores, hex, inf) makes the parser give up,
+// for the general decoder to read.
+func plainNumber(s string) (any, bool) {
+	digits := strings.TrimLeft(s, "+-")
+	if len(s)-len(digits) > 1 {
+		return nil, false
+	}
+	whole, frac, isFloat := strings.Cut(digits, ".")
+	if whole == "" || len(whole) > 1 && whole[0] == '0' || strings.Trim(whole, "0123456789") != "" {
+		return nil, false
+	}
+	if !isFloat {
+		n, err := strconv.ParseInt(s, 10, 64)
+		return n, err == nil
+	}
+	if frac == "" || strings.Trim(frac, "0123456789") != "" {
+		return nil, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	return f, err == nil
 }
 
 // str reads a literal ('...', ”'...”') or basic ("...") string.
