@@ -21,7 +21,11 @@ func TestAcquireWaitsForEndingLease(t *testing.T) {
 	cachelayer.SetOnWait(m, func() {
 		waited = true
 		// The teardown ends while the second call waits.
-		go release(t, first)
+		go func() {
+			if err := first.Release(); err != nil {
+				t.Errorf("Release: %v", err)
+			}
+		}()
 	})
 	second := acquire(t, m, ws, "npm")
 	defer release(t, second)

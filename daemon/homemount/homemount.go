@@ -87,6 +87,20 @@ type Mounts struct {
 	lease *cachelayer.Lease
 }
 
+// Apply puts the view into spec, for every kind of sandbox (a tool call, a
+// wrapped MCP server): its read-only paths, scrubbed copies, cache
+// overlays and masks go before spec's own (a protected workspace path, or
+// a configured one below a shown directory, is mounted after them), and
+// its scratch home is the sandbox's. The toolchain variables (Env) are the
+// caller's to merge into the environment it builds.
+func (m *Mounts) Apply(spec *runner.Spec) {
+	spec.ReadOnly = append(append([]string{}, m.ReadOnly...), spec.ReadOnly...)
+	spec.Binds = append(append([]runner.Bind{}, m.Binds...), spec.Binds...)
+	spec.Overlays = append(append([]runner.Overlay{}, m.Overlays...), spec.Overlays...)
+	spec.Masks = append(append([]string{}, m.Masks...), spec.Masks...)
+	spec.HomeDir = m.HomeDir
+}
+
 // Ending says the call is over and only its sandbox's teardown is left
 // before release: the next call of the workspace waits for the layers
 // rather than run without them (cachelayer.Lease.Ending).

@@ -558,8 +558,7 @@ func (w *Wrapper) views(req *lite.Wrap, sc config.MCPServer, sessionID, root str
 			return nil, fmt.Errorf("mcp wrap: %w", err)
 		}
 		afters = append(afters, release)
-		spec.ReadOnly = append(append([]string{}, m.ReadOnly...), spec.ReadOnly...)
-		spec.HomeDir, spec.Binds, spec.Overlays, spec.Masks = m.HomeDir, m.Binds, m.Overlays, m.Masks
+		m.Apply(spec)
 		spec.Env = netview.MergeEnv(spec.Env, m.Env)
 		s.warnings = append(s.warnings, m.Warnings...)
 	}
@@ -595,9 +594,7 @@ func (w *Wrapper) views(req *lite.Wrap, sc config.MCPServer, sessionID, root str
 			after()
 			return nil, fmt.Errorf("mcp wrap: %w", err)
 		}
-		spec.Listen, spec.Serve = n.Listen, n.Serve
-		spec.Binds = append(spec.Binds, n.Binds...)
-		spec.Env = netview.MergeEnv(spec.Env, n.Env)
+		spec.Env = n.Apply(spec, spec.Env)
 		s.egressSofar = n.Sofar
 		start := time.Now()
 		afters = append(afters, func() {

@@ -378,6 +378,16 @@ type Net struct {
 	Rules []egress.Rule
 }
 
+// Apply gives spec the proxy as its way out: the listeners inside, served
+// by the proxy, the CA bundle's bind, and returns env with the proxy's
+// variables merged in. The one place a sandbox is wired to its proxy, for
+// every kind of sandbox (a tool call, a wrapped MCP server).
+func (n *Net) Apply(spec *runner.Spec, env []string) []string {
+	spec.Listen, spec.Serve = n.Listen, n.Serve
+	spec.Binds = append(spec.Binds, n.Binds...)
+	return MergeEnv(env, n.Env)
+}
+
 // Summary is what a call's connections come to.
 type Summary struct {
 	// RulesFrom says where the call's rules come from (Setup.RulesFrom,

@@ -164,12 +164,8 @@ func (c *bashCall) Run(ctx context.Context, env *Env) (o Outcome) {
 			runner.AfterGone(o.gone, release)
 			pre.mark("release_home")
 		}()
-		// The view's paths go first: a protected workspace path or a
-		// configured one below a shown directory is mounted after it.
-		spec.ReadOnly = append(m.ReadOnly, spec.ReadOnly...)
-		spec.HomeDir, spec.Binds, spec.Overlays = m.HomeDir, m.Binds, m.Overlays
-		spec.Masks = append(m.Masks, spec.Masks...)
-		op.Env = append(op.Env, m.Env...)
+		m.Apply(&spec)
+		op.Env = netview.MergeEnv(op.Env, m.Env)
 		warnings = append(warnings, m.Warnings...)
 	}
 	pre.mark("home")
@@ -293,9 +289,7 @@ func (c *bashCall) network(env *Env, spec *runner.Spec, op *toolproto.Op) (finis
 		if err != nil {
 			return nil, "", fmt.Errorf("safe_bash: %w", err)
 		}
-		spec.Listen, spec.Serve = n.Listen, n.Serve
-		spec.Binds = append(spec.Binds, n.Binds...)
-		op.Env = netview.MergeEnv(op.Env, n.Env)
+		op.Env = n.Apply(spec, op.Env)
 		return n.Finish, "", nil
 	case env.NetErr != nil:
 		return nil, fmt.Sprintf("no egress proxy (%v): the command has no network beyond its own loopback", env.NetErr), nil
