@@ -19,7 +19,7 @@ import (
 // library's pattern does, and keeps the token count of each piece it has seen
 // (code and logs repeat their words, numbers and punctuation endlessly); only
 // a piece not seen yet goes to the library. Text with any other byte goes to
-// the library whole, a line or so at a time, as before. The pattern is
+// the library whole, a line or so at a time. The pattern is
 //
 //	(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
 //

@@ -89,7 +89,7 @@ func (o *Options) withDefaults() Options {
 
 // homeSetup makes the home view's setup, and expires the cache layers now
 // and every day after. Without one (no home directory), calls see an empty
-// home, as before the view existed.
+// tmpfs as their home.
 func homeSetup(ctx context.Context, cfg *config.Config, log *slog.Logger) *homemount.Setup {
 	hs, err := homemount.NewSetup(cfg)
 	if err != nil {
@@ -123,8 +123,7 @@ func homeSetup(ctx context.Context, cfg *config.Config, log *slog.Logger) *homem
 }
 
 // netSetup makes the egress proxy's setup. Without one, sandboxed programs
-// have no network beyond their own loopback (as before the proxy existed),
-// and every call says so.
+// have no network beyond their own loopback, and every call says so.
 func netSetup(cfg *config.Config, log *slog.Logger) (*netview.Setup, error) {
 	dirs, err := netview.DefaultDirs()
 	if err != nil {

@@ -158,7 +158,7 @@ func prepare(spec *Spec) (*Spec, []byte, error) {
 		w.BPF, w.Seccomp = bpf, nil
 	}
 	// Otherwise the init parses and compiles the profile itself, and
-	// reports a bad one as a SetupError (step seccomp_parse) as before.
+	// reports a bad one as a SetupError (step seccomp_parse).
 	data, err := json.Marshal(&w)
 	if err != nil {
 		return nil, nil, &SetupError{Step: StepValidate, Msg: "encode spec: " + err.Error()}

@@ -450,8 +450,8 @@ func (sb *sandbox) runFunc() *SetupError {
 // complete, and the daemon need not wait for this process's own exit, in
 // which the kernel tears down the namespaces and the Go runtime's memory
 // (3-5 ms, the longest step of a short call). Without the message the
-// daemon waits for the exit as before; so whatever fails here only costs
-// that time.
+// daemon waits for the exit, as for an exec'd command; so whatever fails
+// here only costs that time.
 //
 // The order is what makes the message true. SIGKILL to -1 from PID 1 of a
 // PID namespace reaches every other process in it (nested namespaces

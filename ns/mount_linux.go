@@ -190,7 +190,8 @@ func (b *rootBuilder) plan(s *Spec) *SetupError {
 	}
 	// The home and the workspace never share a path (refused below), so
 	// the workspace's place in the list decides only its ties with the
-	// read-only and read-write paths above: it wins them, as before.
+	// read-only and read-write paths above: it wins them (a stable sort
+	// keeps the later entry on top).
 	b.entries = append(b.entries, ws)
 	for _, l := range beneath {
 		if !within(l.e.dest, ws.dest) {

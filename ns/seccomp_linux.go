@@ -50,7 +50,7 @@ func init() { precompileOn.Store(true) }
 // JSON nor builds the filter with libseccomp (together 2-3 ms of every
 // init's setup for the safe_bash profile; see doc.go). nil means it could
 // not: the init then compiles the profile itself, and reports a bad profile
-// exactly as before.
+// as a SetupError (step seccomp_parse).
 //
 // The program is the one libseccomp itself would load (seccomp_load and
 // seccomp_export_bpf generate it the same way), for this kernel and

@@ -88,7 +88,7 @@ func (e *headError) Error() string { return e.reason }
 // and checks its size and field count without parsing it, so that the
 // parser that follows only ever sees a bounded head. br must be able to
 // hold maxHeadBytes. A head cut short by the end of the connection is
-// left to the parser to report, as before.
+// left to the parser to report.
 //
 // The names a Trailer field lists count as fields too: net/http makes each
 // one a map entry when it parses the head, however short.

@@ -32,7 +32,7 @@ import (
 const (
 	// exitWait bounds the wait for the server's exit status once its
 	// output ended: a server that closes its stdout and goes on running is
-	// ended as before, without a diagnosis.
+	// ended like one that exited cleanly, without a diagnosis.
 	exitWait = 5 * time.Second
 	// failLinger is how long the stand-in of a failed server waits for the
 	// client's next request (or its end) before it ends the session.
@@ -54,7 +54,7 @@ const (
 // every request it sends after, is answered with a JSON-RPC error saying
 // what happened and what to do, until the client closes its end or
 // failLinger passes without a request. A server that exited cleanly with
-// nothing left unanswered ends the session as before.
+// nothing left unanswered ends the session at once, with no stand-in.
 type serverConn struct {
 	transport.Conn // the server's stdio
 

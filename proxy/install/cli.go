@@ -16,7 +16,8 @@ const (
 )
 
 // ParseInstallArgs reads the arguments of `contextd-proxy install`. The one
-// positional argument is the tools directory, as before --agent existed.
+// positional argument is the tools directory (default .claude/tools below
+// the project).
 func ParseInstallArgs(args []string) (Options, bool, error) {
 	return parseArgs(args, true)
 }
