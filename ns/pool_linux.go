@@ -604,8 +604,12 @@ func (c *Child) Send(spec *Spec) error {
 		return &SetupError{Step: StepValidate, Msg: "Send: the sandbox was not reserved, or has its spec already"}
 	}
 	s, data, err := prepare(spec)
-	if err == nil && s.Workspace != pend.workspace {
+	switch {
+	case err != nil:
+	case s.Workspace != pend.workspace:
 		err = &SetupError{Step: StepValidate, Msg: "Send: the spec's workspace " + s.Workspace + " is not the one the sandbox was reserved for, " + pend.workspace}
+	case s.Network:
+		err = &SetupError{Step: StepValidate, Msg: "Send: a pooled sandbox has a network namespace of its own; a spec with the host network needs Start"}
 	}
 	if err != nil {
 		pend.w.Close() // the init reads EOF and exits: nothing runs

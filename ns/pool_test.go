@@ -159,6 +159,20 @@ func TestReserveSend(t *testing.T) {
 	if err := c.Send(spec(t, ws, "true")); err == nil {
 		t.Error("a second Send was accepted")
 	}
+	if !p.WaitIdle(1, 10*time.Second) {
+		t.Fatal("the pool did not refill")
+	}
+	hostNet := p.Reserve(ws, nil, nil, nil)
+	if hostNet == nil {
+		t.Fatal("nothing reserved")
+	}
+	s = spec(t, ws, "true")
+	s.Network = true
+	if err := hostNet.Send(s); !errors.As(err, &se) || se.Step != ns.StepValidate {
+		t.Errorf("Send of a host-network spec to a pooled init: %v, want a validate error", err)
+	}
+	hostNet.Kill()
+	hostNet.Wait()
 	fresh, err := ns.Start(spec(t, ws, "true"), nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
