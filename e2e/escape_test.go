@@ -27,6 +27,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -1017,6 +1018,39 @@ ps -e -o args= | grep -E '^(sleep 30[79]|ctxd-hider 308)$' | sort`)
 	mustCode(t, r, 0)
 	mustContain(t, "processes alive during the call", r.stdout, "sleep 307\n", "ctxd-hider 308\n", "sleep 309\n")
 	escGone(t, "daemonized processes after the call", "sleep 307", "ctxd-hider 308", "sleep 309")
+	escHealthy(t, daemon)
+}
+
+// TestEscapeOutliveTheAnswer: the call is answered only once nothing it
+// started is left, so nothing can act on the workspace after the daemon has
+// checked it (git guard, nested configuration) and answered. Processes that
+// detach in every way are gone the moment the call returns (no waiting),
+// and writers that wait before writing never write.
+func TestEscapeOutliveTheAnswer(t *testing.T) {
+	daemon := escDaemon(t)
+	late := fmt.Sprintf("late-%d", time.Now().UnixNano())
+	r := escSh(t, `setsid sh -c 'sleep 0.3; echo x > `+late+`.a' </dev/null >/dev/null 2>&1 &
+(trap '' HUP TERM INT; exec -a ctxd-late-writer sh -c 'sleep 0.3; echo x > `+late+`.b') </dev/null >/dev/null 2>&1 &
+nohup sh -c 'sleep 0.3; echo x > `+late+`.c' >/dev/null 2>&1 &
+setsid sleep 311 </dev/null >/dev/null 2>&1 &
+disown -a
+echo started`)
+	mustCode(t, r, 0)
+	mustContain(t, "the call", r.stdout, "started")
+	// At once: no polling, the call's answer came after they were reaped.
+	for _, p := range escUserProcs() {
+		if p.cmdline == "sleep 311" || strings.HasPrefix(p.cmdline, "ctxd-late-writer") {
+			t.Errorf("%d %q is still running when the call has returned (%s)", p.pid, p.cmdline, strings.TrimSpace(p.cgroup))
+		}
+	}
+	// Well past the writers' sleep: had any outlived the answer, its file
+	// would be there.
+	time.Sleep(1500 * time.Millisecond)
+	for _, suffix := range []string{".a", ".b", ".c"} {
+		if _, err := os.Lstat(filepath.Join(env.project, late+suffix)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s was written after the call returned (%v)", late+suffix, err)
+		}
+	}
 	escHealthy(t, daemon)
 }
 
