@@ -9,6 +9,7 @@ import (
 
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/homeview"
+	"github.com/contextd/contextd/daemon/runner"
 )
 
 // TestCAScopedToInterceptedHosts: the daemon's CA is constrained to the
@@ -48,6 +49,20 @@ func TestCAScopedToInterceptedHosts(t *testing.T) {
 	b, err := os.ReadFile(s.bundle)
 	if err != nil || !bytes.Contains(b, s.ca.CertPEM()) {
 		t.Errorf("the sandbox's bundle does not hold the CA: %v", err)
+	}
+	// Node's file is the CA alone (Node parses every certificate of it at
+	// each start), and the call's sandbox has it where its variable says.
+	own, err := os.ReadFile(s.caOnly)
+	if err != nil || !bytes.Contains(own, s.ca.CertPEM()) || bytes.Count(own, []byte("BEGIN CERTIFICATE")) != 1 {
+		t.Errorf("Node's CA file holds %d certificates (%v), want contextd's CA alone", bytes.Count(own, []byte("BEGIN CERTIFICATE")), err)
+	}
+	n, err := s.Prepare(Call{Tool: "safe_bash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Finish()
+	if !slices.Contains(n.Binds, runner.Bind{Source: s.caOnly, Target: NodeCAAt}) || !slices.Contains(n.Env, "NODE_EXTRA_CA_CERTS="+NodeCAAt) {
+		t.Errorf("the call's binds %v and environment do not show Node's CA file at %s", n.Binds, NodeCAAt)
 	}
 
 	// Another process whose view of the configuration differs (another

@@ -58,6 +58,7 @@ type Setup struct {
 	ca        *egress.CA
 	roots     *x509.CertPool
 	bundle    string // the sandbox's trust bundle (host path)
+	caOnly    string // contextd's CA and the extra CA files alone (host path), for Node
 	bundleAt  string // the system bundle's path, as the variables name it
 	bundleMnt string // where the bundle is mounted: bundleAt with its links resolved
 	forwards  []forward
@@ -78,6 +79,10 @@ type Setup struct {
 	caScope  []string
 	rtDir    string
 	extraPEM []byte
+	// extraNode is extraPEM without the files that are a system bundle (a
+	// toolchain's setting may name it): Node's file holds what Node does not
+	// already trust through SSL_CERT_FILE's bundle or its own roots.
+	extraNode []byte
 }
 
 // forward is a registry on the host's loopback, reached inside at the same
@@ -130,7 +135,7 @@ func NewSetup(cfg *config.Config, h *homeview.Host, dirs Dirs, log *slog.Logger)
 		s.roots = x509.NewCertPool()
 	}
 	extra := append(append([]string{}, cfg.Egress.CAFiles...), s.found.CAFiles...)
-	var extraPEM []byte
+	var extraPEM, extraNode []byte
 	for _, f := range extra {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -143,6 +148,9 @@ func NewSetup(cfg *config.Config, h *homeview.Host, dirs Dirs, log *slog.Logger)
 			return nil, fmt.Errorf("egress: CA file %s holds no PEM certificate: %w", f, catalog.ErrConfig)
 		}
 		extraPEM = append(append(extraPEM, '\n'), b...)
+		if !isSystemBundle(f) {
+			extraNode = append(append(extraNode, '\n'), b...)
+		}
 	}
 	s.serverRules = map[string][]egress.Rule{}
 	if s.safeRules, err = parseRules("tools.safe_bash.egress_allow", s.cfgSafe); err != nil {
@@ -153,7 +161,7 @@ func NewSetup(cfg *config.Config, h *homeview.Host, dirs Dirs, log *slog.Logger)
 			return nil, err
 		}
 	}
-	s.caDir, s.rtDir, s.extraPEM = dirs.CA, dirs.Runtime, extraPEM
+	s.caDir, s.rtDir, s.extraPEM, s.extraNode = dirs.CA, dirs.Runtime, extraPEM, extraNode
 	s.caScope = s.interceptScope()
 	if s.ca, err = egress.LoadOrCreateCA(dirs.CA, s.caScope...); err != nil {
 		return nil, fmt.Errorf("egress: the CA in %s: %v: %w", dirs.CA, err, catalog.ErrSandbox)
@@ -214,23 +222,30 @@ func (s *Setup) interceptScope() []string {
 
 // currentCA returns the CA for a new call, replacing it first (and the
 // trust bundle with it) when it nears its end.
-func (s *Setup) currentCA() (ca *egress.CA, bundle, mnt string, err error) {
+func (s *Setup) currentCA() (ca *egress.CA, bundle, mnt, caOnly string, err error) {
 	s.caMu.Lock()
 	defer s.caMu.Unlock()
 	if !s.ca.Stale() {
-		return s.ca, s.bundle, s.bundleMnt, nil
+		return s.ca, s.bundle, s.bundleMnt, s.caOnly, nil
 	}
 	if ca, err = egress.LoadOrCreateCA(s.caDir, s.caScope...); err != nil {
-		return nil, "", "", fmt.Errorf("egress: renewing the CA in %s: %v: %w", s.caDir, err, catalog.ErrSandbox)
+		return nil, "", "", "", fmt.Errorf("egress: renewing the CA in %s: %v: %w", s.caDir, err, catalog.ErrSandbox)
 	}
 	old := s.ca
 	s.ca = ca
 	if err := s.writeBundle(s.rtDir, s.extraPEM); err != nil {
 		s.ca = old
-		return nil, "", "", err
+		return nil, "", "", "", err
 	}
-	return ca, s.bundle, s.bundleMnt, nil
+	return ca, s.bundle, s.bundleMnt, s.caOnly, nil
 }
+
+// NodeCAAt is where the sandbox sees contextd's CA and the extra CA files
+// alone, the file NODE_EXTRA_CA_CERTS names: Node adds it to roots of its
+// own, and parses every certificate of it at each start (the whole system
+// bundle cost 45 ms per `node` on the development VM; this, one or a few
+// certificates, nothing to measure). On the call's fresh /tmp, read-only.
+const NodeCAAt = "/tmp/.contextd-ca.pem"
 
 // parseRules parses a configured rule list, naming the key of a bad one.
 func parseRules(key string, list []string) ([]egress.Rule, error) {
@@ -275,28 +290,20 @@ func (s *Setup) writeBundle(dir string, extra []byte) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("egress: %v: %w", err, catalog.ErrSandbox)
 	}
-	b := append(append(append(append([]byte{}, sys...), '\n'), extra...), '\n')
-	b = append(b, s.ca.CertPEM()...)
-	tmp, err := os.CreateTemp(dir, "bundle-*.pem")
-	if err != nil {
-		return fmt.Errorf("egress: trust bundle: %v: %w", err, catalog.ErrSandbox)
-	}
-	_, werr := tmp.Write(b)
-	cerr := tmp.Close()
-	if werr != nil || cerr != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("egress: trust bundle: %v: %w", errors.Join(werr, cerr), catalog.ErrSandbox)
-	}
-	os.Chmod(tmp.Name(), 0o444)
+	b := append(append(append(append(append([]byte{}, sys...), '\n'), extra...), '\n'), s.ca.CertPEM()...)
+	own := append(append(append([]byte{}, s.extraNode...), '\n'), s.ca.CertPEM()...)
 	// One bundle per CA: a process with another view of the user's
 	// configuration (`contextd doctor` from another shell) has a CA of its
 	// own, and must not replace the bundle the daemon's sandboxes mount.
-	final := filepath.Join(dir, "bundle-"+s.ca.ID()+".pem")
-	if err := os.Rename(tmp.Name(), final); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("egress: trust bundle: %v: %w", err, catalog.ErrSandbox)
+	final, err := writeReadOnly(dir, "bundle-"+s.ca.ID()+".pem", b)
+	if err != nil {
+		return err
 	}
-	s.bundle = final
+	caOnly, err := writeReadOnly(dir, "ca-"+s.ca.ID()+".pem", own)
+	if err != nil {
+		return err
+	}
+	s.bundle, s.caOnly = final, caOnly
 	// A bind never goes over a symbolic link: mount at the file the path
 	// leads to, which the sandbox's tree has at the same canonical path.
 	s.bundleMnt = s.bundleAt
@@ -304,6 +311,42 @@ func (s *Setup) writeBundle(dir string, extra []byte) error {
 		s.bundleMnt = p
 	}
 	return nil
+}
+
+// isSystemBundle says whether the CA file f is one of the system's trust
+// bundles (systemBundles), by where it leads.
+func isSystemBundle(f string) bool {
+	real, err := filepath.EvalSymlinks(f)
+	if err != nil {
+		return false
+	}
+	for _, p := range systemBundles {
+		if r, err := filepath.EvalSymlinks(p); err == nil && r == real {
+			return true
+		}
+	}
+	return false
+}
+
+// writeReadOnly writes b as dir/name, mode 0444, replacing it atomically.
+func writeReadOnly(dir, name string, b []byte) (string, error) {
+	tmp, err := os.CreateTemp(dir, name+".*")
+	if err != nil {
+		return "", fmt.Errorf("egress: trust bundle: %v: %w", err, catalog.ErrSandbox)
+	}
+	_, werr := tmp.Write(b)
+	cerr := tmp.Close()
+	if werr != nil || cerr != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("egress: trust bundle: %v: %w", errors.Join(werr, cerr), catalog.ErrSandbox)
+	}
+	os.Chmod(tmp.Name(), 0o444)
+	final := filepath.Join(dir, name)
+	if err := os.Rename(tmp.Name(), final); err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("egress: trust bundle: %v: %w", err, catalog.ErrSandbox)
+	}
+	return final, nil
 }
 
 // forwardsOf lists the rules naming a host on the host's own loopback with
@@ -457,7 +500,7 @@ func (s *Setup) Prepare(c Call) (*Net, error) {
 	}
 	env = append(env, proxyEnv(s.bundleAt)...)
 
-	ca, bundle, bundleMnt, err := s.currentCA()
+	ca, bundle, bundleMnt, caOnly, err := s.currentCA()
 	if err != nil {
 		return nil, err
 	}
@@ -492,7 +535,7 @@ func (s *Setup) Prepare(c Call) (*Net, error) {
 		return col.summary()
 	}
 	n := &Net{Listen: listen, Env: env, Serve: serve, Finish: finish, Sofar: col.summary, Rules: rules,
-		Binds: []runner.Bind{{Source: bundle, Target: bundleMnt}}}
+		Binds: []runner.Bind{{Source: bundle, Target: bundleMnt}, {Source: caOnly, Target: NodeCAAt}}}
 	return n, nil
 }
 
@@ -501,7 +544,8 @@ func (s *Setup) Prepare(c Call) (*Net, error) {
 // proxy variables (either case); npm its npm_config_* ones, which also
 // override a proxy or cafile of the user's .npmrc (which would bypass the
 // proxy or leave out contextd's CA). SSL_CERT_FILE is OpenSSL's and Go's,
-// NODE_EXTRA_CA_CERTS Node's (added to its own roots), REQUESTS_CA_BUNDLE
+// NODE_EXTRA_CA_CERTS Node's (added to its own roots: NodeCAAt, not the
+// whole bundle, which Node would parse at every start), REQUESTS_CA_BUNDLE
 // and PIP_CERT pip's, GIT_SSL_CAINFO git's, CARGO_HTTP_CAINFO cargo's,
 // CURL_CA_BUNDLE curl's.
 func proxyEnv(bundle string) []string {
@@ -516,11 +560,11 @@ func proxyEnv(bundle string) []string {
 	for _, k := range []string{"NO_PROXY", "no_proxy", "npm_config_noproxy"} {
 		out = append(out, k+"="+noProxy)
 	}
-	for _, k := range []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "PIP_CERT",
+	for _, k := range []string{"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT",
 		"GIT_SSL_CAINFO", "CARGO_HTTP_CAINFO", "CURL_CA_BUNDLE", "npm_config_cafile"} {
 		out = append(out, k+"="+bundle)
 	}
-	return out
+	return append(out, "NODE_EXTRA_CA_CERTS="+NodeCAAt)
 }
 
 // MergeEnv returns env with the variables of over in place of those of the

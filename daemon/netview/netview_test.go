@@ -67,10 +67,13 @@ func TestProxyEnv(t *testing.T) {
 			t.Errorf("%s = %q", k, env[k])
 		}
 	}
-	for _, k := range []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "PIP_CERT", "GIT_SSL_CAINFO", "CARGO_HTTP_CAINFO", "CURL_CA_BUNDLE", "npm_config_cafile"} {
+	for _, k := range []string{"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "GIT_SSL_CAINFO", "CARGO_HTTP_CAINFO", "CURL_CA_BUNDLE", "npm_config_cafile"} {
 		if env[k] != "/etc/ssl/certs/ca-certificates.crt" {
 			t.Errorf("%s = %q", k, env[k])
 		}
+	}
+	if env["NODE_EXTRA_CA_CERTS"] != NodeCAAt {
+		t.Errorf("NODE_EXTRA_CA_CERTS = %q, want %s (contextd's CA alone: Node adds it to roots of its own)", env["NODE_EXTRA_CA_CERTS"], NodeCAAt)
 	}
 }
 
