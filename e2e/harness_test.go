@@ -115,8 +115,11 @@ func setup(m *testing.M) (int, error) {
 	env.home = u.HomeDir
 	env.runtime = fmt.Sprintf("/run/user/%d", env.uid)
 
-	// A clean slate for the test user: no units, config or projects of earlier runs.
-	userSh(nil, "systemctl --user disable --now contextd.socket contextd.service 2>/dev/null; rm -rf ~/.config/contextd ~/.local/state/contextd ~/.local/share/contextd ~/proj-other ~/proj-dense-* ~/.config/systemd/user/contextd.* $XDG_RUNTIME_DIR/contextd-e2e.log ~/proj; true")
+	// A clean slate for the test user: no units, config or projects of earlier
+	// runs, and no ~/.npmrc (the tests that want one write their own; one left
+	// by an interrupted benchmark would turn the home view's scratch ~/.npmrc
+	// into a read-only scrubbed copy).
+	userSh(nil, "systemctl --user disable --now contextd.socket contextd.service 2>/dev/null; rm -rf ~/.config/contextd ~/.local/state/contextd ~/.local/share/contextd ~/proj-other ~/proj-dense-* ~/.config/systemd/user/contextd.* $XDG_RUNTIME_DIR/contextd-e2e.log ~/proj ~/.npmrc ~/.npmrc.bench; true")
 	// The default idle_timeout (10m): a daemon that exits while a test
 	// works between two calls would come back as another process, and a
 	// test that compares MainPIDs would see an attack or a crash that was
