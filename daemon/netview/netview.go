@@ -166,7 +166,7 @@ func NewSetup(cfg *config.Config, h *homeview.Host, dirs Dirs, log *slog.Logger)
 	if s.ca, err = egress.LoadOrCreateCA(dirs.CA, s.caScope...); err != nil {
 		return nil, fmt.Errorf("egress: the CA in %s: %v: %w", dirs.CA, err, catalog.ErrSandbox)
 	}
-	if err := s.writeBundle(dirs.Runtime, extraPEM); err != nil {
+	if err := s.writeBundle(); err != nil {
 		return nil, err
 	}
 	s.forwards = forwardsOf(append(append([]egress.Rule{}, s.base...), s.allRules()...))
@@ -233,7 +233,7 @@ func (s *Setup) currentCA() (ca *egress.CA, bundle, mnt, caOnly string, err erro
 	}
 	old := s.ca
 	s.ca = ca
-	if err := s.writeBundle(s.rtDir, s.extraPEM); err != nil {
+	if err := s.writeBundle(); err != nil {
 		s.ca = old
 		return nil, "", "", "", err
 	}
@@ -270,10 +270,13 @@ func (s *Setup) allRules() []egress.Rule {
 	return out
 }
 
-// writeBundle writes the trust bundle the sandbox sees in place of the
-// system's: the system's own certificates, the extra CA files, and the
-// per-user CA (whose certificate alone, never its key, is shown).
-func (s *Setup) writeBundle(dir string, extra []byte) error {
+// writeBundle writes, under s.rtDir, the trust bundle the sandbox sees in
+// place of the system's: the system's own certificates, the extra CA files
+// (s.extraPEM), and the per-user CA (whose certificate alone, never its key,
+// is shown); and Node's file (NodeCAAt): the extra CA files that are not a
+// system bundle (s.extraNode) and the CA.
+func (s *Setup) writeBundle() error {
+	dir := s.rtDir
 	var sys []byte
 	for _, p := range systemBundles {
 		if b, err := os.ReadFile(p); err == nil {
@@ -290,7 +293,7 @@ func (s *Setup) writeBundle(dir string, extra []byte) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("egress: %v: %w", err, catalog.ErrSandbox)
 	}
-	b := append(append(append(append(append([]byte{}, sys...), '\n'), extra...), '\n'), s.ca.CertPEM()...)
+	b := append(append(append(append(append([]byte{}, sys...), '\n'), s.extraPEM...), '\n'), s.ca.CertPEM()...)
 	own := append(append(append([]byte{}, s.extraNode...), '\n'), s.ca.CertPEM()...)
 	// One bundle per CA: a process with another view of the user's
 	// configuration (`contextd doctor` from another shell) has a CA of its

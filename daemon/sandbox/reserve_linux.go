@@ -5,7 +5,6 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -27,7 +26,6 @@ type reservation struct {
 	// stdinW once Run has it; out and err are read as in Run.
 	stdinW, outR, errR *os.File
 	scope              chan scoped // the scope's start, once
-	t0                 time.Time
 
 	mu    sync.Mutex
 	taken bool // by Run, which then owns all of it
@@ -77,7 +75,7 @@ func (r *Runner) Reserve(ctx context.Context, early runner.Spec) runner.Reservat
 		return nil
 	}
 	res := &reservation{r: r, early: early, child: child, stdinW: stdinW, outR: outR, errR: errR,
-		scope: make(chan scoped, 1), t0: time.Now()}
+		scope: make(chan scoped, 1)}
 	if r.Scopes == nil {
 		res.scope <- scoped{}
 		return res
