@@ -6,12 +6,12 @@ import (
 	"bytes"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/contextd/contextd/internal/victim"
 	"github.com/contextd/contextd/ns"
 )
 
@@ -23,40 +23,13 @@ var allowAll = []byte(`{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[]}`)
 // Start while TestPooled re-runs them (usePool).
 var startSandbox = ns.Start
 
-func homeDir(t testing.TB) string {
-	t.Helper()
-	h, err := os.UserHomeDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
-}
-
-// workspace makes a workspace directory under $TMPDIR (which is under the
-// host's /tmp, covered by the sandbox's own /tmp).
-func workspace(t testing.TB) string {
-	t.Helper()
-	d, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-// homeWorkspace makes a workspace directory inside $HOME.
-func homeWorkspace(t testing.TB) string {
-	t.Helper()
-	d, err := os.MkdirTemp(homeDir(t), "ws-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(d) })
-	d, err = filepath.EvalSymlinks(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
+// homeDir, workspace and homeWorkspace are the directories of a sandbox:
+// canonical, the workspaces removed after the test.
+var (
+	homeDir       = victim.Home
+	workspace     = victim.Workspace
+	homeWorkspace = victim.HomeWorkspace
+)
 
 func spec(t testing.TB, ws string, argv ...string) *ns.Spec {
 	return &ns.Spec{
@@ -137,13 +110,7 @@ func mustRun(t testing.TB, s *ns.Spec) string {
 func probe(t testing.TB, s *ns.Spec) map[string]string {
 	t.Helper()
 	s.Mode = ns.ModeTestProbe
-	out := mustRun(t, s)
-	m := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		k, v, _ := strings.Cut(line, " ")
-		m[k] = v
-	}
-	return m
+	return victim.Fields(mustRun(t, s))
 }
 
 func lines(s string) []string {

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/contextd/contextd/daemon/cachelayer"
-	"github.com/contextd/contextd/internal/testbin"
+	"github.com/contextd/contextd/internal/victim"
 )
 
 // The layers belong to an unprivileged daemon, and what they must survive
@@ -31,9 +31,7 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
 		os.Exit(helper(mode, os.Args[1:]))
 	}
-	if os.Geteuid() == 0 && os.Getenv(innerEnv) == "" {
-		os.Exit(testbin.Unprivileged{Name: "cachelayer tests", User: testUser, InnerEnv: innerEnv}.Run())
-	}
+	victim.Unprivileged{Name: "cachelayer tests", User: testUser, InnerEnv: innerEnv}.IfRoot()
 	os.Exit(m.Run())
 }
 
@@ -101,10 +99,9 @@ func plantLeftovers(ly cachelayer.Layer) error {
 
 // overlayHelper runs in a user and mount namespace of its own (see
 // inOverlay): it mounts an overlay of args[0] (lower) with upper args[1]
-// and work args[2] on args[3], runs the operations that follow and prints
-// one line for each.
-//
-//	write:NAME:TEXT  cat:NAME  rm:NAME  rodir:NAME (a 0555 directory holding a file)
+// and work args[2] on args[3], runs the operations that follow (victim.FS:
+// write:NAME:TEXT, cat:NAME, rm:NAME, rodir:NAME...) and prints one line
+// for each.
 func overlayHelper(args []string) int {
 	lower, upper, work, merged := args[0], args[1], args[2], args[3]
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
@@ -116,48 +113,8 @@ func overlayHelper(args []string) int {
 		fmt.Println("SKIP mount overlay:", err)
 		return 0
 	}
-	for _, op := range args[4:] {
-		verb, rest, _ := strings.Cut(op, ":")
-		name, text, _ := strings.Cut(rest, ":")
-		p := filepath.Join(merged, name)
-		var res string
-		switch verb {
-		case "write":
-			res = errText(os.WriteFile(p, []byte(text), 0o644))
-		case "cat":
-			b, err := os.ReadFile(p)
-			res = string(b)
-			if err != nil {
-				res = errText(err)
-			}
-		case "rm":
-			res = errText(os.Remove(p))
-		case "rodir":
-			err := os.Mkdir(p, 0o755)
-			if err == nil {
-				err = os.WriteFile(filepath.Join(p, "f"), []byte("x"), 0o444)
-			}
-			if err == nil {
-				err = os.Chmod(p, 0o555)
-			}
-			res = errText(err)
-		default:
-			res = "unknown op"
-		}
-		fmt.Printf("%s %s\n", op, res)
-	}
+	victim.FS(merged, args[4:])
 	return 0
-}
-
-func errText(err error) string {
-	if err == nil {
-		return "OK"
-	}
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		return unix.ErrnoName(errno)
-	}
-	return err.Error()
 }
 
 // quickExit spares a -race run the race detector's second of sleep at the

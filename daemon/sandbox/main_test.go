@@ -4,16 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,7 +17,7 @@ import (
 
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/scope"
-	"github.com/contextd/contextd/internal/testbin"
+	"github.com/contextd/contextd/internal/victim"
 	"github.com/contextd/contextd/ns"
 	"github.com/contextd/contextd/profiles"
 	"github.com/contextd/contextd/sandboxinfo"
@@ -48,7 +43,7 @@ import (
 //     at all and is tested in every run.
 //
 // The sandbox's own function (ns.Hooks.Func, what runner.Tool mode runs) is
-// probeMain below: small probes that print one line per check.
+// probeMain below: victim's probes, which print one line per check.
 const (
 	innerEnv = "CONTEXTD_SANDBOX_INNER"
 	keepEnv  = "CONTEXTD_SANDBOX_KEEP"
@@ -60,9 +55,7 @@ func TestMain(m *testing.M) {
 	ns.ReexecWith(ns.Hooks{Func: probeMain})
 	// 2. As root: run the same tests again as an unprivileged user under a
 	// user manager of its own.
-	if os.Geteuid() == 0 && os.Getenv(innerEnv) == "" {
-		os.Exit(testbin.UserManager{Name: "sandbox tests", User: testUser, InnerEnv: innerEnv, KeepEnv: keepEnv}.Run())
-	}
+	victim.UserManager{Name: "sandbox tests", User: testUser, InnerEnv: innerEnv, KeepEnv: keepEnv}.IfRoot()
 	code := m.Run()
 	if sharedScopes != nil {
 		sharedScopes.Close()
@@ -72,144 +65,16 @@ func TestMain(m *testing.M) {
 
 // probeMain is the sandbox's function in runner.Tool mode: it runs in the
 // sandbox init after every layer is in place (seccomp included) and prints
-// one line per check, the errno name or OK.
+// one line per check (victim.Probe).
 //
 // It ends the process itself: returning would exit through the race
 // detector's exit hook, which sleeps a second (atexit_sleep_ms) in every
 // sandbox of a -race run. Its output is written already (os.Stdout is not
 // buffered).
 func probeMain(args []string) int {
-	code := probe(args)
+	code := victim.Probe(args)
 	unix.Exit(code)
 	return code
-}
-
-func probe(args []string) int {
-	if len(args) == 0 {
-		fmt.Println("usage: probe ...")
-		return 2
-	}
-	switch args[0] {
-	case "args":
-		fmt.Println(strings.Join(args[1:], "|"))
-	case "stdin":
-		n, err := io.Copy(os.Stdout, os.Stdin)
-		fmt.Fprintf(os.Stderr, "copied %d %s\n", n, errName(err))
-	case "syscall":
-		for _, name := range args[1:] {
-			fmt.Printf("%s %s\n", name, errName(trySyscall(name)))
-		}
-	case "fs":
-		// Each argument is OP:PATH, OP read, write or ls; one line each.
-		for _, a := range args[1:] {
-			op, p, _ := strings.Cut(a, ":")
-			var res string
-			switch op {
-			case "read":
-				_, err := os.ReadFile(p)
-				res = errName(err)
-			case "write":
-				res = errName(os.WriteFile(p, []byte("written in the sandbox\n"), 0o644))
-			case "ls":
-				names, err := readDirNames(p)
-				res = "[" + strings.Join(names, " ") + "]"
-				if err != nil {
-					res = errName(err)
-				}
-			default:
-				res = "unknown op"
-			}
-			fmt.Printf("%s %s\n", a, res)
-		}
-	case "loopback":
-		// A server and a client inside the sandbox, over its lo.
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			fmt.Println("listen", errName(err))
-			return 0
-		}
-		defer l.Close()
-		go func() {
-			if c, err := l.Accept(); err == nil {
-				c.Write([]byte("pong"))
-				c.Close()
-			}
-		}()
-		c, err := net.DialTimeout("tcp", l.Addr().String(), 10*time.Second)
-		if err != nil {
-			fmt.Println("dial", errName(err))
-			return 0
-		}
-		b, _ := io.ReadAll(c)
-		c.Close()
-		fmt.Println("OK", string(b))
-	case "dial":
-		c, err := net.DialTimeout("tcp", args[1], 10*time.Second)
-		if err == nil {
-			c.Write([]byte("from the sandbox\n"))
-			c.Close()
-		}
-		fmt.Println(errName(err))
-	default:
-		fmt.Println("unknown probe", args[0])
-		return 2
-	}
-	return 0
-}
-
-// trySyscall makes one system call that safe_bash's profile denies, with
-// harmless arguments, and returns its error. The tests also make it outside
-// the sandbox, to know what the kernel itself answers.
-func trySyscall(name string) error {
-	var errno syscall.Errno
-	switch name {
-	case "unshare":
-		// CLONE_FILES needs no privilege and works in a threaded process:
-		// only the profile refuses it.
-		return unix.Unshare(unix.CLONE_FILES)
-	case "netlink":
-		// What `ip` and Go's net.Interfaces use.
-		fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
-		if err == nil {
-			unix.Close(fd)
-		}
-		return err
-	case "io_uring_setup":
-		// A NULL params pointer: EFAULT from a kernel with io_uring.
-		_, _, errno = unix.Syscall(unix.SYS_IO_URING_SETUP, 1, 0, 0)
-	case "keyctl":
-		// KEYCTL_GET_KEYRING_ID of the session keyring, without creating it.
-		ring := unix.KEY_SPEC_SESSION_KEYRING
-		_, _, errno = unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_GET_KEYRING_ID, uintptr(ring), 0)
-	default:
-		return fmt.Errorf("unknown syscall probe %q", name)
-	}
-	if errno != 0 {
-		return errno
-	}
-	return nil
-}
-
-func readDirNames(p string) ([]string, error) {
-	d, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	sort.Strings(names)
-	return names, err
-}
-
-func errName(err error) string {
-	if err == nil {
-		return "OK"
-	}
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		return unix.ErrnoName(errno)
-	}
-	return err.Error()
 }
 
 // ---------------------------------------------------------------------------
@@ -311,39 +176,13 @@ func newRunner(m *scope.Manager, note string, pool *ns.Pool) *Runner {
 	return r
 }
 
-func homeDir(t testing.TB) string {
-	t.Helper()
-	h, err := os.UserHomeDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err = filepath.EvalSymlinks(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
-}
-
-// workspace makes a workspace directory under $TMPDIR (canonical path).
-func workspace(t testing.TB) string {
-	t.Helper()
-	d, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-// homeWorkspace makes a workspace directory inside $HOME, where real ones are.
-func homeWorkspace(t testing.TB) string {
-	t.Helper()
-	d, err := os.MkdirTemp(homeDir(t), "ctxd-sandbox-ws-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(d) })
-	return d
-}
+// homeDir, workspace and homeWorkspace are the directories of a sandbox:
+// canonical, the workspaces removed after the test.
+var (
+	homeDir       = victim.Home
+	workspace     = victim.Workspace
+	homeWorkspace = victim.HomeWorkspace
+)
 
 // shSpec is `sh -c script` under safe_bash, in ws.
 func shSpec(t testing.TB, ws, script string) runner.Spec {
@@ -411,12 +250,7 @@ func probeLines(t testing.TB, r *Runner, s runner.Spec) map[string]string {
 	if res.ex.Code != 0 {
 		t.Fatalf("probe %q under %s exited %d: %s%s", s.Args, s.Tool, res.ex.Code, res.out, res.errOut)
 	}
-	m := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(res.out), "\n") {
-		k, v, _ := strings.Cut(line, " ")
-		m[k] = v
-	}
-	return m
+	return victim.Fields(res.out)
 }
 
 // profileSource is where the profile in force for tool comes from, as

@@ -21,6 +21,7 @@ import (
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/scope"
+	"github.com/contextd/contextd/internal/victim"
 	"github.com/contextd/contextd/sandboxinfo"
 )
 
@@ -210,7 +211,7 @@ func TestSeccompDeniesSyscalls(t *testing.T) {
 	// give this thread of the test process a file table of its own).
 	onHost := map[string]string{}
 	for _, n := range []string{"netlink", "io_uring_setup", "keyctl"} {
-		onHost[n] = errName(trySyscall(n))
+		onHost[n] = victim.ErrName(victim.TrySyscall(n))
 	}
 	forVariants(t, func(t *testing.T, v variant) {
 		ws := workspace(t)
@@ -385,7 +386,7 @@ func TestNetworkOnlyLoopback(t *testing.T) {
 				t.Errorf("loopback inside (Network %v): %q, want OK pong", network, got)
 			}
 
-			s = probeSpec(t, ws, "safe_bash", "dial", l.Addr().String())
+			s = probeSpec(t, ws, "safe_bash", "connect", l.Addr().String())
 			s.Network = network
 			got := strings.TrimSpace(run(t, v.r, s, true).out)
 			switch {
@@ -396,7 +397,7 @@ func TestNetworkOnlyLoopback(t *testing.T) {
 			case network:
 				select {
 				case msg := <-accepted:
-					if msg != "from the sandbox\n" {
+					if msg != victim.SentByConnect {
 						t.Errorf("the host listener read %q", msg)
 					}
 				case <-time.After(watchdog):
@@ -766,22 +767,6 @@ func TestSetupErrorNamesStep(t *testing.T) {
 	}
 }
 
-// stallingWriter stalls on its first write, as the daemon's side of a call
-// (frame decoding, the response pipeline) does when 200 calls run at once.
-type stallingWriter struct {
-	buf   bytes.Buffer
-	stall time.Duration
-	first bool
-}
-
-func (s *stallingWriter) Write(p []byte) (int, error) {
-	if !s.first {
-		s.first = true
-		time.Sleep(s.stall)
-	}
-	return s.buf.Write(p)
-}
-
 // Everything a command wrote before it exited reaches the caller, even when
 // the caller is slower to take the first piece than the drain grace: the grace
 // bounds waiting for leftover writers, not the caller's own pace. (Before,
@@ -795,13 +780,13 @@ func TestSlowCallerGetsAllOutput(t *testing.T) {
 	// after its stalled first write), less than the 1 MiB pipe (the shell
 	// exits without waiting for the reader).
 	s := shSpec(t, ws, `head -c 786432 /dev/zero | tr '\0' x; printf END`)
-	w := &stallingWriter{stall: drainGrace + time.Second}
+	w := &victim.SlowCaller{Stall: drainGrace + time.Second}
 	s.Output = w
 	ex, err := r.Run(context.Background(), s)
 	if err != nil || ex.Code != 0 {
 		t.Fatalf("Run: exit %d, %v", ex.Code, err)
 	}
-	if got := w.buf.Len(); got != 786432+3 || !bytes.HasSuffix(w.buf.Bytes(), []byte("END")) {
+	if got := len(w.Bytes()); got != 786432+3 || !bytes.HasSuffix(w.Bytes(), []byte("END")) {
 		t.Fatalf("the caller got %d of %d bytes", got, 786432+3)
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contextd/contextd/internal/testbin"
+	"github.com/contextd/contextd/internal/victim"
 )
 
 // These tests run against a real systemd user manager, as an unprivileged
@@ -40,9 +40,7 @@ func TestMain(m *testing.M) {
 	if h := os.Getenv(helperEnv); h != "" {
 		os.Exit(helperMain(h))
 	}
-	if os.Geteuid() == 0 && os.Getenv(innerEnv) == "" {
-		os.Exit(testbin.UserManager{Name: "scope tests", User: testUser, InnerEnv: innerEnv, KeepEnv: keepEnv}.Run())
-	}
+	victim.UserManager{Name: "scope tests", User: testUser, InnerEnv: innerEnv, KeepEnv: keepEnv}.IfRoot()
 	os.Exit(m.Run())
 }
 

@@ -6,26 +6,10 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/contextd/contextd/daemon/tools/toolproto"
+	"github.com/contextd/contextd/internal/victim"
 )
-
-// stallingWriter stalls on its first write, as the pipe to a daemon busy with
-// many calls does.
-type stallingWriter struct {
-	buf   bytes.Buffer
-	stall time.Duration
-	first bool
-}
-
-func (s *stallingWriter) Write(p []byte) (int, error) {
-	if !s.first {
-		s.first = true
-		time.Sleep(s.stall)
-	}
-	return s.buf.Write(p)
-}
 
 // Everything the shell wrote before it exited goes out, even when sending
 // the first piece to the daemon takes longer than the pump's drain grace.
@@ -41,7 +25,7 @@ func TestBashSlowDaemonLosesNoOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := &stallingWriter{stall: 5 * drainGrace}
+	out := &victim.SlowCaller{Stall: 5 * drainGrace}
 	var stderr bytes.Buffer
 	code := MainUnsandboxed(context.Background(), []string{"safe_bash"}, bytes.NewReader(in), out, &stderr)
 	if code != 0 {
@@ -49,7 +33,7 @@ func TestBashSlowDaemonLosesNoOutput(t *testing.T) {
 	}
 	var text strings.Builder
 	r := &toolproto.Reader{OnText: func(p []byte, _ bool) error { text.Write(p); return nil }}
-	if _, err := r.Write(out.buf.Bytes()); err != nil {
+	if _, err := r.Write(out.Bytes()); err != nil {
 		t.Fatal(err)
 	}
 	meta, ok := r.Meta()

@@ -1,9 +1,8 @@
-// Package testbin lets a test binary started as root re-run itself as an
-// unprivileged user: it stages a copy of the binary where that user can execute
-// it, and redirects the output files `go test` asks for (-test.testlogfile and
-// the profiles) to a directory the user can write, copying them back afterwards
-// so that test caching and profiles keep working.
-package testbin
+// Package victim is the test binary of a sandbox test acting as the victim:
+// re-run as an unprivileged user (under a user manager of its own where the
+// test needs one), re-executed inside the sandbox to probe it, and read
+// from by a slow caller.
+package victim
 
 import (
 	"fmt"
@@ -32,7 +31,9 @@ var outputFlags = map[string]bool{
 }
 
 // Stage copies the test binary and rewrites args (normally os.Args[1:]) for a run
-// as uid:gid. Call Finish after the run.
+// as uid:gid: the output files go test asks for (-test.testlogfile, the
+// profiles) go to Out, which the user can write, and Finish copies them back,
+// so that test caching and profiles keep working. Call Finish after the run.
 func Stage(prefix string, args []string, uid, gid int) (*Staged, error) {
 	dir, err := os.MkdirTemp("", prefix)
 	if err != nil {

@@ -1,4 +1,4 @@
-package testbin
+package victim
 
 import (
 	"os"
@@ -12,7 +12,7 @@ import (
 func TestStageRedirectsOutputFiles(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "testlog.txt")
 	in := []string{"-test.v=true", "-test.testlogfile=" + log, "-test.run=^TestX$", "-test.timeout=10m0s", "-test.paniconexit0"}
-	s, err := Stage("testbin-", in, os.Getuid(), os.Getgid())
+	s, err := Stage("victim-", in, os.Getuid(), os.Getgid())
 	if err != nil {
 		t.Fatal(err)
 	}
