@@ -118,6 +118,38 @@ func (in *inbox) put(msg []byte) bool {
 	}
 }
 
+// read returns the next message, or why there is none: the connection's
+// close (ErrClosed), ctx's end, or the end of the stream (ended closed, end
+// says why). Messages already queued go before an end.
+func (in *inbox) read(ctx context.Context, ended <-chan struct{}, end func() error) ([]byte, error) {
+	if in.life.Err() != nil {
+		return nil, ErrClosed
+	}
+	select {
+	case msg := <-in.ch:
+		return msg, nil
+	default:
+	}
+	select {
+	case msg := <-in.ch:
+		return msg, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-in.life.Done():
+		return nil, ErrClosed
+	case <-ended:
+		select {
+		case msg := <-in.ch:
+			return msg, nil
+		default:
+		}
+		if in.life.Err() != nil {
+			return nil, ErrClosed
+		}
+		return nil, end()
+	}
+}
+
 // fail answers each request id with a JSON-RPC error, so that a client never
 // waits for an answer the transport knows will not come.
 func (in *inbox) fail(ids []json.RawMessage, why string) {

@@ -129,32 +129,7 @@ func (s *SSE) addHeaders(req *http.Request) { addHeaders(req, s.opts.Header) }
 // Read implements Conn. Messages already received are returned before the
 // end of the stream is.
 func (s *SSE) Read(ctx context.Context) ([]byte, error) {
-	if s.in.life.Err() != nil {
-		return nil, ErrClosed
-	}
-	select {
-	case msg := <-s.in.ch:
-		return msg, nil
-	default:
-	}
-	select {
-	case msg := <-s.in.ch:
-		return msg, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-s.in.life.Done():
-		return nil, ErrClosed
-	case <-s.ended:
-		select {
-		case msg := <-s.in.ch:
-			return msg, nil
-		default:
-		}
-		if s.in.life.Err() != nil {
-			return nil, ErrClosed
-		}
-		return nil, s.endErr
-	}
+	return s.in.read(ctx, s.ended, func() error { return s.endErr })
 }
 
 // Write implements Conn: it POSTs msg to the endpoint. The server answers on

@@ -81,26 +81,10 @@ func NewStreamableHTTP(rawURL string, opts *HTTPOptions) (*Streamable, error) {
 	return s, nil
 }
 
-// Read implements Conn.
+// Read implements Conn. Messages already received are returned before a
+// failure of the connection is.
 func (s *Streamable) Read(ctx context.Context) ([]byte, error) {
-	if s.in.life.Err() != nil {
-		return nil, ErrClosed
-	}
-	select {
-	case msg := <-s.in.ch:
-		return msg, nil
-	default:
-	}
-	select {
-	case msg := <-s.in.ch:
-		return msg, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-s.failed:
-		return nil, s.fatalErr()
-	case <-s.in.life.Done():
-		return nil, ErrClosed
-	}
+	return s.in.read(ctx, s.failed, s.fatalErr)
 }
 
 func (s *Streamable) fatalErr() error {
