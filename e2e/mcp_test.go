@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/contextd/contextd/internal/syncbuf"
 )
 
 // The MCP face is driven by the official TypeScript SDK client (e2e/mcpjs,
@@ -69,25 +70,8 @@ type mcpClient struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	lines  chan []byte
-	stderr *lockedBuffer
+	stderr *syncbuf.Buffer
 	hello  mcpAnswer // the first line: server info after initialize
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // mcpAnswer is one line of client.mjs.
@@ -120,7 +104,7 @@ func startMCP(t *testing.T, vars ...string) *mcpClient {
 	args := []string{env.usermgr, "run", testUser, "-C", env.project}
 	args = append(args, vars...)
 	args = append(args, "--", "node", filepath.Join(js, "client.mjs"), "--", filepath.Join(env.bin, "contextd-proxy"), "mcp")
-	c := &mcpClient{t: t, cmd: exec.Command("bash", args...), lines: make(chan []byte, 16), stderr: &lockedBuffer{}}
+	c := &mcpClient{t: t, cmd: exec.Command("bash", args...), lines: make(chan []byte, 16), stderr: &syncbuf.Buffer{}}
 	c.cmd.Stderr = c.stderr
 	var err error
 	if c.stdin, err = c.cmd.StdinPipe(); err != nil {

@@ -20,6 +20,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/contextd/contextd/internal/syncbuf"
 )
 
 // `contextd-proxy mcp wrap` in front of real MCP servers, driven by the
@@ -71,7 +73,7 @@ type wrapSession struct {
 	name   string
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	stderr *lockedBuffer
+	stderr *syncbuf.Buffer
 	hello  wrapAnswer
 	exited chan struct{}
 
@@ -157,7 +159,7 @@ func startWrapIn(t *testing.T, dir, name string, vars []string, server ...string
 	args = append(args, "--", "node", filepath.Join(js, "wrapclient.mjs"), "--",
 		filepath.Join(env.bin, "contextd-proxy"), "mcp", "wrap", "--name", name, "--")
 	args = append(args, server...)
-	w := &wrapSession{t: t, name: name, cmd: exec.Command("bash", args...), stderr: &lockedBuffer{},
+	w := &wrapSession{t: t, name: name, cmd: exec.Command("bash", args...), stderr: &syncbuf.Buffer{},
 		waiting: map[string]chan wrapAnswer{}, exited: make(chan struct{})}
 	w.cmd.Stderr = w.stderr
 	// The proxy inherits the client's stderr; should it outlive the client

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/coreos/go-systemd/v22/journal"
+
+	"github.com/contextd/contextd/internal/syncbuf"
 )
 
 var fieldName = regexp.MustCompile(`^[A-Z0-9][A-Z0-9_]{0,63}$`)
@@ -19,7 +21,7 @@ type sent struct {
 
 func TestJournal(t *testing.T) {
 	o := testOptions(t)
-	var logged syncBuffer
+	var logged syncbuf.Buffer
 	o.Logger = slogTo(&logged)
 	l := openTest(t, o)
 	defer l.Close()

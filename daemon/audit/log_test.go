@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/contextd/contextd/internal/syncbuf"
 )
 
 func TestAppendVerify(t *testing.T) {
@@ -336,7 +338,7 @@ func TestPartialLine(t *testing.T) {
 		t.Errorf("error does not say where: %v", err)
 	}
 
-	var logged syncBuffer
+	var logged syncbuf.Buffer
 	o.Logger = slogTo(&logged)
 	l = openTest(t, o)
 	fill(t, l, 6, 7)

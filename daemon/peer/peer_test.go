@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -26,6 +25,7 @@ import (
 	grpcpeer "google.golang.org/grpc/peer"
 
 	"github.com/contextd/contextd/daemon/peer"
+	"github.com/contextd/contextd/internal/syncbuf"
 	"github.com/contextd/contextd/peercred"
 	"github.com/contextd/contextd/wire"
 	"github.com/contextd/contextd/wire/grpcclient"
@@ -123,25 +123,11 @@ func (s *statusServer) Status(ctx context.Context, _ *wire.StatusRequest) (*wire
 	return &wire.StatusReply{Version: cred.String(), Pid: cred.PID}, nil
 }
 
-// syncBuffer is a log sink safe for the listener's goroutine and the test's.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// records returns the JSON log records written so far.
-func (s *syncBuffer) records(t *testing.T) []map[string]any {
+// records returns the JSON log records written to log so far.
+func records(t *testing.T, log *syncbuf.Buffer) []map[string]any {
 	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(s.b.Bytes()))
+	sc := bufio.NewScanner(bytes.NewReader(log.Bytes()))
 	for sc.Scan() {
 		var m map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
@@ -154,14 +140,14 @@ func (s *syncBuffer) records(t *testing.T) []map[string]any {
 
 type server struct {
 	sock string
-	log  *syncBuffer
+	log  *syncbuf.Buffer
 	svc  *statusServer
 }
 
 // serve runs a gRPC server with the peer check on a fresh socket in dir.
 func serve(t *testing.T, dir string, allowed []uint32) *server {
 	t.Helper()
-	s := &server{sock: filepath.Join(dir, "s.sock"), log: &syncBuffer{}, svc: &statusServer{}}
+	s := &server{sock: filepath.Join(dir, "s.sock"), log: &syncbuf.Buffer{}, svc: &statusServer{}}
 	ln, err := net.Listen("unix", s.sock)
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +186,7 @@ func TestSameUIDCredentialsReachHandler(t *testing.T) {
 	if n := s.svc.calls.Load(); n != 2 {
 		t.Errorf("handler ran %d times, want 2", n)
 	}
-	for _, r := range s.log.records(t) {
+	for _, r := range records(t, s.log) {
 		if r["level"] != "INFO" && r["level"] != "DEBUG" {
 			t.Errorf("unexpected log record for allowed callers: %v", r)
 		}
@@ -270,14 +256,14 @@ func TestOtherUID(t *testing.T) {
 			t.Fatalf("client of uid %d read %q, want EOF before any byte", other, out)
 		}
 		var found bool
-		for _, r := range s.log.records(t) {
+		for _, r := range records(t, s.log) {
 			if r["msg"] == "refused peer: uid not allowed" &&
 				r["peer_pid"] == float64(cmd.Process.Pid) && r["peer_uid"] == float64(other) && r["level"] == "WARN" {
 				found = true
 			}
 		}
 		if !found {
-			t.Errorf("no refusal with peer_pid=%d peer_uid=%d in the log:\n%s", cmd.Process.Pid, other, s.log.b.String())
+			t.Errorf("no refusal with peer_pid=%d peer_uid=%d in the log:\n%s", cmd.Process.Pid, other, s.log.String())
 		}
 		// A gRPC client of that uid gets nowhere either, and the handler never runs.
 		_, out = helperAs(t, bin, nobody, "grpc", s.sock, "CTXD_PEER_WANT=0")
@@ -306,7 +292,7 @@ func TestOtherUID(t *testing.T) {
 		if !strings.HasPrefix(out, "DATA ") {
 			t.Errorf("allowlisted raw client read %q, want server data", out)
 		}
-		for _, r := range s.log.records(t) {
+		for _, r := range records(t, s.log) {
 			if strings.HasPrefix(fmt.Sprint(r["msg"]), "refused") {
 				t.Errorf("allowlisted peer refused: %v", r)
 			}
@@ -379,7 +365,7 @@ func TestListenerWithoutPeerCredentialsRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &syncBuffer{}
+	log := &syncbuf.Buffer{}
 	pl := peer.NewListener(tcp, nil, slog.New(slog.NewJSONHandler(log, nil)))
 	defer pl.Close()
 	accepted := make(chan net.Conn, 1)
@@ -404,11 +390,11 @@ func TestListenerWithoutPeerCredentialsRefuses(t *testing.T) {
 		t.Fatalf("Accept returned a connection without credentials: %v", c)
 	}
 	var found bool
-	for _, r := range log.records(t) {
+	for _, r := range records(t, log) {
 		found = found || r["msg"] == "refused connection: cannot read peer credentials"
 	}
 	if !found {
-		t.Errorf("refusal not logged: %s", log.b.String())
+		t.Errorf("refusal not logged: %s", log.String())
 	}
 }
 

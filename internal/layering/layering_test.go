@@ -68,7 +68,7 @@ var rules = []rule{
 		why:    "the protocols are the edge; clients of the public API link them without the daemon or the proxy",
 	},
 	{
-		from: []string{"catalog/...", "scrub/...", "budget/...", "workspace/...", "peercred/...", "internal/ids/...", "internal/sqlitefile/...", "internal/drain/...", "internal/nanotime/...", "envallow/...", "toolspec/...", "sandboxinfo/...",
+		from: []string{"catalog/...", "scrub/...", "budget/...", "workspace/...", "peercred/...", "internal/ids/...", "internal/sqlitefile/...", "internal/drain/...", "internal/nanotime/...", "internal/syncbuf/...", "envallow/...", "toolspec/...", "sandboxinfo/...",
 			"salience/...", "outline/...", "systemd/..."},
 		deep:   true,
 		forbid: []string{"daemon/", "proxy/", "mcp/", "wire/", "cmd/", "ns/", "inspect/"},

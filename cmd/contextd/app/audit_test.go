@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/audit"
+	"github.com/contextd/contextd/internal/syncbuf"
 	"github.com/contextd/contextd/sandboxinfo"
 )
 
@@ -54,7 +54,7 @@ func appendCall(t *testing.T, l *audit.Log, i int) {
 }
 
 // runAudit runs `contextd audit ARGS...` through the real command tree.
-func runAudit(ctx context.Context, stdout, stderr *syncWriter, args ...string) error {
+func runAudit(ctx context.Context, stdout, stderr *syncbuf.Buffer, args ...string) error {
 	root := Command()
 	if c, _, err := root.Find([]string{"audit"}); err != nil || c == root {
 		root.AddCommand(auditCommand()) // until app.go adds it
@@ -67,26 +67,9 @@ func runAudit(ctx context.Context, stdout, stderr *syncWriter, args ...string) e
 
 func run(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
-	var out, errOut syncWriter
+	var out, errOut syncbuf.Buffer
 	err := runAudit(context.Background(), &out, &errOut, args...)
 	return out.String(), errOut.String(), err
-}
-
-type syncWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }
 
 func TestAuditVerify(t *testing.T) {
@@ -192,7 +175,7 @@ func TestAuditTailFollow(t *testing.T) {
 	dir, l := auditLog(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var out, errOut syncWriter
+	var out, errOut syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() { done <- runAudit(ctx, &out, &errOut, "tail", "--dir", dir, "-n", "1", "-f") }()
 	for !strings.Contains(out.String(), "#2 ") && ctx.Err() == nil {
