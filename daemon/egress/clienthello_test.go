@@ -120,26 +120,12 @@ func TestPeekHello(t *testing.T) {
 // the upstream: its record shows the connection got no byte. The matching
 // hello goes through.
 func TestTunnelSNIChecked(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
 	got := make(chan []byte, 10)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				b, _ := io.ReadAll(c)
-				c.Close()
-				got <- b
-			}()
-		}
-	}()
-	port := portOf(t, ln.Addr().String())
+	port := rawServer(t, func(c net.Conn) {
+		b, _ := io.ReadAll(c)
+		c.Close()
+		got <- b
+	})
 	p := startProxy(t, Options{
 		Policy:   Policy{Rules: []Rule{mustRule(t, fmt.Sprintf("front.test:%d", port)), mustRule(t, fmt.Sprintf("127.0.0.1:%d", port))}},
 		Resolver: resolver(map[string]string{"front.test": "127.0.0.1"}),

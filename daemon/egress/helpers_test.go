@@ -96,6 +96,28 @@ func mustRule(t testing.TB, s string) Rule {
 	return r
 }
 
+// rawServer listens on the loopback until the test ends and runs serve on
+// each connection it accepts, in a goroutine of its own; it returns the
+// port.
+func rawServer(t testing.TB, serve func(c net.Conn)) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go serve(c)
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
 func portOf(t testing.TB, addr string) int {
 	t.Helper()
 	_, p, err := net.SplitHostPort(strings.TrimPrefix(strings.TrimPrefix(addr, "http://"), "https://"))

@@ -177,25 +177,11 @@ func TestHeaderCountLimit(t *testing.T) {
 // header cannot grow the daemon either; the client gets a 502 naming the
 // limit.
 func TestResponseHeadLimit(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				http.ReadRequest(bufio.NewReader(c))
-				hugeHead{"HTTP/1.1 200 OK\r\nX-Big: ", "\r\nContent-Length: 0\r\n\r\n", hugeSize}.writeTo(c)
-			}()
-		}
-	}()
-	port := portOf(t, ln.Addr().String())
+	port := rawServer(t, func(c net.Conn) {
+		defer c.Close()
+		http.ReadRequest(bufio.NewReader(c))
+		hugeHead{"HTTP/1.1 200 OK\r\nX-Big: ", "\r\nContent-Length: 0\r\n\r\n", hugeSize}.writeTo(c)
+	})
 	p := startProxy(t, Options{Policy: Policy{Rules: []Rule{mustRule(t, fmt.Sprintf("127.0.0.1:%d", port))}}})
 	var resp *http.Response
 	var body string

@@ -64,36 +64,23 @@ func TestTrailerLimit(t *testing.T) {
 // counts the connections it accepted.
 func rawUpstream(t *testing.T, responses map[string][]byte) (port int, accepted *atomic.Int64) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	accepted = new(atomic.Int64)
-	go func() {
+	port = rawServer(t, func(c net.Conn) {
+		accepted.Add(1)
+		defer c.Close()
+		br := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			accepted.Add(1)
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					if _, err := c.Write(responses[req.URL.Path]); err != nil {
-						return
-					}
-				}
-			}()
+			io.Copy(io.Discard, req.Body)
+			if _, err := c.Write(responses[req.URL.Path]); err != nil {
+				return
+			}
 		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port, accepted
+	})
+	return port, accepted
 }
 
 // TestResponseTrailerLimit: an upstream (reachable by the sandboxed

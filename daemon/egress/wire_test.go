@@ -45,22 +45,8 @@ func (l *upstreamLog) requests() []string {
 // cannot read), /big (megabytes with the echo at a chunk boundary).
 func echoUpstream(t *testing.T, cfg *tls.Config) (*upstreamLog, int) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	l := &upstreamLog{done: make(chan struct{}, 100)}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go l.serve(c, cfg)
-		}
-	}()
-	return l, ln.Addr().(*net.TCPAddr).Port
+	return l, rawServer(t, func(c net.Conn) { l.serve(c, cfg) })
 }
 
 func (l *upstreamLog) serve(raw net.Conn, cfg *tls.Config) {
