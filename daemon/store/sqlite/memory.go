@@ -72,26 +72,15 @@ func (s *Store) PutMemory(ctx context.Context, m *store.Memory) error {
 	}
 	t := now()
 
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, cur, err := s.beginPut(ctx, "memory", "memories", id, m.Version)
 	if err != nil {
-		return fmt.Errorf("sqlite store: put memory %q: %w", id, err)
+		return err
 	}
 	defer tx.Rollback()
-
-	var version, created int64
-	err = tx.QueryRowContext(ctx, `SELECT version, created FROM memories WHERE id = ?`, id).Scan(&version, &created)
-	exists := err == nil
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("sqlite store: put memory %q: %w", id, err)
-	}
-	// A non-zero Version is a claim about the stored record: it must be
-	// there and unchanged since the caller read it.
-	if m.Version != 0 && (!exists || version != m.Version) {
-		return fmt.Errorf("sqlite store: put memory %q: version %d is stale: %w", id, m.Version, store.ErrConflict)
-	}
+	version, created := cur.version, cur.created
 	args := []any{m.Project, m.Title, m.Description, m.Content, m.Outcome, strings.TrimSpace(tagsJSON.String()),
 		m.Confidence, m.Uses, m.Helpful, m.Unhelpful, m.Archived, nanotime.Of(t)}
-	if exists {
+	if cur.exists {
 		version++
 		_, err = tx.ExecContext(ctx, `UPDATE memories SET
 			vector = CASE WHEN title = ?2 AND description = ?3 AND content = ?4 THEN vector END,

@@ -113,22 +113,13 @@ func (s *Store) PutBranch(ctx context.Context, b *store.Branch) error {
 	if id == "" {
 		id = ids.New()
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, cur, err := s.beginPut(ctx, "branch", "branches", id, b.Version)
 	if err != nil {
-		return fmt.Errorf("sqlite store: put branch %q: %w", id, err)
+		return err
 	}
 	defer tx.Rollback()
-
-	var version, created int64
-	err = tx.QueryRowContext(ctx, `SELECT version, created FROM branches WHERE id = ?`, id).Scan(&version, &created)
-	exists := err == nil
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("sqlite store: put branch %q: %w", id, err)
-	}
-	if b.Version != 0 && (!exists || version != b.Version) {
-		return fmt.Errorf("sqlite store: put branch %q: version %d is stale: %w", id, b.Version, store.ErrConflict)
-	}
-	if !exists {
+	version, created := cur.version, cur.created
+	if !cur.exists {
 		version, created = 0, nanotime.Of(now())
 	}
 	version++
@@ -147,6 +138,39 @@ func (s *Store) PutBranch(ctx context.Context, b *store.Branch) error {
 	}
 	b.ID, b.Version, b.Created = id, version, nanotime.Time(created)
 	return nil
+}
+
+// storedRow is what a put reads of the row it is to replace.
+type storedRow struct {
+	exists           bool
+	version, created int64
+}
+
+// beginPut opens the write transaction of a put of a kind ("memory") into
+// table and reads the row with id. A non-zero claimed Version is a claim
+// about the stored row: it must be there and unchanged since the caller
+// read it (store.ErrConflict otherwise). The caller rolls tx back, which
+// is a no-op after its Commit.
+func (s *Store) beginPut(ctx context.Context, kind, table, id string, claimed int64) (*sql.Tx, storedRow, error) {
+	fail := func(err error) (*sql.Tx, storedRow, error) {
+		return nil, storedRow{}, fmt.Errorf("sqlite store: put %s %q: %w", kind, id, err)
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fail(err)
+	}
+	var cur storedRow
+	err = tx.QueryRowContext(ctx, `SELECT version, created FROM `+table+` WHERE id = ?`, id).Scan(&cur.version, &cur.created)
+	cur.exists = err == nil
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		tx.Rollback()
+		return fail(err)
+	}
+	if claimed != 0 && (!cur.exists || cur.version != claimed) {
+		tx.Rollback()
+		return fail(fmt.Errorf("version %d is stale: %w", claimed, store.ErrConflict))
+	}
+	return tx, cur, nil
 }
 
 // upsertSet returns "col = excluded.col, ..." for the columns not in keep.
