@@ -41,25 +41,17 @@ func (s *Store) PutMemory(ctx context.Context, m *store.Memory) error {
 		if err != nil {
 			return err
 		}
-		switch {
-		case cur == nil && next.Version != 0:
-			return fmt.Errorf("qdrant store: put memory %q: version %d, none stored: %w", next.ID, next.Version, store.ErrConflict)
-		case cur == nil:
-			next.Created = t
-		default:
-			old := memoryFrom(cur.GetPayload())
-			if old.Project != next.Project {
-				return errNotFound("memory", next.ID)
-			}
-			if next.Version != 0 && next.Version != old.Version {
-				return fmt.Errorf("qdrant store: put memory %q: version %d, stored %d: %w",
-					next.ID, next.Version, old.Version, store.ErrConflict)
-			}
-			next.Created = old.Created
-			next.Version = old.Version
-			if sameText(&old, &next) {
-				dense = denseOf(cur.GetVectors())
-			}
+		var stored *base
+		var old store.Memory
+		if cur != nil {
+			old = memoryFrom(cur.GetPayload())
+			stored = &base{owner: old.Project, created: old.Created, version: old.Version}
+		}
+		if next.Created, next.Version, err = rebase("memory", next.ID, next.Project, next.Version, stored, t); err != nil {
+			return err
+		}
+		if cur != nil && sameText(&old, &next) {
+			dense = denseOf(cur.GetVectors())
 		}
 	}
 	next.Version++
@@ -94,18 +86,8 @@ func denseOf(v *qc.VectorsOutput) []float32 {
 
 // GetMemory returns the memory with id if it is in one of projects.
 func (s *Store) GetMemory(ctx context.Context, id string, projects []string) (*store.Memory, error) {
-	p, err := s.getPoint(ctx, "get memory", s.memories, id, false)
-	if err != nil {
-		return nil, err
-	}
-	if p == nil {
-		return nil, errNotFound("memory", id)
-	}
-	m := memoryFrom(p.GetPayload())
-	if m.ID != id || !slices.Contains(projects, m.Project) {
-		return nil, errNotFound("memory", id)
-	}
-	return &m, nil
+	return getOwned(ctx, s, "memory", s.memories, id, memoryFrom,
+		func(m *store.Memory) bool { return m.ID == id && slices.Contains(projects, m.Project) })
 }
 
 // memoryFilter selects the memories of q's projects that q admits. The

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	qc "github.com/qdrant/go-client/qdrant"
 
@@ -63,18 +64,8 @@ func (s *Store) PutCheckpoint(ctx context.Context, c *store.Checkpoint) error {
 
 // GetCheckpoint returns the checkpoint with id in project.
 func (s *Store) GetCheckpoint(ctx context.Context, id, project string) (*store.Checkpoint, error) {
-	p, err := s.getPoint(ctx, "get checkpoint", s.checkpoints, id, false)
-	if err != nil {
-		return nil, err
-	}
-	if p == nil {
-		return nil, errNotFound("checkpoint", id)
-	}
-	c := checkpointFrom(p.GetPayload())
-	if c.ID != id || c.Project != project {
-		return nil, errNotFound("checkpoint", id)
-	}
-	return &c, nil
+	return getOwned(ctx, s, "checkpoint", s.checkpoints, id, checkpointFrom,
+		func(c *store.Checkpoint) bool { return c.ID == id && c.Project == project })
 }
 
 // ListCheckpoints returns project's checkpoints, newest first (by Created,
@@ -134,22 +125,13 @@ func (s *Store) PutBranch(ctx context.Context, b *store.Branch) error {
 		if err != nil {
 			return err
 		}
-		switch {
-		case cur == nil && next.Version != 0:
-			return fmt.Errorf("qdrant store: put branch %q: version %d, none stored: %w", next.ID, next.Version, store.ErrConflict)
-		case cur == nil:
-			next.Created = t
-		default:
+		var stored *base
+		if cur != nil {
 			old := branchFrom(cur.GetPayload())
-			if old.Session != next.Session {
-				return errNotFound("branch", next.ID)
-			}
-			if next.Version != 0 && next.Version != old.Version {
-				return fmt.Errorf("qdrant store: put branch %q: version %d, stored %d: %w",
-					next.ID, next.Version, old.Version, store.ErrConflict)
-			}
-			next.Created = old.Created
-			next.Version = old.Version
+			stored = &base{owner: old.Session, created: old.Created, version: old.Version}
+		}
+		if next.Created, next.Version, err = rebase("branch", next.ID, next.Session, next.Version, stored, t); err != nil {
+			return err
 		}
 	}
 	next.Version++
@@ -166,18 +148,54 @@ func (s *Store) PutBranch(ctx context.Context, b *store.Branch) error {
 
 // GetBranch returns the branch with id of session.
 func (s *Store) GetBranch(ctx context.Context, id, session string) (*store.Branch, error) {
-	p, err := s.getPoint(ctx, "get branch", s.branches, id, false)
+	return getOwned(ctx, s, "branch", s.branches, id, branchFrom,
+		func(b *store.Branch) bool { return b.ID == id && b.Session == session })
+}
+
+// getOwned returns the record of kind with id in collection, read from its
+// payload with from, when mine says it is the caller's: a record of
+// another project or session is not found, like a missing one.
+func getOwned[T any](ctx context.Context, s *Store, kind, collection, id string, from func(payload) T, mine func(*T) bool) (*T, error) {
+	p, err := s.getPoint(ctx, "get "+kind, collection, id, false)
 	if err != nil {
 		return nil, err
 	}
 	if p == nil {
-		return nil, errNotFound("branch", id)
+		return nil, errNotFound(kind, id)
 	}
-	b := branchFrom(p.GetPayload())
-	if b.ID != id || b.Session != session {
-		return nil, errNotFound("branch", id)
+	r := from(p.GetPayload())
+	if !mine(&r) {
+		return nil, errNotFound(kind, id)
 	}
-	return &b, nil
+	return &r, nil
+}
+
+// base is what a versioned put (PutMemory, PutBranch) writes over: the
+// stored record's owner (its project or session), Created and Version.
+type base struct {
+	owner   string
+	created time.Time
+	version int64
+}
+
+// rebase checks a versioned put of kind with id, by owner, claiming
+// Version claimed, against the stored record (nil when there is none),
+// and returns the Created and Version the write goes on from: t and 0 for
+// a new record. A non-zero claim must be the stored Version
+// (ErrConflict); a record of another owner is not found.
+func rebase(kind, id, owner string, claimed int64, stored *base, t time.Time) (time.Time, int64, error) {
+	switch {
+	case stored == nil && claimed != 0:
+		return time.Time{}, 0, fmt.Errorf("qdrant store: put %s %q: version %d, none stored: %w", kind, id, claimed, store.ErrConflict)
+	case stored == nil:
+		return t, 0, nil
+	case stored.owner != owner:
+		return time.Time{}, 0, errNotFound(kind, id)
+	case claimed != 0 && claimed != stored.version:
+		return time.Time{}, 0, fmt.Errorf("qdrant store: put %s %q: version %d, stored %d: %w",
+			kind, id, claimed, stored.version, store.ErrConflict)
+	}
+	return stored.created, stored.version, nil
 }
 
 // scrollPage is the page size of OpenBranches.
