@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/store"
@@ -48,11 +47,8 @@ func (t Branch) Decode(input []byte) (tools.Call, error) {
 	if err := tools.DecodeStrict(tool, input, &in, true); err != nil {
 		return nil, err
 	}
-	if blank(in.Description) {
-		return nil, missing(tool, "description")
-	}
-	if n := utf8.RuneCountInString(in.Description); n > MaxBranchDescription {
-		return nil, badInput(tool, "description is %d characters, at most %d: say what the branch is for", n, MaxBranchDescription)
+	if err := shortText(tool, "description", in.Description, MaxBranchDescription, "say what the branch is for"); err != nil {
+		return nil, err
 	}
 	if in.Budget != nil && (*in.Budget < MinBranchBudget || *in.Budget > MaxBranchBudget) {
 		return nil, badInput(tool, "budget must be %d to %d tokens", MinBranchBudget, MaxBranchBudget)

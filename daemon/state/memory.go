@@ -275,11 +275,8 @@ func (c MemorySearch) Decode(input []byte) (tools.Call, error) {
 	if err := tools.DecodeStrict(tool, input, &in, true); err != nil {
 		return nil, err
 	}
-	if blank(in.Query) {
-		return nil, missing(tool, "query")
-	}
-	if n := utf8.RuneCountInString(in.Query); n > MaxQuery {
-		return nil, badInput(tool, "query is %d characters, at most %d: describe the task in a sentence or two", n, MaxQuery)
+	if err := shortText(tool, "query", in.Query, MaxQuery, "describe the task in a sentence or two"); err != nil {
+		return nil, err
 	}
 	if in.Limit != nil && (*in.Limit < 1 || *in.Limit > MaxSearchLimit) {
 		return nil, badInput(tool, "limit must be 1 to %d", MaxSearchLimit)

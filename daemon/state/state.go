@@ -187,6 +187,18 @@ func missing(tool, field string) error {
 	return badInput(tool, "%q is required", field)
 }
 
+// shortText refuses a required text that is blank or longer than max
+// characters; advice says what to write instead.
+func shortText(tool, field, value string, max int, advice string) error {
+	if blank(value) {
+		return missing(tool, field)
+	}
+	if n := utf8.RuneCountInString(value); n > max {
+		return badInput(tool, "%s is %d characters, at most %d: %s", field, n, max, advice)
+	}
+	return nil
+}
+
 // blank reports whether s holds nothing but white space.
 func blank(s string) bool { return strings.TrimSpace(s) == "" }
 
