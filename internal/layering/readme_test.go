@@ -20,7 +20,7 @@ func TestREADMELayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := graph(t)
+	g := moduleGraph(t)
 	cell := regexp.MustCompile("`([a-z0-9_./-]+/)`")
 	named := map[string]bool{}
 	for _, line := range strings.Split(string(b), "\n") {
