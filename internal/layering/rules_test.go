@@ -38,8 +38,9 @@ var harness = []string{"*test", "internal/testbin"}
 // confines it.
 var theSandboxHost = []string{"daemon/sandbox", "daemon/runner/...", "daemon/scope", "ns", "seccomp", "profiles"}
 
-// rules is the layering, one reviewable table; every package of the module
-// must be placed by one of its rules (TestImportRules).
+// rules is the layering, one reviewable table; the README's table of import
+// rules is generated from it (TestREADMERules), and every package of the
+// module must be placed by one of its rules (TestImportRules).
 //
 // The daemon's binary is the top; the core (daemon) under it composes the
 // daemon's layers, which follow a call: the socket and admission, the
