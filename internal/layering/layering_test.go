@@ -236,6 +236,8 @@ func TestCheckCatches(t *testing.T) {
 		{name: "daemon package no layer names", g: withPackage(real, "daemon/unplaced"), want: "package daemon/unplaced has no rule"},
 		{name: "package outside every tree", g: withPackage(real, "unplaced"), want: "package unplaced has no rule"},
 		{name: "pending rule enforced", g: real, rules: enforced(rules), want: "daemon/config imports "},
+		{name: "rule naming a gone package", g: real, want: "names daemon/gone, which matches no package", rules: append(slices.Clone(rules),
+			rule{from: []string{"daemon/tools"}, forbid: []string{"daemon/gone"}, why: "planted"})},
 		{name: "pending rule that holds", g: real, want: "holds: delete its pending", rules: []rule{
 			{from: []string{"daemon/config"}, forbid: []string{"daemon/tools"}, pending: "a closed issue"},
 		}},
