@@ -35,7 +35,7 @@ func TestREADMELayout(t *testing.T) {
 		}
 		// The package column: the second of a numbered row, else the first.
 		col := cols[1]
-		if strings.TrimSpace(col) != "" && strings.Trim(strings.TrimSpace(col), "0123456789abc") == "" {
+		if strings.TrimSpace(col) != "" && strings.Trim(strings.TrimSpace(col), "0123456789abcdefgh") == "" {
 			col = cols[2]
 		}
 		for _, m := range cell.FindAllStringSubmatch(col, -1) {

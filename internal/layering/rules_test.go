@@ -166,10 +166,16 @@ var rules = []rule{
 		why:    "the protocol between a tool's two halves belongs to neither side: its types are its own (a salience rule or block is converted at each end)",
 	},
 	{
-		from: []string{"daemon/homeview", "daemon/homemount", "daemon/cachelayer", "daemon/netview", "daemon/registries", "daemon/egress", "daemon/gitguard"}, deep: true,
+		from: []string{"daemon/homeview", "daemon/homemount", "daemon/cachelayer", "daemon/netview", "daemon/registries", "daemon/egress", "daemon/gitguard", "daemon/shield"}, deep: true,
 		forbid: []string{"daemon/...", "mcp/store", "mcp/record"},
-		allow:  []string{"daemon/homeview", "daemon/homemount", "daemon/cachelayer", "daemon/netview", "daemon/registries", "daemon/egress", "daemon/gitguard", "daemon/config", "daemon/runner"},
-		why:    "what a call sees (its home, its network, git's own paths) is built as data for the runner: these link the configuration and the runner's interface, never the tools that ask for it, the sandbox's implementation that applies it, or the state",
+		allow:  []string{"daemon/homeview", "daemon/homemount", "daemon/cachelayer", "daemon/netview", "daemon/registries", "daemon/egress", "daemon/gitguard", "daemon/shield", "daemon/config", "daemon/runner"},
+		why:    "what a call sees (its home, its network, git's own paths, the workspace's shield) is built as data for the runner: these link the configuration and the runner's interface, never the tools that ask for it, the sandbox's implementation that applies it, or the state",
+	},
+	{
+		from: []string{"daemon/sandboxenv"}, deep: true,
+		forbid: []string{"daemon/...", "mcp/...", "wire/...", "proxy/...", "cmd/...", "inspect"},
+		allow:  []string{"daemon/sandboxenv", "daemon/homeview", "daemon/homemount", "daemon/cachelayer", "daemon/netview", "daemon/registries", "daemon/egress", "daemon/gitguard", "daemon/shield", "daemon/config", "daemon/runner", "mcp/intercept", "mcp/jsonscan", "mcp/jsonrpc", "mcp/transport", "mcp/relay"},
+		why:    "the one builder of a sandbox's surroundings composes the views into the runner's spec from the configuration: the tools, the wrapped servers and sandbox show ask it, so it links none of them, nor the sandbox's implementation, nor the state",
 	},
 	{
 		from: []string{"daemon/egress"}, deep: true,
