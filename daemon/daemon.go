@@ -26,7 +26,9 @@ import (
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/sandbox"
+	"github.com/contextd/contextd/daemon/sandboxenv"
 	"github.com/contextd/contextd/daemon/scope"
+	"github.com/contextd/contextd/daemon/shield"
 	"github.com/contextd/contextd/daemon/state"
 	"github.com/contextd/contextd/daemon/tools"
 	"github.com/contextd/contextd/ns"
@@ -44,12 +46,12 @@ type Options struct {
 	// Runner starts tool processes. Default: the sandbox (sandbox.Runner), with
 	// a systemd scope per call when the user manager is reachable.
 	Runner runner.Runner
-	// Home shows safe_bash calls what they need of $HOME (the home view,
-	// the cache layers, the scratch home). Default: homemount.NewSetup
+	// Home shows sandboxes what they need of $HOME (the home view, the
+	// cache layers, the scratch home). Default: sandboxenv.NewHome
 	// when Runner is the default sandbox; none (an empty home) with a
 	// Runner of the caller's.
 	Home *homemount.Setup
-	// Net is the egress proxy's setup (netview.NewSetup): what sandboxed
+	// Net is the egress proxy's setup (sandboxenv.NewNet): what sandboxed
 	// programs may reach beyond their own loopback. Default: made at start
 	// when Runner is the default sandbox; with a Runner of the caller's,
 	// none, and NetErr says why.
@@ -87,65 +89,6 @@ func (o *Options) withDefaults() Options {
 	return v
 }
 
-// homeSetup makes the home view's setup, and expires the cache layers now
-// and every day after. Without one (no home directory), calls see an empty
-// tmpfs as their home.
-func homeSetup(ctx context.Context, cfg *config.Config, log *slog.Logger) *homemount.Setup {
-	hs, err := homemount.NewSetup(cfg)
-	if err != nil {
-		log.Warn("no home view: calls see an empty $HOME", "err", err)
-		return nil
-	}
-	if hs.Mode == homemount.Private {
-		log.Warn("toolchain caches are private to each workspace: overlayfs is not available", "why", hs.ModeNote)
-	}
-	expire := func() {
-		if removed, err := hs.Layers.Expire(time.Now()); err != nil {
-			log.Warn("cache layers: expiry", "err", err)
-		} else if len(removed) > 0 {
-			log.Info("cache layers expired", "removed", removed)
-		}
-	}
-	go func() {
-		expire()
-		t := time.NewTicker(24 * time.Hour)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				expire()
-			}
-		}
-	}()
-	return hs
-}
-
-// netSetup makes the egress proxy's setup. Without one, sandboxed programs
-// have no network beyond their own loopback, and every call says so.
-func netSetup(cfg *config.Config, log *slog.Logger) (*netview.Setup, error) {
-	dirs, err := netview.DefaultDirs()
-	if err != nil {
-		log.Warn("no egress proxy: sandboxed commands have no network", "err", err)
-		return nil, err
-	}
-	h, err := netview.HostOf()
-	if err != nil {
-		log.Warn("no egress proxy: sandboxed commands have no network", "err", err)
-		return nil, err
-	}
-	setup, err := netview.NewSetup(cfg, h, dirs, log.With("part", "egress"))
-	if err != nil {
-		log.Warn("no egress proxy: sandboxed commands have no network", "err", err)
-		return nil, err
-	}
-	for _, n := range setup.Notes() {
-		log.Info("egress: default rules", "note", n)
-	}
-	return setup, nil
-}
-
 // finalGrace is how long canceled calls get to send their last result after the
 // drain timeout, before connections are cut.
 const finalGrace = 5 * time.Second
@@ -170,19 +113,22 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 		}
 		o.Runner = sr
 		if o.Home == nil {
-			o.Home = homeSetup(ctx, cfg, log)
+			o.Home, _ = sandboxenv.NewHome(cfg, log)
 		}
 		if o.Net == nil {
-			o.Net, o.NetErr = netSetup(cfg, log)
+			o.Net, o.NetErr = sandboxenv.NewNet(cfg, log)
 		}
 		cleanPlaceholders(log)
 	}
+	home, _ := os.UserHomeDir()
+	sandboxes := &sandboxenv.Builder{Config: cfg, Home: o.Home, Net: o.Net, NetErr: o.NetErr, HomeDir: home}
+	sandboxes.ExpireCaches(ctx, log)
 
 	// stopCalls cancels every call in flight; calls see ErrShuttingDown as the cause.
 	callsCtx, stopCalls := context.WithCancelCause(context.Background())
 	defer stopCalls(nil)
 
-	svc := &service{opts: o, callsCtx: callsCtx, started: time.Now()}
+	svc := &service{opts: o, callsCtx: callsCtx, started: time.Now(), sandbox: sandboxes}
 	if err := svc.setupPipeline(cfg); err != nil {
 		return err
 	}
@@ -325,7 +271,7 @@ func cleanPlaceholders(log *slog.Logger) {
 		log.Warn("no record of workspace placeholders: a crash's leftovers will not be removed", "err", err)
 		return
 	}
-	if gone := tools.CleanPlaceholders(filepath.Join(dir, "placeholders")); len(gone) > 0 {
+	if gone := shield.CleanPlaceholders(filepath.Join(dir, "placeholders")); len(gone) > 0 {
 		log.Info("removed placeholders an earlier daemon left", "paths", gone)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -15,9 +14,7 @@ import (
 	"github.com/contextd/contextd/daemon/mcpwrap"
 	"github.com/contextd/contextd/daemon/netview"
 	"github.com/contextd/contextd/daemon/peer"
-	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/store/sqlite"
-	"github.com/contextd/contextd/daemon/tools"
 	mcpstore "github.com/contextd/contextd/mcp/store"
 	"github.com/contextd/contextd/wire/lite"
 )
@@ -25,7 +22,6 @@ import (
 // setupMCP builds the wrapper of `mcp wrap` sessions (after setupPipeline:
 // it shares the scrubber, the vaults, the page store and the counter).
 func (s *service) setupMCP(cfg *config.Config) {
-	home, _ := os.UserHomeDir()
 	s.mcp = mcpwrap.New(mcpwrap.Deps{
 		Runner:   s.opts.Runner,
 		Config:   cfg,
@@ -36,15 +32,7 @@ func (s *service) setupMCP(cfg *config.Config) {
 		Counter:  s.counter,
 		Salience: s.salience, // nil when [salience] enabled = false
 		Stores:   s.mcpStores,
-		Environ:  mcpEnviron(cfg),
-		Home:     home,
-		// The same views of $HOME and of the network as safe_bash's.
-		HomeMount: s.opts.Home,
-		Net:       s.opts.Net,
-		NetErr:    s.opts.NetErr,
-		Shield: func(root string, callerEnv map[string]string, spec *runner.Spec) (func() []string, []string, error) {
-			return tools.Shield(root, home, callerEnv, spec)
-		},
+		Sandbox:  s.sandbox,
 		RecordGuard: func(server, session string, start time.Time, warnings []string) {
 			if s.audit == nil {
 				return
@@ -122,14 +110,6 @@ func (s *service) mcpPath(ctx context.Context) (string, error) {
 type mcpStore struct {
 	mu sync.Mutex
 	st *mcpstore.Store
-}
-
-// mcpEnviron builds a wrapped server's environment as safe_bash's is built,
-// with the server's own env list added to safe_bash's.
-func mcpEnviron(cfg *config.Config) func(caller map[string]string, extra []string, session, ws string) []string {
-	return func(caller map[string]string, extra []string, session, ws string) []string {
-		return tools.CommandEnv(caller, append(append([]string{}, cfg.Tools.SafeBash.Env...), extra...), session, ws)
-	}
 }
 
 func (s *service) closeMCP() {

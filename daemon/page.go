@@ -77,7 +77,7 @@ func (s *service) cutPage(ctx context.Context, c Call, cred peer.Cred, sess stri
 		// is read again from the file, in the tool's sandbox like the
 		// first read.
 		fill := func(source []byte, off int64, p []byte) error {
-			env := &tools.Env{Session: sess, Peer: cred, Config: s.opts.Config, Runner: s.opts.Runner,
+			env := &tools.Env{Session: sess, Peer: cred, Config: s.opts.Config, Runner: s.opts.Runner, Sandbox: s.sandbox,
 				Vault: layer.Vault, Rules: s.rules}
 			o := tools.FillGap(ctx, env, source, off, p)
 			layers = o.Layers

@@ -15,6 +15,7 @@ import (
 	"github.com/contextd/contextd/daemon/pages"
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/daemon/respond"
+	"github.com/contextd/contextd/daemon/sandboxenv"
 	"github.com/contextd/contextd/daemon/session"
 	"github.com/contextd/contextd/daemon/store"
 	"github.com/contextd/contextd/daemon/tools"
@@ -46,6 +47,10 @@ type service struct {
 	state *stateStore
 	// unbranched: sessions with no open branch (see branchGate).
 	unbranched sessionSet
+
+	// sandbox builds every sandbox's surroundings: a tool call's, a
+	// wrapped server's.
+	sandbox *sandboxenv.Builder
 
 	// mcp runs `mcp wrap` sessions (set up by Run).
 	mcp      *mcpwrap.Wrapper
@@ -196,8 +201,7 @@ func (s *service) pipe(adm *admission, out func([]byte) error) *respond.Pipe {
 	env.Vault = s.vaults.get(env.Session)
 	env.Layer = &respond.Layer{Scrubber: s.scrubber, Vault: env.Vault}
 	env.Rules = s.rules
-	env.Scrubber, env.Home = s.scrubber, s.opts.Home
-	env.Net, env.NetErr = s.opts.Net, s.opts.NetErr
+	env.Scrubber, env.Sandbox = s.scrubber, s.sandbox
 	env.Window = budget.Window(adm.tokens)
 	var sal *salience.Set
 	if adm.c.Tool == "safe_bash" || adm.c.Tool == "safe_read" {

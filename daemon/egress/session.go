@@ -122,173 +122,182 @@ func (ss *session) admit(req *http.Request, ev *Event) (host string, port int, r
 	return host, port, rule, nil, 0
 }
 
+// exchange is one request's passage through a session: what was decided
+// about it, and the event that records it.
+type exchange struct {
+	req  *http.Request
+	ev   Event
+	host string
+	port int
+	rule Rule
+	// sc scrubs the response of the credentials its host holds and of those
+	// the request carried (nil: there are none).
+	sc          *scrubber
+	clientClose bool // the client asked for the connection to close after it
+}
+
 // handle relays one request and its response; it reports whether the
 // client connection may carry another request.
 func (ss *session) handle(req *http.Request) bool {
-	ev := Event{Time: time.Now(), Via: ss.via, Method: req.Method, Intercepted: ss.intercepted}
-	defer func() { ss.out += ev.BytesOut; ss.in += ev.BytesIn }()
-	refuse := func(code int, host string, port int, ref *refusal) bool {
-		ev.Reason = ref.reason
-		switch code {
-		case http.StatusBadRequest:
-			writeStatus(ss.cbw, code, "failed", "contextd egress: bad request: "+ref.reason)
-		default:
-			writeRefusal(ss.cbw, host, port, ref)
-		}
-		ss.s.emit(ev)
+	x := &exchange{req: req, ev: Event{Time: time.Now(), Via: ss.via, Method: req.Method, Intercepted: ss.intercepted}}
+	defer func() { ss.out += x.ev.BytesOut; ss.in += x.ev.BytesIn }()
+	echoes, ok := ss.allow(x)
+	if !ok {
 		return false
 	}
-	host, port, rule, ref, code := ss.admit(req, &ev)
+	resp, ok := ss.send(x, echoes)
+	if !ok {
+		return false
+	}
+	return ss.relay(x, resp)
+}
+
+// refuse answers x's request with a refusal instead of a response and
+// records it; the connection cannot carry another request.
+func (ss *session) refuse(x *exchange, code int, ref *refusal) bool {
+	x.ev.Reason = ref.reason
+	switch code {
+	case http.StatusBadRequest:
+		writeStatus(ss.cbw, code, "failed", "contextd egress: bad request: "+ref.reason)
+	default:
+		writeRefusal(ss.cbw, x.host, x.port, ref)
+	}
+	ss.s.emit(x.ev)
+	return false
+}
+
+// allow decides about x's request before anything is sent upstream: the
+// policy, an Expect the proxy answers, the credential substitution and leak
+// refusal. It returns the credentials substituted into the request (their
+// echoes are scrubbed from the response); !ok means the request goes no
+// further, its client answered.
+func (ss *session) allow(x *exchange) (echoes []swap, ok bool) {
+	req := x.req
+	var ref *refusal
+	var code int
+	x.host, x.port, x.rule, ref, code = ss.admit(req, &x.ev)
 	if ref != nil {
-		return refuse(code, host, port, ref)
+		return nil, ss.refuse(x, code, ref)
 	}
 	if req.Header.Get("Expect") != "" {
 		// The proxy answers 100-continue itself, now that the request is
 		// allowed, so the client sends the body the rewrite may need to read.
 		if !strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
-			return refuse(http.StatusBadRequest, host, port, &refusal{reason: "unsupported Expect"})
+			return nil, ss.refuse(x, http.StatusBadRequest, &refusal{reason: "unsupported Expect"})
 		}
 		req.Header.Del("Expect")
 		io.WriteString(ss.cbw, "HTTP/1.1 100 Continue\r\n\r\n") //nolint:errcheck // seen at the flush
 		if err := ss.cbw.Flush(); err != nil {
-			return false
+			return nil, false
 		}
 	}
-	injected, echoes, leak, err := ss.s.rewrite(req, host, port, ss.upTLS)
+	injected, echoes, leak, err := ss.s.rewrite(req, x.host, x.port, ss.upTLS)
 	if err != nil {
-		return refuse(http.StatusBadRequest, host, port, &refusal{reason: err.Error()})
+		return nil, ss.refuse(x, http.StatusBadRequest, &refusal{reason: err.Error()})
 	}
 	if leak != "" {
-		ev.Leak = true
-		return refuse(http.StatusForbidden, host, port, &refusal{kind: refusedPolicy, reason: leak})
+		x.ev.Leak = true
+		return nil, ss.refuse(x, http.StatusForbidden, &refusal{kind: refusedPolicy, reason: leak})
 	}
-	ev.Injected = injected
+	x.ev.Injected = injected
+	return echoes, true
+}
+
+// send writes x's request upstream and reads the head of its response; !ok
+// means it could not, its client answered.
+func (ss *session) send(x *exchange, echoes []swap) (resp *http.Response, ok bool) {
+	req := x.req
 	// A kept-alive upstream connection may have been closed by the server
 	// while idle; that is found only by using it. A request without a body
 	// can be sent again on a new connection, once, as net/http's own
 	// transport does, before anything of a response was read.
 	bodyless := req.Body == nil || req.Body == http.NoBody || req.ContentLength == 0 && len(req.TransferEncoding) == 0
-	retry := !ss.fixed && bodyless && ss.up != nil && ss.upKey == Hint(host, port)+" "+rule.String()
-	if ref := ss.upstream(host, port, rule); ref != nil {
+	retry := !ss.fixed && bodyless && ss.up != nil && ss.upKey == Hint(x.host, x.port)+" "+x.rule.String()
+	if ref := ss.upstream(x.host, x.port, x.rule); ref != nil {
 		code := http.StatusBadGateway
 		if ref.kind == refusedPolicy {
 			code = http.StatusForbidden
 		}
-		return refuse(code, host, port, ref)
+		return nil, ss.refuse(x, code, ref)
 	}
-	ev.Allowed, ev.Rule = true, rule.String()
+	x.ev.Allowed, x.ev.Rule = true, x.rule.String()
 
-	clientClose := req.Close
+	x.clientClose = req.Close
 	prepareRequest(req)
-	sc := newScrubber(ss.s.ownCreds(host, port), nil, echoes...)
-	if sc != nil {
+	x.sc = newScrubber(ss.s.ownCreds(x.host, x.port), nil, echoes...)
+	if x.sc != nil {
 		// A response from a host that holds a secret is scrubbed of it; it
 		// must come in a coding the scrubber reads, and the connection
 		// must stay HTTP.
 		req.Header.Set("Accept-Encoding", "identity")
 		req.Header.Del("Upgrade")
 	}
-	var resp *http.Response
 	for {
-		out := &countWriter{w: ss.upBw}
-		err = req.Write(out)
+		resp, err := ss.roundTrip(x)
 		if err == nil {
-			err = ss.upBw.Flush()
-		}
-		ev.BytesOut = out.n
-		if err == nil {
-			resp, err = ss.readResponse(req)
-			if err == nil {
-				break
-			}
+			return resp, true
 		}
 		ss.close()
 		if retry {
 			retry = false
-			if ref := ss.upstream(host, port, rule); ref == nil {
+			if ref := ss.upstream(x.host, x.port, x.rule); ref == nil {
 				continue
 			}
 		}
-		ev.Allowed, ev.Reason = false, "upstream: "+upstreamErr(err, sc)
-		return refuse(http.StatusBadGateway, host, port, &refusal{kind: refusedDial, reason: ev.Reason})
+		x.ev.Allowed, x.ev.Reason = false, "upstream: "+upstreamErr(err, x.sc)
+		return nil, ss.refuse(x, http.StatusBadGateway, &refusal{kind: refusedDial, reason: x.ev.Reason})
 	}
+}
+
+// roundTrip writes x's request on the upstream connection and reads the
+// head of the first response.
+func (ss *session) roundTrip(x *exchange) (*http.Response, error) {
+	out := &countWriter{w: ss.upBw}
+	err := x.req.Write(out)
+	if err == nil {
+		err = ss.upBw.Flush()
+	}
+	x.ev.BytesOut = out.n
+	if err != nil {
+		return nil, err
+	}
+	return ss.readResponse(x.req)
+}
+
+// relay passes the responses to x's request on to the client, starting
+// with resp: any informational ones, then the final one or a switch of
+// protocols. It records the exchange, and reports whether the client
+// connection may carry another request.
+func (ss *session) relay(x *exchange, resp *http.Response) bool {
 	in := &countWriter{w: ss.cbw}
-	defer func() { ev.BytesIn = in.n; ss.s.emit(ev) }()
+	defer func() { x.ev.BytesIn = in.n; ss.s.emit(x.ev) }()
+	var err error
 	for {
 		if resp == nil {
-			resp, err = ss.readResponse(req)
+			resp, err = ss.readResponse(x.req)
 		}
 		if err != nil {
 			ss.close()
-			ev.Allowed, ev.Reason = false, "upstream: read response: "+upstreamErr(err, sc)
+			x.ev.Allowed, x.ev.Reason = false, "upstream: read response: "+upstreamErr(err, x.sc)
 			if in.n == 0 {
-				writeRefusal(ss.cbw, host, port, &refusal{kind: refusedDial, reason: ev.Reason})
+				writeRefusal(ss.cbw, x.host, x.port, &refusal{kind: refusedDial, reason: x.ev.Reason})
 			}
 			return false
 		}
 		if resp.StatusCode == http.StatusSwitchingProtocols {
-			if sc != nil {
+			if x.sc != nil {
 				resp.Body.Close()
 				ss.close()
-				ev.Allowed, ev.Reason = false, "upstream switched protocols on a host with credentials"
-				writeRefusal(ss.cbw, host, port, &refusal{kind: refusedDial, reason: ev.Reason})
+				x.ev.Allowed, x.ev.Reason = false, "upstream switched protocols on a host with credentials"
+				writeRefusal(ss.cbw, x.host, x.port, &refusal{kind: refusedDial, reason: x.ev.Reason})
 				return false
 			}
-			return ss.upgrade(resp, in, &ev)
+			return ss.upgrade(resp, in, &x.ev)
 		}
 		informational := resp.StatusCode >= 100 && resp.StatusCode < 200
 		upClose := resp.Close
-		stripHopHeaders(resp.Header)
-		// A body without length or chunking is delimited by the close of
-		// the connection, and Response.Write announces that.
-		closeAfter := clientClose || upClose || (!informational && resp.ContentLength < 0 && !isChunked(resp.TransferEncoding))
-		resp.Close = closeAfter && !informational
-		chunkOK := req.ProtoAtLeast(1, 1) && resp.ProtoAtLeast(1, 1)
-		if sc != nil && !informational && !chunkOK {
-			// No chunked framing for the scrubbed body: the close ends it.
-			resp.Close, closeAfter = true, true
-		}
-		// Whether this response is still all in the buffer, for a failure
-		// to be answered rather than cut; nothing else waits there, as
-		// every earlier response was flushed.
-		start, fresh := in.n, ss.cbw.Buffered() == 0
-		if sc != nil {
-			err = writeScrubbed(in, resp, sc, req.Method == http.MethodHead, chunkOK)
-			resp.Body.Close()
-		} else if ss.spliceable(req, resp) {
-			// The body is consumed behind net/http's back, so resp.Body
-			// must not be closed: Close would try to drain it. Its head
-			// is flushed first, and its writes bypass in.
-			fresh = false
-			err = ss.writeSpliced(resp, in)
-		} else {
-			err = resp.Write(in)
-			resp.Body.Close()
-		}
-		if err != nil && in.err == nil && fresh && int64(ss.cbw.Buffered()) == in.n-start {
-			// The upstream's side failed (its body, a limit, a body that
-			// cannot be scrubbed) before any byte of the response left:
-			// the client gets a 502 that says why instead of a cut.
-			ss.close()
-			ss.cbw.Reset(ss.client)
-			in.n = start
-			ev.Allowed = false
-			if sc != nil {
-				why := "could not be checked for echoed credentials: " + upstreamErr(err, sc)
-				ev.Reason = "upstream: the response " + why
-				writeStatus(ss.cbw, http.StatusBadGateway, "failed", "contextd egress: the response of "+Hint(host, port)+" "+why)
-			} else {
-				ev.Reason = "upstream: read response: " + upstreamErr(err, sc)
-				writeRefusal(ss.cbw, host, port, &refusal{kind: refusedDial, reason: ev.Reason})
-			}
-			return false
-		}
-		if err == nil {
-			err = ss.cbw.Flush()
-		}
-		if err != nil {
-			ss.close()
-			ev.Reason = "relay: " + upstreamErr(err, sc)
+		closeAfter, ok := ss.respond(x, resp, in, informational)
+		if !ok {
 			return false
 		}
 		if informational {
@@ -299,6 +308,74 @@ func (ss *session) handle(req *http.Request) bool {
 			ss.close()
 		}
 		return !closeAfter && !(ss.fixed && upClose)
+	}
+}
+
+// respond writes one response to the client through in and flushes it. It
+// reports whether the connection must close after it; !ok means the relay
+// failed, the exchange ends.
+func (ss *session) respond(x *exchange, resp *http.Response, in *countWriter, informational bool) (closeAfter, ok bool) {
+	req, sc := x.req, x.sc
+	upClose := resp.Close
+	stripHopHeaders(resp.Header)
+	// A body without length or chunking is delimited by the close of
+	// the connection, and Response.Write announces that.
+	closeAfter = x.clientClose || upClose || (!informational && resp.ContentLength < 0 && !isChunked(resp.TransferEncoding))
+	resp.Close = closeAfter && !informational
+	chunkOK := req.ProtoAtLeast(1, 1) && resp.ProtoAtLeast(1, 1)
+	if sc != nil && !informational && !chunkOK {
+		// No chunked framing for the scrubbed body: the close ends it.
+		resp.Close, closeAfter = true, true
+	}
+	// Whether this response is still all in the buffer, for a failure
+	// to be answered rather than cut; nothing else waits there, as
+	// every earlier response was flushed.
+	start, fresh := in.n, ss.cbw.Buffered() == 0
+	var err error
+	if sc != nil {
+		err = writeScrubbed(in, resp, sc, req.Method == http.MethodHead, chunkOK)
+		resp.Body.Close()
+	} else if ss.spliceable(req, resp) {
+		// The body is consumed behind net/http's back, so resp.Body
+		// must not be closed: Close would try to drain it. Its head
+		// is flushed first, and its writes bypass in.
+		fresh = false
+		err = ss.writeSpliced(resp, in)
+	} else {
+		err = resp.Write(in)
+		resp.Body.Close()
+	}
+	if err != nil && in.err == nil && fresh && int64(ss.cbw.Buffered()) == in.n-start {
+		ss.takeBack(x, in, start, err)
+		return false, false
+	}
+	if err == nil {
+		err = ss.cbw.Flush()
+	}
+	if err != nil {
+		ss.close()
+		x.ev.Reason = "relay: " + upstreamErr(err, sc)
+		return false, false
+	}
+	return closeAfter, true
+}
+
+// takeBack answers a response that failed on the upstream's side (its
+// body, a limit, a body that cannot be scrubbed) before any byte of it left:
+// what of it sits in the client's buffer, from start, is dropped, and the
+// client gets a 502 that says why instead of a cut.
+func (ss *session) takeBack(x *exchange, in *countWriter, start int64, err error) {
+	ss.close()
+	ss.cbw.Reset(ss.client)
+	in.n = start
+	x.ev.Allowed = false
+	if x.sc != nil {
+		why := "could not be checked for echoed credentials: " + upstreamErr(err, x.sc)
+		x.ev.Reason = "upstream: the response " + why
+		writeStatus(ss.cbw, http.StatusBadGateway, "failed", "contextd egress: the response of "+Hint(x.host, x.port)+" "+why)
+	} else {
+		x.ev.Reason = "upstream: read response: " + upstreamErr(err, x.sc)
+		writeRefusal(ss.cbw, x.host, x.port, &refusal{kind: refusedDial, reason: x.ev.Reason})
 	}
 }
 

@@ -110,28 +110,15 @@ func (m *Mounts) Ending() {
 	}
 }
 
+// PlannedCopy is the Source of a scrubbed copy in a Plan: Prepare writes
+// each call's copies afresh, in a directory of their own under CopiesDir.
+const PlannedCopy = "(a scrubbed copy, made for each call)"
+
 // Prepare works out and prepares the mounts of one call. release removes
 // the scrubbed copies and gives the layers back; call it once the sandbox's
 // mount namespace is gone (the call's process has exited). On error nothing
 // is left to release.
 func (s *Setup) Prepare(c Call) (m *Mounts, release func(), err error) {
-	h := &homeview.Host{Home: c.Home, Env: c.CallerEnv, Workspace: c.Workspace}
-	opts := c.Options
-	opts.SystemDirs = s.SystemDirs
-	v, err := homeview.Resolve(h, opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	m = &Mounts{View: v, ReadOnly: v.ReadOnly, Masks: v.Masks}
-	for _, name := range homeview.ToolchainVars() {
-		if val := c.CallerEnv[name]; val != "" && filepath.IsAbs(val) {
-			m.Env = append(m.Env, name+"="+val)
-		}
-	}
-	key, err := layerKey(c)
-	if err != nil {
-		return nil, nil, err
-	}
 	var undo []func()
 	undoAll := func() {
 		for i := len(undo) - 1; i >= 0; i-- {
@@ -145,19 +132,61 @@ func (s *Setup) Prepare(c Call) (m *Mounts, release func(), err error) {
 			undoAll()
 		}
 	}()
+	m, err = s.mounts(c, &undo)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, undoAll, nil
+}
 
-	if len(v.Scrubbed) > 0 {
+// Plan is what Prepare would mount for c, worked out without writing,
+// leasing or locking anything (contextd sandbox show): the layers are the
+// ones Prepare leases when no other call holds them, and each scrubbed
+// copy's Source is PlannedCopy.
+func (s *Setup) Plan(c Call) (*Mounts, error) {
+	return s.mounts(c, nil)
+}
+
+// mounts is Prepare, and with undo nil Plan: one way of working out the
+// mounts, so that what contextd sandbox show prints is what a call gets.
+// Each thing made is undone by a function appended to *undo.
+func (s *Setup) mounts(c Call, undo *[]func()) (*Mounts, error) {
+	dry := undo == nil
+	h := &homeview.Host{Home: c.Home, Env: c.CallerEnv, Workspace: c.Workspace}
+	opts := c.Options
+	opts.SystemDirs = s.SystemDirs
+	v, err := homeview.Resolve(h, opts)
+	if err != nil {
+		return nil, err
+	}
+	m := &Mounts{View: v, ReadOnly: v.ReadOnly, Masks: v.Masks}
+	for _, name := range homeview.ToolchainVars() {
+		if val := c.CallerEnv[name]; val != "" && filepath.IsAbs(val) {
+			m.Env = append(m.Env, name+"="+val)
+		}
+	}
+	key, err := layerKey(c)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case len(v.Scrubbed) == 0:
+	case dry:
+		for _, p := range v.Scrubbed {
+			m.Binds = append(m.Binds, runner.Bind{Source: PlannedCopy, Target: p})
+		}
+	default:
 		if err := os.MkdirAll(s.CopiesDir, 0o700); err != nil {
-			return nil, nil, fmt.Errorf("home view: %s: %v: %w", s.CopiesDir, err, catalog.ErrSandbox)
+			return nil, fmt.Errorf("home view: %s: %v: %w", s.CopiesDir, err, catalog.ErrSandbox)
 		}
 		dir, err := os.MkdirTemp(s.CopiesDir, "call-")
 		if err != nil {
-			return nil, nil, fmt.Errorf("home view: %v: %w", err, catalog.ErrSandbox)
+			return nil, fmt.Errorf("home view: %v: %w", err, catalog.ErrSandbox)
 		}
-		undo = append(undo, func() { os.RemoveAll(dir) })
+		*undo = append(*undo, func() { os.RemoveAll(dir) })
 		copies, err := homeview.Render(v, dir, c.Vault, c.Scrubber)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		for _, cp := range copies {
 			m.Binds = append(m.Binds, runner.Bind{Source: cp.Source, Target: cp.Target})
@@ -165,37 +194,41 @@ func (s *Setup) Prepare(c Call) (m *Mounts, release func(), err error) {
 		}
 	}
 
-	names := []string{ScratchLayer}
-	if s.Mode == Overlay {
-		for _, cd := range v.Caches {
-			names = append(names, cd.Name)
+	layer := func(name string) (cachelayer.Layer, bool) { return s.Layers.Planned(key, name), true }
+	if !dry {
+		names := []string{ScratchLayer}
+		if s.Mode == Overlay {
+			for _, cd := range v.Caches {
+				names = append(names, cd.Name)
+			}
 		}
+		lease, err := s.Layers.Acquire(key, names)
+		if err != nil {
+			return nil, fmt.Errorf("home view: %w", err)
+		}
+		// The layers are given back before the call's result goes out
+		// (the next call in the workspace must find them free); the size
+		// bound, which walks them, is checked after, off the call's path.
+		*undo = append(*undo, func() {
+			lease.Unlock()
+			go lease.Release()
+		})
+		m.lease = lease
+		if lease.Warning != "" {
+			m.Warnings = append(m.Warnings, lease.Warning)
+		}
+		layer = lease.Layer
 	}
-	lease, err := s.Layers.Acquire(key, names)
-	if err != nil {
-		return nil, nil, fmt.Errorf("home view: %w", err)
-	}
-	// The layers are given back before the call's result goes out (the next
-	// call in the workspace must find them free); the size bound, which
-	// walks them, is checked after, off the call's path.
-	undo = append(undo, func() {
-		lease.Unlock()
-		go lease.Release()
-	})
-	m.lease = lease
-	if lease.Warning != "" {
-		m.Warnings = append(m.Warnings, lease.Warning)
-	}
-	scratch, ok := lease.Layer(ScratchLayer)
+	scratch, ok := layer(ScratchLayer)
 	if !ok {
-		return nil, nil, fmt.Errorf("home view: no scratch home in the lease: %w", catalog.ErrInternal)
+		return nil, fmt.Errorf("home view: no scratch home in the lease: %w", catalog.ErrInternal)
 	}
 	m.HomeDir = scratch.Upper
 	if s.Mode == Overlay {
 		for _, cd := range v.Caches {
-			ly, ok := lease.Layer(cd.Name)
+			ly, ok := layer(cd.Name)
 			if !ok {
-				return nil, nil, fmt.Errorf("home view: no layer for cache %s: %w", cd.Name, catalog.ErrInternal)
+				return nil, fmt.Errorf("home view: no layer for cache %s: %w", cd.Name, catalog.ErrInternal)
 			}
 			m.Overlays = append(m.Overlays, runner.Overlay{Lower: cd.Path, Upper: ly.Upper, Work: ly.Work})
 		}
@@ -216,7 +249,7 @@ func (s *Setup) Prepare(c Call) (m *Mounts, release func(), err error) {
 			}
 		}
 	}
-	return m, undoAll, nil
+	return m, nil
 }
 
 // layerKey names the call's layers: its sandbox, and its workspace as the
@@ -288,38 +321,4 @@ type Entry struct {
 	Path   string `json:"path"`             // where the sandbox shows it
 	Source string `json:"source,omitempty"` // what is shown there, when not Path itself
 	From   string `json:"from"`             // why
-}
-
-// Describe lists what a call in c.Workspace would see of $HOME, as Prepare
-// would mount it, without writing, leasing or locking anything.
-func (s *Setup) Describe(c Call) (*homeview.View, []Entry, error) {
-	opts := c.Options
-	opts.SystemDirs = s.SystemDirs
-	v, err := homeview.Resolve(&homeview.Host{Home: c.Home, Env: c.CallerEnv, Workspace: c.Workspace}, opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	key, err := layerKey(c)
-	if err != nil {
-		return nil, nil, err
-	}
-	scratch := s.Layers.Planned(key, ScratchLayer)
-	out := []Entry{{Mode: "rw", Path: c.Home, Source: scratch.Upper, From: "the workspace's scratch home (persistent)"}}
-	for _, p := range v.ReadOnly {
-		out = append(out, Entry{Mode: "ro", Path: p, From: v.From[p]})
-	}
-	for _, p := range v.Scrubbed {
-		out = append(out, Entry{Mode: "copy", Path: p, From: "scrubbed copy: secrets replaced by placeholders"})
-	}
-	if s.Mode == Overlay {
-		for _, cd := range v.Caches {
-			ly := s.Layers.Planned(key, cd.Name)
-			out = append(out, Entry{Mode: "overlay", Path: cd.Path, Source: ly.Upper,
-				From: "cache " + cd.Name + " (preset " + cd.Preset + "): yours read-only below, writes kept in the upper layer"})
-		}
-	}
-	for _, p := range v.Masks {
-		out = append(out, Entry{Mode: "masked", Path: p, From: "credential deny-list"})
-	}
-	return v, out, nil
 }

@@ -23,7 +23,7 @@ import (
 	"github.com/contextd/contextd/daemon/pages"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/runner/runnertest"
-	"github.com/contextd/contextd/daemon/tools"
+	"github.com/contextd/contextd/daemon/sandboxenv"
 	"github.com/contextd/contextd/mcp/jsonrpc"
 	mcpstore "github.com/contextd/contextd/mcp/store"
 	"github.com/contextd/contextd/mcp/transport"
@@ -82,14 +82,9 @@ func newWrapEnv(t *testing.T, r runner.Runner) *wrapEnv {
 		Runner: r, Config: e.cfg, Log: slog.New(slog.DiscardHandler), Scrubber: sc,
 		Vault: func(string) *scrub.Vault { return vault }, Pages: pg, Counter: budget.Default(),
 		Stores: func(context.Context) (Stores, error) { return st, nil },
-		Environ: func(map[string]string, []string, string, string) []string {
-			return []string{"PATH=/usr/bin:/bin", "HOME=" + e.home}
-		},
-		Home: e.home,
-		// The daemon's own shield (a wrap without one is refused).
-		Shield: func(root string, callerEnv map[string]string, spec *runner.Spec) (func() []string, []string, error) {
-			return tools.Shield(root, e.home, callerEnv, spec)
-		},
+		// The daemon's own builder (a wrap without one is refused), with no
+		// home view and no proxy.
+		Sandbox: &sandboxenv.Builder{Config: e.cfg, HomeDir: e.home},
 	})
 	return e
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -15,11 +14,11 @@ import (
 	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/config"
-	"github.com/contextd/contextd/daemon/homemount"
-	"github.com/contextd/contextd/daemon/homeview"
+	"github.com/contextd/contextd/daemon/gitguard"
 	"github.com/contextd/contextd/daemon/netview"
 	"github.com/contextd/contextd/daemon/pages"
 	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/daemon/sandboxenv"
 	"github.com/contextd/contextd/mcp/intercept"
 	"github.com/contextd/contextd/mcp/jsonrpc"
 	"github.com/contextd/contextd/mcp/record"
@@ -56,24 +55,11 @@ type Deps struct {
 	Salience *salience.Set
 	// Stores opens (once) the record and pin store.
 	Stores func(ctx context.Context) (Stores, error)
-	// Environ builds a server's environment from the caller's (the same
-	// allowlist as safe_bash's, plus the server's own env list).
-	Environ func(caller map[string]string, extra []string, session, workspace string) []string
-	// Home is the user's home directory, hidden from the server.
-	Home string
-	// HomeMount shows a server what it needs of $HOME (the home view and
-	// the cache layers, as for safe_bash); nil: an empty home.
-	HomeMount *homemount.Setup
-	// Net is the egress proxy's setup; nil: the server has its loopback
-	// only, and NetErr says why.
-	Net    *netview.Setup
-	NetErr error
-	// Shield protects what the host runs from the server as from a
-	// safe_bash call (git's paths and pins, the agents' configuration, the
-	// deny-list's masks, the git guard; tools.Shield); end, once the server
-	// is gone, reverts what it changed of git's entries and says what.
-	// Nil: the server is refused (fail closed).
-	Shield func(root string, callerEnv map[string]string, spec *runner.Spec) (end func() []string, warnings []string, err error)
+	// Sandbox builds a server's surroundings as a safe_bash call's (the
+	// shield, the home view with its launcher's preset, the egress proxy,
+	// the environment, [mcp.servers.NAME]'s paths and limits). Nil: the
+	// server is refused (fail closed).
+	Sandbox *sandboxenv.Builder
 	// RecordGuard writes to the audit log what a wrapped server changed of
 	// what git runs on its own, reverted when it ended (nil: logged only).
 	RecordGuard func(server, session string, start time.Time, warnings []string)
@@ -194,19 +180,8 @@ func (w *Wrapper) start(ctx context.Context, req *lite.Wrap, sessionID string) (
 			rec.Close()
 			return nil, err
 		}
-		spec := runner.Spec{
-			Path:      req.Command[0],
-			Args:      req.Command,
-			Dir:       req.Cwd,
-			Env:       w.d.Environ(req.Env, sc.Env, sessionID, place.Root),
-			Workspace: place.Root,
-			Home:      w.d.Home,
-			ReadOnly:  sc.ReadOnly,
-			ReadWrite: sc.ReadWrite,
-			Network:   sc.Network,
-			Limits:    runner.Limits{MemoryMax: uint64(sc.MemoryMax), TasksMax: sc.TasksMax},
-		}
-		after, err := w.views(req, sc, sessionID, place.Root, &spec, s)
+		spec := runner.Spec{Path: req.Command[0], Args: req.Command, Dir: req.Cwd}
+		after, err := w.views(req, sessionID, place.Root, &spec, s)
 		if err != nil {
 			rec.Close()
 			return nil, err
@@ -221,7 +196,7 @@ func (w *Wrapper) start(ctx context.Context, req *lite.Wrap, sessionID string) (
 			after()
 		}(s.proc)
 		info := &serverInfo{name: req.Name, command: req.Command, cwd: req.Cwd, path: req.Env["PATH"],
-			workspace: place.Root, home: w.d.Home, config: configFile(cfg), readOnly: sc.ReadOnly, readWrite: sc.ReadWrite,
+			workspace: place.Root, home: spec.Home, config: configFile(cfg), readOnly: sc.ReadOnly, readWrite: sc.ReadWrite,
 			egress: s.egressLines}
 		proc := s.proc
 		s.server = newServerConn(
@@ -234,9 +209,6 @@ func (w *Wrapper) start(ctx context.Context, req *lite.Wrap, sessionID string) (
 		// user manager), not what it was asked for.
 		if l, ok := s.proc.applied(); ok {
 			s.sandbox = &l
-		}
-		if sc.Network {
-			s.warnings = append(s.warnings, fmt.Sprintf("server %s shares the host network ([mcp.servers.%s] network = true)", req.Name, req.Name))
 		}
 	}
 	w.mu.Lock()
@@ -533,44 +505,49 @@ func jsonOrString(b []byte) json.RawMessage {
 
 func jsonValid(b []byte) bool { return len(b) > 0 && json.Valid(b) }
 
-// views prepares what a server's sandbox shows of $HOME and of the network
-// (the same home view and egress proxy as safe_bash's, with the presets its
-// launcher needs and its own [mcp.servers.NAME] rules) into spec. after,
-// called once the server has ended, gives the cache layers back and stops
-// the proxy, logging what it refused.
-func (w *Wrapper) views(req *lite.Wrap, sc config.MCPServer, sessionID, root string, spec *runner.Spec, s *session) (after func(), err error) {
-	var afters []func()
-	after = func() {
-		for i := len(afters) - 1; i >= 0; i-- {
-			afters[i]()
-		}
-	}
-	vault := w.d.Vault(sessionID)
-	if w.d.HomeMount != nil {
-		opts := homeview.Options{PresetsOff: w.d.Config.Home.PresetsOff, ReadOnly: w.d.Config.Home.ReadOnly}
-		if p, ok := homeview.LauncherPresets[filepath.Base(req.Command[0])]; ok {
-			opts.Presets = []string{p}
-		}
-		m, release, err := w.d.HomeMount.Prepare(homemount.Call{Home: w.d.Home, Workspace: root, Sandbox: "mcp:" + req.Name, CallerEnv: req.Env,
-			Vault: vault, Scrubber: w.d.Scrubber, Options: opts})
-		if err != nil {
-			// Fail closed, as safe_bash does: no guessed view.
-			return nil, fmt.Errorf("mcp wrap: %w", err)
-		}
-		afters = append(afters, release)
-		m.Apply(spec)
-		spec.Env = netview.MergeEnv(spec.Env, m.Env)
-		s.warnings = append(s.warnings, m.Warnings...)
-	}
-	// After the home view, whose masks it adds to.
-	if w.d.Shield == nil {
-		after()
+// views builds what a server's sandbox shows of the workspace, of $HOME
+// and of the network into spec (sandboxenv: a Server), and holds the git
+// guard's fingerprint for the server's life. after, called once the server
+// has ended, puts back what it changed of what git runs on its own, stops
+// the proxy (logging and recording what went through it) and gives the
+// rest back.
+func (w *Wrapper) views(req *lite.Wrap, sessionID, root string, spec *runner.Spec, s *session) (after func(), err error) {
+	if w.d.Sandbox == nil {
 		return nil, fmt.Errorf("mcp wrap: no protection of the workspace's host-run paths: %w", catalog.ErrSandbox)
 	}
-	end, warnings, err := w.d.Shield(root, req.Env, spec)
+	sb, err := w.d.Sandbox.Build(sandboxenv.Request{Kind: sandboxenv.Server, Name: req.Name, Workspace: root, Session: sessionID,
+		CallerEnv: req.Env, Vault: w.d.Vault(sessionID), Scrubber: w.d.Scrubber, Launcher: req.Command[0]})
+	if err != nil {
+		sb.Release(nil)
+		return nil, fmt.Errorf("mcp wrap: %w", err)
+	}
+	snap, err := gitguard.TakeLayout(root, sb.Git)
+	if err != nil {
+		sb.Release(nil)
+		return nil, fmt.Errorf("mcp wrap: %w", err)
+	}
+	sb.Apply(spec)
+	spec.Env = sb.Vars
+	s.warnings = append(s.warnings, sb.Warnings...)
+	if n := sb.Net(); n != nil {
+		s.egressSofar = n.Sofar
+	}
 	started := time.Now()
-	afters = append(afters, func() {
-		ws := end()
+	return func() {
+		if sum := sb.Finish(); sum != nil {
+			if len(sum.Lines) > 0 {
+				s.log.Warn("mcp wrap: egress refused", "lines", sum.Lines)
+			}
+			if w.d.RecordEgress != nil && len(sum.Connections) > 0 {
+				w.d.RecordEgress(req.Name, sessionID, started, *sum)
+			}
+		}
+		rep := snap.Check(gitguard.DefaultDir())
+		ws := rep.Warnings()
+		if err := rep.Err(); err != nil {
+			ws = append(ws, err.Error())
+		}
+		sb.Release(nil)
 		if len(ws) == 0 {
 			return
 		}
@@ -580,36 +557,7 @@ func (w *Wrapper) views(req *lite.Wrap, sc config.MCPServer, sessionID, root str
 		if w.d.RecordGuard != nil {
 			w.d.RecordGuard(req.Name, sessionID, started, ws)
 		}
-	})
-	if err != nil {
-		after()
-		return nil, fmt.Errorf("mcp wrap: %w", err)
-	}
-	s.warnings = append(s.warnings, warnings...)
-	switch {
-	case sc.Network:
-	case w.d.Net != nil:
-		n, err := w.d.Net.Prepare(netview.Call{Tool: "mcp:" + req.Name, Server: req.Name, Vault: vault})
-		if err != nil {
-			after()
-			return nil, fmt.Errorf("mcp wrap: %w", err)
-		}
-		spec.Env = n.Apply(spec, spec.Env)
-		s.egressSofar = n.Sofar
-		start := time.Now()
-		afters = append(afters, func() {
-			sum := n.Finish()
-			if len(sum.Lines) > 0 {
-				s.log.Warn("mcp wrap: egress refused", "lines", sum.Lines)
-			}
-			if w.d.RecordEgress != nil && len(sum.Connections) > 0 {
-				w.d.RecordEgress(req.Name, sessionID, start, sum)
-			}
-		})
-	case w.d.NetErr != nil:
-		s.warnings = append(s.warnings, fmt.Sprintf("server %s has no egress proxy (%v): no network beyond its own loopback", req.Name, w.d.NetErr))
-	}
-	return after, nil
+	}, nil
 }
 
 // egressLines are the refusals of the server's connections so far.

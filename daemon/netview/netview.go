@@ -455,9 +455,18 @@ func (c Call) ruleKey() (section, key string) {
 	return "[tools.safe_bash]", "egress_allow"
 }
 
-// Prepare builds the call's proxy: its rules, its credentials with this
-// session's placeholders, the listeners inside and the environment.
-func (s *Setup) Prepare(c Call) (*Net, error) {
+// Plan is what Prepare gives the call's sandbox, without a proxy to serve
+// it (contextd sandbox show): Serve, Finish and Sofar are nil. Without a
+// Vault, no credential is put in.
+func (s *Setup) Plan(c Call) (*Net, error) {
+	n, _, _, err := s.plan(c)
+	return n, err
+}
+
+// plan is the part of Prepare that Plan shares: the call's rules and
+// credentials, the listeners inside, the environment and the binds of the
+// trust bundles.
+func (s *Setup) plan(c Call) (n *Net, creds []egress.Credential, ca *egress.CA, err error) {
 	rules := append([]egress.Rule{}, s.base...)
 	if c.Server != "" {
 		rules = append(rules, s.serverRules[c.Server]...)
@@ -465,7 +474,6 @@ func (s *Setup) Prepare(c Call) (*Net, error) {
 		rules = append(rules, s.safeRules...)
 	}
 	rules = append(rules, c.Extra...)
-	var creds []egress.Credential
 	for _, sec := range s.found.Secrets {
 		if sec.Host == "" || c.Vault == nil {
 			continue
@@ -505,8 +513,21 @@ func (s *Setup) Prepare(c Call) (*Net, error) {
 
 	ca, bundle, bundleMnt, caOnly, err := s.currentCA()
 	if err != nil {
+		return nil, nil, nil, err
+	}
+	n = &Net{Listen: listen, Env: env, Rules: rules,
+		Binds: []runner.Bind{{Source: bundle, Target: bundleMnt}, {Source: caOnly, Target: NodeCAAt}}}
+	return n, creds, ca, nil
+}
+
+// Prepare builds the call's proxy: its rules, its credentials with this
+// session's placeholders, the listeners inside and the environment.
+func (s *Setup) Prepare(c Call) (*Net, error) {
+	n, creds, ca, err := s.plan(c)
+	if err != nil {
 		return nil, err
 	}
+	rules := n.Rules
 	col := &collector{setup: s, call: c, rules: rules}
 	srv := egress.NewServer(egress.Options{Policy: egress.Policy{Rules: rules}, Credentials: creds, CA: ca,
 		RootCAs: s.roots, OnEvent: col.add, Log: s.log, Limits: s.limits})
@@ -537,8 +558,7 @@ func (s *Setup) Prepare(c Call) (*Net, error) {
 		wg.Wait()
 		return col.summary()
 	}
-	n := &Net{Listen: listen, Env: env, Serve: serve, Finish: finish, Sofar: col.summary, Rules: rules,
-		Binds: []runner.Bind{{Source: bundle, Target: bundleMnt}, {Source: caOnly, Target: NodeCAAt}}}
+	n.Serve, n.Finish, n.Sofar = serve, finish, col.summary
 	return n, nil
 }
 

@@ -107,6 +107,31 @@ type Spec struct {
 	Started func(sandboxinfo.Layers)
 }
 
+// View is what a spec shows its program of the host: the fields a
+// sandbox's surroundings fill (sandboxenv), as `contextd sandbox show
+// --json` prints them and the sandbox's debug log records each call's.
+type View struct {
+	Workspace string    `json:"workspace"`
+	Home      string    `json:"home"`
+	ReadOnly  []string  `json:"read_only"`
+	ReadWrite []string  `json:"read_write"`
+	Pins      []string  `json:"pins"`
+	HomeDir   string    `json:"home_dir"`
+	Binds     []Bind    `json:"binds"`
+	Overlays  []Overlay `json:"overlays"`
+	Masks     []string  `json:"masks"`
+	Network   bool      `json:"host_network"`
+	Listen    []string  `json:"listen"`
+	Limits    Limits    `json:"limits"`
+}
+
+// View is s's view.
+func (s *Spec) View() View {
+	return View{Workspace: s.Workspace, Home: s.Home, ReadOnly: s.ReadOnly, ReadWrite: s.ReadWrite,
+		Pins: s.Pins, HomeDir: s.HomeDir, Binds: s.Binds, Overlays: s.Overlays, Masks: s.Masks,
+		Network: s.Network, Listen: s.Listen, Limits: s.Limits}
+}
+
 // Bind shows the host path Source at Target, read-only.
 type Bind struct{ Source, Target string }
 

@@ -5,6 +5,7 @@
 package sandbox
 
 import (
+	"encoding/json"
 	"net"
 
 	"golang.org/x/sys/unix"
@@ -64,6 +65,13 @@ func (r *Runner) Run(ctx context.Context, s runner.Spec) (runner.Exit, error) {
 		r.log().Debug("sandbox stages", "tool", s.Tool, "start_ms", ms(tStarted), "scope_ms", ms(tScoped),
 			"released_ms", ms(tReleased), "ended_ms", ms(tEnded), "total_ms", ms(time.Since(t0)), "init_setup", setup)
 	}()
+	if log := r.log(); log.Enabled(ctx, slog.LevelDebug) {
+		// What the sandbox shows, exactly as asked (contextd sandbox show
+		// prints the same; an e2e test compares the two).
+		if v, err := json.Marshal(s.View()); err == nil {
+			log.Debug("sandbox view", "tool", s.Tool, "view", string(v))
+		}
+	}
 	if s.Reserved != nil {
 		// Whatever way Run ends, a reservation it did not take is ended
 		// (a no-op once taken: Run owns it then).

@@ -12,6 +12,7 @@ import (
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/gitguard"
 	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/daemon/sandboxenv"
 	"github.com/contextd/contextd/daemon/tools/toolproto"
 	"github.com/contextd/contextd/salience"
 	"github.com/contextd/contextd/workspace"
@@ -47,7 +48,7 @@ const maxGapPage = 16 << 20
 // FillGap fills p with bytes [off, off+len(p)) of a gap's rendering (source
 // as the output's Hole got it), read again from the file in safe_read's
 // sandbox, unscrubbed: the caller scrubs what it returns. env needs Config,
-// Runner and Peer; the place and the output are the gap's own. A file whose
+// Runner, Sandbox and Peer; the place and the output are the gap's own. A file whose
 // bytes in the gap changed since the first read is refused
 // (catalog.ErrUnknownContinuation).
 func FillGap(ctx context.Context, env *Env, source []byte, off int64, p []byte) Outcome {
@@ -81,35 +82,27 @@ func FillGap(ctx context.Context, env *Env, source []byte, off int64, p []byte) 
 
 // runFileOp runs op through the call's runner and turns the tool process's report
 // back into an outcome. source is the file the output comes from, for the
-// placeholders of the secrets in it ("" when none).
-//
-// The file tools get the same shield as safe_bash: the host-run
-// configuration read-only (placeholders where it is missing), the
-// deny-listed paths in the workspace masked.
+// placeholders of the secrets in it ("" when none). The file tools get the
+// same shield as safe_bash (sandboxenv: Reader, Writer).
 //
 // git is the call's Find of the workspace's git entries (safe_write's git
 // guard fingerprints the same).
-func runFileOp(ctx context.Context, env *Env, op toolproto.Op, source string, git gitguard.Layout) Outcome {
-	shield := shieldWorkspace
+func runFileOp(ctx context.Context, env *Env, op toolproto.Op, source string, git gitguard.Layout) (o Outcome) {
+	kind := sandboxenv.Writer
 	if op.Content == nil {
-		// Reading only: nothing can be created, so no placeholder is
-		// needed (missing paths are not bound).
-		shield = shieldReadOnly
+		kind = sandboxenv.Reader
 	}
-	sh, err := shield(env.Place.Root, homeDir(), env.CallerEnv)
+	sb, err := env.Sandbox.Build(sandboxenv.Request{Kind: kind, Name: op.Tool, Workspace: env.Place.Root,
+		Session: env.Session, CallerEnv: env.CallerEnv, Git: &git})
 	// After the run: the sandbox, and every process in it, is gone by then.
-	defer sh.release()
+	defer func() { sb.Release(o.gone) }()
 	if err != nil {
 		return Outcome{Err: fmt.Errorf("%s: %w", op.Tool, err)}
 	}
-	spec := runner.Spec{
-		Dir:     env.Place.Root,
-		Env:     []string{"PATH=/usr/bin:/bin"},
-		Timeout: env.Config.Tools.FileTimeout.Duration,
-	}
-	sh.apply(env.Place.Root, git, &spec)
-	o := runSandboxed(ctx, env, op, source, spec)
-	o.Warnings = append(o.Warnings, sh.Warnings...)
+	spec := runner.Spec{Dir: env.Place.Root, Env: sb.Vars, Timeout: env.Config.Tools.FileTimeout.Duration}
+	sb.Apply(&spec)
+	o = runSandboxed(ctx, env, op, source, spec)
+	o.Warnings = append(o.Warnings, sb.Warnings...)
 	return o
 }
 
@@ -172,10 +165,8 @@ func runSandboxed(ctx context.Context, env *Env, op toolproto.Op, source string,
 		}
 	}
 	spec.Tool, spec.Mode, spec.Args, spec.Stdin = op.Tool, runner.Tool, []string{op.Tool}, in
-	spec.Workspace, spec.Home = env.Place.Root, homeDir()
 	tw := &timedWriter{w: frames}
 	spec.Output, spec.Stderr = tw, &limitedBuffer{buf: &stderr, max: 64 << 10}
-	spec.Limits = env.limits(op.Tool)
 	ex, err := env.Runner.Run(ctx, spec)
 	meta, gotMeta := frames.Meta()
 	o := Outcome{Layers: ex.Layers, Stages: meta.Stages, File: opened, gone: ex.Gone}

@@ -14,16 +14,16 @@ type stageSpan struct {
 	ms   float64
 }
 
-// mark ends the current stage, named name, and starts the next.
-func (c *stageClock) mark(name string) {
+// Mark ends the current stage, named name, and starts the next.
+func (c *stageClock) Mark(name string) {
 	now := time.Now()
 	c.spans = append(c.spans, stageSpan{name, float64(now.Sub(c.t).Microseconds()) / 1000})
 	c.t = now
 }
 
-// add records a span timed elsewhere (work done beside the stages, in a
+// Add records a span timed elsewhere (work done beside the stages, in a
 // goroutine), without ending the current stage.
-func (c *stageClock) add(name string, d time.Duration) {
+func (c *stageClock) Add(name string, d time.Duration) {
 	c.spans = append(c.spans, stageSpan{name, float64(d.Microseconds()) / 1000})
 }
 

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"reflect"
 	"sort"
 	"strings"
@@ -16,11 +15,11 @@ import (
 	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/config"
-	"github.com/contextd/contextd/daemon/homemount"
 	"github.com/contextd/contextd/daemon/netview"
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/daemon/respond"
 	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/daemon/sandboxenv"
 	"github.com/contextd/contextd/daemon/store"
 	"github.com/contextd/contextd/salience"
 	"github.com/contextd/contextd/sandboxinfo"
@@ -69,24 +68,9 @@ type Env struct {
 	// Scrubber is the daemon's scrubber (default and user rules), for what
 	// the daemon itself shows a call (the scrubbed configuration copies).
 	Scrubber *scrub.Scrubber
-	// Home shows safe_bash what it needs of $HOME; nil: an empty home.
-	Home *homemount.Setup
-	// Net is the egress proxy's setup: what safe_bash's commands may reach
-	// beyond their own loopback. Nil: nothing (NetErr says why).
-	Net    *netview.Setup
-	NetErr error
-}
-
-// limits returns the configured limits of tool's sandbox.
-func (e *Env) limits(tool string) runner.Limits {
-	sb := e.Config.Tools.Sandbox(tool)
-	return runner.Limits{MemoryMax: uint64(sb.MemoryMax), TasksMax: sb.TasksMax, CPUQuotaPercent: sb.CPUQuotaPercent}
-}
-
-// homeDir is the home the sandbox hides: the daemon's user's.
-func homeDir() string {
-	h, _ := os.UserHomeDir()
-	return h
+	// Sandbox builds what a sandboxed tool's process sees beyond the
+	// system: the shield, $HOME, the network, the limits.
+	Sandbox *sandboxenv.Builder
 }
 
 // Outcome is how a run ended and what it ran under. Err is the tool's own

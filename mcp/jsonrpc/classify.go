@@ -164,158 +164,210 @@ func (s *scanner) batch() (Info, error) {
 
 // object classifies the object at s.I and leaves s.I after it.
 func (s *scanner) object() (Info, error) {
-	var (
-		info     Info
-		seen     uint8
-		idNull   bool
-		paramsAt = -1
-	)
+	var info Info
+	env := envelope{paramsAt: -1}
+	if err := s.members(&info, &env); err != nil {
+		return info, err
+	}
+	if err := s.kind(&info, env); err != nil {
+		return info, err
+	}
+	return info, s.methodParams(&info, env)
+}
+
+// envelope is what object has read of a message besides its Info.
+type envelope struct {
+	seen     uint8 // the envelope keys met, as bits
+	idNull   bool  // the id is null
+	paramsAt int   // offset of the value of params; -1: none
+}
+
+// has says whether the envelope key k was met.
+func (e *envelope) has(k int) bool { return e.seen&(1<<k) != 0 }
+
+// members reads the object's members, checking each envelope member's value
+// and keeping into info and env what classifying it needs.
+func (s *scanner) members(info *Info, env *envelope) error {
 	empty, err := s.Open()
 	if err != nil {
-		return info, invalid(err)
+		return invalid(err)
 	}
 	for !empty {
-		start, end, escaped, err := s.Name()
+		k, err := s.key()
 		if err != nil {
-			return info, invalid(err)
-		}
-		name := s.B[start+1 : end-1]
-		if escaped {
-			v, err := jsonscan.Unquote(s.B[start:end], true)
-			if err != nil {
-				return info, invalid(err)
-			}
-			name = []byte(v)
-		}
-		k := envelopeKey(name)
-		if k == keyFolded {
-			return info, s.fail("a key differs from an envelope key only in letter case")
+			return err
 		}
 		if k >= 0 {
-			if seen&(1<<k) != 0 {
+			if env.has(k) {
 				if k == keyID {
 					info.ID = nil // which one the peer would use is unknowable
 				}
-				return info, s.fail("duplicate key " + envelopeKeys[k])
+				return s.fail("duplicate key " + envelopeKeys[k])
 			}
-			seen |= 1 << k
+			env.seen |= 1 << k
 		}
 		if s.I >= len(s.B) {
-			return info, s.fail("unexpected end of object")
+			return s.fail("unexpected end of object")
 		}
-		at := s.I
-		switch k {
-		case keyJSONRPC:
-			v, err := s.stringValue("jsonrpc")
-			if err != nil {
-				return info, err
-			}
-			if v != "2.0" {
-				return info, s.fail(`jsonrpc is not "2.0"`)
-			}
-		case keyID:
-			switch c := s.B[s.I]; {
-			case c == '"':
-				_, err = s.String()
-			case c == '-' || c >= '0' && c <= '9':
-				err = s.Number()
-			case c == 'n':
-				err = s.Literal("null")
-				idNull = true
-			default:
-				return info, s.fail("id is not a string, number or null")
-			}
-			if err != nil {
-				return info, invalid(err)
-			}
-			if s.I-at > MaxIDLen {
-				return info, s.fail(fmt.Sprintf("id longer than %d bytes", MaxIDLen))
-			}
-			info.ID = json.RawMessage(s.B[at:s.I:s.I])
-		case keyMethod:
-			v, err := s.stringValue("method")
-			if err != nil {
-				return info, err
-			}
-			if len(v) > MaxMethodLen {
-				return info, s.fail(fmt.Sprintf("method longer than %d bytes", MaxMethodLen))
-			}
-			info.Method = v
-		case keyParams:
-			if c := s.B[s.I]; c != '{' && c != '[' {
-				return info, s.fail("params is not an object or array")
-			}
-			if err := s.Value(); err != nil {
-				return info, invalid(err)
-			}
-			paramsAt = at
-		case keyError:
-			if s.B[s.I] != '{' {
-				return info, s.fail("error is not an object")
-			}
-			if err := s.Value(); err != nil {
-				return info, invalid(err)
-			}
-		default: // result and unknown fields: any value
-			if err := s.Value(); err != nil {
-				return info, invalid(err)
-			}
+		if err := s.member(k, info, env); err != nil {
+			return err
 		}
 		more, err := s.More('}')
 		if err != nil {
-			return info, invalid(err)
+			return invalid(err)
 		}
 		empty = !more
 	}
+	return nil
+}
 
-	has := func(k int) bool { return seen&(1<<k) != 0 }
+// key reads a member's name and says which envelope key it is.
+func (s *scanner) key() (int, error) {
+	start, end, escaped, err := s.Name()
+	if err != nil {
+		return 0, invalid(err)
+	}
+	name := s.B[start+1 : end-1]
+	if escaped {
+		v, err := jsonscan.Unquote(s.B[start:end], true)
+		if err != nil {
+			return 0, invalid(err)
+		}
+		name = []byte(v)
+	}
+	k := envelopeKey(name)
+	if k == keyFolded {
+		return 0, s.fail("a key differs from an envelope key only in letter case")
+	}
+	return k, nil
+}
+
+// member reads the value of the member whose key is k.
+func (s *scanner) member(k int, info *Info, env *envelope) error {
+	at := s.I
+	switch k {
+	case keyJSONRPC:
+		v, err := s.stringValue("jsonrpc")
+		if err != nil {
+			return err
+		}
+		if v != "2.0" {
+			return s.fail(`jsonrpc is not "2.0"`)
+		}
+	case keyID:
+		return s.id(info, env)
+	case keyMethod:
+		v, err := s.stringValue("method")
+		if err != nil {
+			return err
+		}
+		if len(v) > MaxMethodLen {
+			return s.fail(fmt.Sprintf("method longer than %d bytes", MaxMethodLen))
+		}
+		info.Method = v
+	case keyParams:
+		if c := s.B[s.I]; c != '{' && c != '[' {
+			return s.fail("params is not an object or array")
+		}
+		if err := s.Value(); err != nil {
+			return invalid(err)
+		}
+		env.paramsAt = at
+	case keyError:
+		if s.B[s.I] != '{' {
+			return s.fail("error is not an object")
+		}
+		if err := s.Value(); err != nil {
+			return invalid(err)
+		}
+	default: // result and unknown fields: any value
+		if err := s.Value(); err != nil {
+			return invalid(err)
+		}
+	}
+	return nil
+}
+
+// id reads the id's value, a string, number or null, into info.ID as spelled.
+func (s *scanner) id(info *Info, env *envelope) error {
+	at := s.I
+	var err error
+	switch c := s.B[s.I]; {
+	case c == '"':
+		_, err = s.String()
+	case c == '-' || c >= '0' && c <= '9':
+		err = s.Number()
+	case c == 'n':
+		err = s.Literal("null")
+		env.idNull = true
+	default:
+		return s.fail("id is not a string, number or null")
+	}
+	if err != nil {
+		return invalid(err)
+	}
+	if s.I-at > MaxIDLen {
+		return s.fail(fmt.Sprintf("id longer than %d bytes", MaxIDLen))
+	}
+	info.ID = json.RawMessage(s.B[at:s.I:s.I])
+	return nil
+}
+
+// kind sets info.Kind from which envelope members the message has, refusing
+// the combinations JSON-RPC does not allow.
+func (s *scanner) kind(info *Info, env envelope) error {
 	switch {
-	case !has(keyJSONRPC):
-		return info, s.fail(`missing "jsonrpc"`)
-	case has(keyMethod):
-		if has(keyResult) || has(keyError) {
-			return info, s.fail("method together with result or error")
+	case !env.has(keyJSONRPC):
+		return s.fail(`missing "jsonrpc"`)
+	case env.has(keyMethod):
+		if env.has(keyResult) || env.has(keyError) {
+			return s.fail("method together with result or error")
 		}
 		if info.Method == "" {
-			return info, s.fail("empty method")
+			return s.fail("empty method")
 		}
-		if !has(keyID) {
+		if !env.has(keyID) {
 			info.Kind = KindNotification
-		} else if idNull {
-			return info, s.fail("request with a null id")
+		} else if env.idNull {
+			return s.fail("request with a null id")
 		} else {
 			info.Kind = KindRequest
 		}
-	case has(keyResult) && has(keyError):
-		return info, s.fail("both result and error")
-	case has(keyResult):
-		if !has(keyID) || idNull {
-			return info, s.fail("result without an id")
+	case env.has(keyResult) && env.has(keyError):
+		return s.fail("both result and error")
+	case env.has(keyResult):
+		if !env.has(keyID) || env.idNull {
+			return s.fail("result without an id")
 		}
 		info.Kind = KindResponse
-	case has(keyError):
-		if !has(keyID) {
-			return info, s.fail("error without an id")
+	case env.has(keyError):
+		if !env.has(keyID) {
+			return s.fail("error without an id")
 		}
 		info.Kind = KindError
 	default:
-		return info, s.fail("neither method, result nor error")
+		return s.fail("neither method, result nor error")
 	}
+	return nil
+}
 
+// methodParams reads what info's method carries in params that the relay
+// needs: the tool of a tools/call, the request a cancellation names.
+func (s *scanner) methodParams(info *Info, env envelope) error {
 	switch {
 	case info.Method == "tools/call":
 		var err error
-		if info.Tool, err = s.tool(paramsAt, info.Kind == KindRequest); err != nil {
+		if info.Tool, err = s.tool(env.paramsAt, info.Kind == KindRequest); err != nil {
 			info.Kind = KindInvalid
-			return info, err
+			return err
 		}
-	case info.Kind == KindNotification && info.Method == "notifications/cancelled" && paramsAt >= 0 && s.B[paramsAt] == '{':
+	case info.Kind == KindNotification && info.Method == "notifications/cancelled" && env.paramsAt >= 0 && s.B[env.paramsAt] == '{':
 		// A cancellation naming no usable request is still a valid
 		// notification: it cancels nothing.
-		m, ok, err := jsonscan.Find(s.B, paramsAt, "requestId")
+		m, ok, err := jsonscan.Find(s.B, env.paramsAt, "requestId")
 		if err != nil {
 			info.Kind = KindInvalid
-			return info, invalid(paramErr(err))
+			return invalid(paramErr(err))
 		}
 		if !ok || m.End-m.Start > MaxIDLen {
 			break
@@ -324,7 +376,7 @@ func (s *scanner) object() (Info, error) {
 			info.CancelID = json.RawMessage(s.B[m.Start:m.End:m.End])
 		}
 	}
-	return info, nil
+	return nil
 }
 
 // tool reads params.name of a tools/call message whose params are at

@@ -147,155 +147,211 @@ func Parse(tool string, args []string, stdin Stdin) (*Invocation, error) {
 	if !ok {
 		return nil, fmt.Errorf("%q: %w", tool, catalog.ErrUnknownTool)
 	}
-	inv := &Invocation{Tool: tool}
-	input := map[string]any{}
-	var rawJSON *string
-	var pos []string
-	dashdash := false
-	optionsAfter := false // options follow a command line given as one argument
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		// A command's options are read until its first positional argument or
-		// "--": after it, everything belongs to the command (safe_bash ls -la),
-		// unless optionsAfter.
-		if dashdash || !strings.HasPrefix(a, "-") || a == "-" || len(pos) > 0 && argvTools[tool] && !optionsAfter {
-			pos = append(pos, a)
-			if len(pos) == 1 && !dashdash && argvTools[tool] {
-				optionsAfter = isCommandLine(a) && onlyOptions(flags, args[i+1:])
+	p := &parser{tool: tool, flags: flags, args: args, inv: &Invocation{Tool: tool}, input: map[string]any{}}
+	if err := p.scan(); err != nil {
+		return nil, err
+	}
+	switch {
+	case p.inv.Help:
+		return p.inv, nil
+	case p.inv.Continue != "":
+		return p.continuation()
+	case p.rawJSON != nil:
+		return p.jsonInput()
+	}
+	return p.shortForm(stdin)
+}
+
+// parser is Parse's state while it reads one command line.
+type parser struct {
+	tool  string
+	flags map[string]flagSpec
+	args  []string
+	i     int // index in args of the argument being read
+
+	inv          *Invocation
+	input        map[string]any // the tool's own options, by JSON key
+	rawJSON      *string        // the value of --json, when given
+	pos          []string       // positional arguments, in order
+	dashdash     bool           // "--" was read: all that follows is positional
+	optionsAfter bool           // options follow a command line given as one argument
+}
+
+// scan reads args into p; it stops early at --help, which ends parsing.
+func (p *parser) scan() error {
+	for ; p.i < len(p.args); p.i++ {
+		a := p.args[p.i]
+		if p.positional(a) {
+			p.pos = append(p.pos, a)
+			if len(p.pos) == 1 && !p.dashdash && argvTools[p.tool] {
+				p.optionsAfter = isCommandLine(a) && onlyOptions(p.flags, p.args[p.i+1:])
 			}
 			continue
 		}
 		if a == "--" {
-			dashdash = true
+			p.dashdash = true
 			continue
 		}
-		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !strings.HasPrefix(a, "--") && name != "h" {
-			return nil, usageErr(tool, "unknown option %s (options are long: --name VALUE)", a)
+		if err := p.option(a); err != nil || p.inv.Help {
+			return err
 		}
-		next := func() (string, error) {
-			if hasVal {
-				return val, nil
-			}
-			if i+1 >= len(args) {
-				return "", usageErr(tool, "option --%s needs a value", name)
-			}
-			i++
-			return args[i], nil
+	}
+	return nil
+}
+
+// positional says whether a is a positional argument. A command's options are
+// read until its first positional argument or "--": after it, everything
+// belongs to the command (safe_bash ls -la), unless optionsAfter.
+func (p *parser) positional(a string) bool {
+	return p.dashdash || !strings.HasPrefix(a, "-") || a == "-" || len(p.pos) > 0 && argvTools[p.tool] && !p.optionsAfter
+}
+
+// option reads the option a, with its value when it takes one.
+func (p *parser) option(a string) error {
+	name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+	if !strings.HasPrefix(a, "--") && name != "h" {
+		return usageErr(p.tool, "unknown option %s (options are long: --name VALUE)", a)
+	}
+	switch name {
+	case "help", "h":
+		p.inv.Help = true
+		return nil
+	case "json", "format", "max-tokens", "continue":
+		v, err := p.value(name, val, hasVal)
+		if err != nil {
+			return err
 		}
-		switch name {
-		case "help", "h":
-			inv.Help = true
-			return inv, nil
+		return p.common(name, v)
+	}
+	spec, ok := p.flags[name]
+	if !ok {
+		return usageErr(p.tool, "unknown option --%s", name)
+	}
+	if spec.isBool || spec.set != nil {
+		return p.toolSwitch(name, spec, hasVal)
+	}
+	v, err := p.value(name, val, hasVal)
+	if err != nil {
+		return err
+	}
+	return p.toolValue(name, spec, v)
+}
+
+// value is the value of option name: the one after "=" when hasVal, else the
+// next argument, which it consumes.
+func (p *parser) value(name, val string, hasVal bool) (string, error) {
+	if hasVal {
+		return val, nil
+	}
+	if p.i+1 >= len(p.args) {
+		return "", usageErr(p.tool, "option --%s needs a value", name)
+	}
+	p.i++
+	return p.args[p.i], nil
+}
+
+// common sets the option name, one of those every tool takes, to v.
+func (p *parser) common(name, v string) error {
+	switch name {
+	case "json":
+		p.rawJSON = &v
+	case "format":
+		switch v {
+		case "text":
+			p.inv.Format = Text
 		case "json":
-			v, err := next()
-			if err != nil {
-				return nil, err
-			}
-			rawJSON = &v
-		case "format":
-			v, err := next()
-			if err != nil {
-				return nil, err
-			}
-			switch v {
-			case "text":
-				inv.Format = Text
-			case "json":
-				inv.Format = JSON
-			default:
-				return nil, usageErr(tool, "--format must be text or json, not %q", v)
-			}
-		case "max-tokens":
-			v, err := next()
-			if err != nil {
-				return nil, err
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				return nil, usageErr(tool, "--max-tokens needs a positive whole number, not %q", v)
-			}
-			inv.MaxTokens = n
-		case "continue":
-			v, err := next()
-			if err != nil {
-				return nil, err
-			}
-			if v == "" {
-				return nil, usageErr(tool, "--continue needs a reference")
-			}
-			inv.Continue = v
+			p.inv.Format = JSON
 		default:
-			spec, ok := flags[name]
-			if !ok {
-				return nil, usageErr(tool, "unknown option --%s", name)
-			}
-			if spec.isBool || spec.set != nil {
-				if hasVal {
-					return nil, usageErr(tool, "option --%s takes no value", name)
-				}
-				v := spec.set
-				if spec.isBool {
-					v = true
-				}
-				if prev, dup := input[spec.key]; dup && prev != v {
-					return nil, usageErr(tool, "option --%s contradicts an earlier option", name)
-				}
-				input[spec.key] = v
-				continue
-			}
-			v, err := next()
-			if err != nil {
-				return nil, err
-			}
-			if spec.isList {
-				list, _ := input[spec.key].([]string)
-				for _, item := range strings.Split(v, ",") {
-					if item = strings.TrimSpace(item); item != "" {
-						list = append(list, item)
-					}
-				}
-				if len(list) == 0 {
-					return nil, usageErr(tool, "option --%s needs a value", name)
-				}
-				input[spec.key] = list
-				continue
-			}
-			if _, dup := input[spec.key]; dup {
-				return nil, usageErr(tool, "option --%s given twice", name)
-			}
-			if spec.isInt {
-				n, err := strconv.Atoi(v)
-				if err != nil || n < 1 {
-					return nil, usageErr(tool, "--%s needs a positive whole number, not %q", name, v)
-				}
-				input[spec.key] = n
-			} else {
-				input[spec.key] = v
-			}
+			return usageErr(p.tool, "--format must be text or json, not %q", v)
 		}
+	case "max-tokens":
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return usageErr(p.tool, "--max-tokens needs a positive whole number, not %q", v)
+		}
+		p.inv.MaxTokens = n
+	case "continue":
+		if v == "" {
+			return usageErr(p.tool, "--continue needs a reference")
+		}
+		p.inv.Continue = v
 	}
+	return nil
+}
 
-	if inv.Continue != "" {
-		if rawJSON != nil || len(pos) > 0 || len(input) > 0 {
-			return nil, usageErr(tool, "--continue takes no other input")
-		}
-		return inv, nil
+// toolSwitch sets the tool's option name, one that takes no value.
+func (p *parser) toolSwitch(name string, spec flagSpec, hasVal bool) error {
+	if hasVal {
+		return usageErr(p.tool, "option --%s takes no value", name)
 	}
-	if rawJSON != nil {
-		if len(pos) > 0 || len(input) > 0 {
-			return nil, usageErr(tool, "--json takes the whole input; give no other arguments or tool options")
-		}
-		if !json.Valid([]byte(*rawJSON)) {
-			return nil, fmt.Errorf("%s: --json is not valid JSON: %w", tool, catalog.ErrBadInput)
-		}
-		if !strings.HasPrefix(strings.TrimLeft(*rawJSON, " \t\r\n"), "{") {
-			return nil, fmt.Errorf("%s: --json must be a JSON object ({...}): %w", tool, catalog.ErrBadInput)
-		}
-		inv.Input = json.RawMessage(*rawJSON)
-		return inv, nil
+	v := spec.set
+	if spec.isBool {
+		v = true
 	}
+	if prev, dup := p.input[spec.key]; dup && prev != v {
+		return usageErr(p.tool, "option --%s contradicts an earlier option", name)
+	}
+	p.input[spec.key] = v
+	return nil
+}
 
+// toolValue sets the tool's option name to v: appended to a list, else once.
+func (p *parser) toolValue(name string, spec flagSpec, v string) error {
+	if spec.isList {
+		list, _ := p.input[spec.key].([]string)
+		for _, item := range strings.Split(v, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				list = append(list, item)
+			}
+		}
+		if len(list) == 0 {
+			return usageErr(p.tool, "option --%s needs a value", name)
+		}
+		p.input[spec.key] = list
+		return nil
+	}
+	if _, dup := p.input[spec.key]; dup {
+		return usageErr(p.tool, "option --%s given twice", name)
+	}
+	if spec.isInt {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return usageErr(p.tool, "--%s needs a positive whole number, not %q", name, v)
+		}
+		p.input[spec.key] = n
+	} else {
+		p.input[spec.key] = v
+	}
+	return nil
+}
+
+// continuation is the invocation of --continue, which stands alone.
+func (p *parser) continuation() (*Invocation, error) {
+	if p.rawJSON != nil || len(p.pos) > 0 || len(p.input) > 0 {
+		return nil, usageErr(p.tool, "--continue takes no other input")
+	}
+	return p.inv, nil
+}
+
+// jsonInput is the invocation of --json, whose value is the whole input.
+func (p *parser) jsonInput() (*Invocation, error) {
+	if len(p.pos) > 0 || len(p.input) > 0 {
+		return nil, usageErr(p.tool, "--json takes the whole input; give no other arguments or tool options")
+	}
+	if !json.Valid([]byte(*p.rawJSON)) {
+		return nil, fmt.Errorf("%s: --json is not valid JSON: %w", p.tool, catalog.ErrBadInput)
+	}
+	if !strings.HasPrefix(strings.TrimLeft(*p.rawJSON, " \t\r\n"), "{") {
+		return nil, fmt.Errorf("%s: --json must be a JSON object ({...}): %w", p.tool, catalog.ErrBadInput)
+	}
+	p.inv.Input = json.RawMessage(*p.rawJSON)
+	return p.inv, nil
+}
+
+// shortForm is the invocation of the tool's own short form: its options, with
+// its positional arguments and standard input read as the tool takes them.
+func (p *parser) shortForm(stdin Stdin) (*Invocation, error) {
+	tool, input, pos := p.tool, p.input, p.pos
 	var err error
 	switch tool {
 	case "safe_bash":
@@ -330,8 +386,8 @@ func Parse(tool string, args []string, stdin Stdin) (*Invocation, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: encode input: %v: %w", tool, err, catalog.ErrInternal)
 	}
-	inv.Input = b
-	return inv, nil
+	p.inv.Input = b
+	return p.inv, nil
 }
 
 // bashInput: one argument is a command line as written (shell syntax kept); several

@@ -248,23 +248,9 @@ func Setup(ctx context.Context, o Options) (*AgentReport, error) {
 	withTools := slices.Contains(agents, AgentClaude) || slices.Contains(agents, AgentNone)
 
 	// Plan: every file edit in memory, nothing written yet.
-	var edits []*fileEdit
-	planned := map[string]bool{}  // a file two agents share (AGENTS.md) is planned once
-	cfg := map[string]*fileEdit{} // each agent's configuration file (foreign.go)
-	for _, a := range agents {
-		es, err := planAgent(root, a, o, m)
-		if err != nil {
-			return nil, err
-		}
-		if _, ok := agentDirs[a]; ok && len(es) > 0 {
-			cfg[a] = es[0]
-		}
-		for _, e := range es {
-			if !planned[e.abs] {
-				planned[e.abs] = true
-				edits = append(edits, e)
-			}
-		}
+	edits, cfg, err := planEdits(root, agents, o, m)
+	if err != nil {
+		return nil, err
 	}
 
 	// Configuration contextd did not write is adopted (and the project
@@ -276,6 +262,67 @@ func Setup(ctx context.Context, o Options) (*AgentReport, error) {
 
 	// Record first: if anything below fails half-way, uninstall still knows
 	// everything that may have been written.
+	recordSetup(root, o, m, agents, edits, withTools)
+	if err := writeAgentManifest(root, m); err != nil {
+		return rep, err
+	}
+
+	if err := applyEdits(root, edits, rep); err != nil {
+		return rep, err
+	}
+	if err := recordSeen(root, o, cfg, accepted); err != nil {
+		rep.warn("could not record the agents' files install wrote (%v); the next install asks about them again", err)
+	}
+	var toolErr error
+	if withTools {
+		td := toolsDir(root, o.ToolsDir)
+		trep, err := installTools(root, td, o.Proxy)
+		if trep != nil {
+			summarize(rep, root, td, trep.Actions)
+		}
+		if err != nil && !errors.Is(err, catalog.ErrConflict) {
+			return rep, err
+		}
+		toolErr = err
+	}
+	if slices.Contains(agents, AgentClaude) && !o.NoClaudeCLI {
+		if added, ok := claudeRegister(ctx, o.claudeBin(), root, o.Proxy, m.ClaudeLocal, rep); ok && added != m.ClaudeLocal {
+			m.ClaudeLocal = added
+			if err := writeAgentManifest(root, m); err != nil {
+				return rep, err
+			}
+		}
+	}
+	return rep, toolErr
+}
+
+// planEdits plans the file edits of every agent, each file once, in the
+// order first planned; cfg maps each agent to its own configuration file's
+// edit (foreign.go).
+func planEdits(root string, agents []string, o Options, m *agentManifest) (edits []*fileEdit, cfg map[string]*fileEdit, err error) {
+	planned := map[string]bool{} // a file two agents share (AGENTS.md) is planned once
+	cfg = map[string]*fileEdit{}
+	for _, a := range agents {
+		es, err := planAgent(root, a, o, m)
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, ok := agentDirs[a]; ok && len(es) > 0 {
+			cfg[a] = es[0]
+		}
+		for _, e := range es {
+			if !planned[e.abs] {
+				planned[e.abs] = true
+				edits = append(edits, e)
+			}
+		}
+	}
+	return edits, cfg, nil
+}
+
+// recordSetup records in m every entry the edits make, the tools directory
+// when withTools, and each directory that writing them creates.
+func recordSetup(root string, o Options, m *agentManifest, agents []string, edits []*fileEdit, withTools bool) {
 	for _, e := range edits {
 		e.record(m)
 	}
@@ -307,11 +354,11 @@ func Setup(ctx context.Context, o Options) (*AgentReport, error) {
 			m.Dirs = append(m.Dirs, r)
 		}
 	}
-	if err := writeAgentManifest(root, m); err != nil {
-		return rep, err
-	}
+}
 
-	// Apply.
+// applyEdits writes each edit that changes its file, reporting the actions
+// and warnings of all of them.
+func applyEdits(root string, edits []*fileEdit, rep *AgentReport) error {
 	for _, e := range edits {
 		for _, a := range e.actions {
 			rep.did(e.rel, a)
@@ -321,33 +368,10 @@ func Setup(ctx context.Context, o Options) (*AgentReport, error) {
 			continue
 		}
 		if err := e.write(root); err != nil {
-			return rep, err
+			return err
 		}
 	}
-	if err := recordSeen(root, o, cfg, accepted); err != nil {
-		rep.warn("could not record the agents' files install wrote (%v); the next install asks about them again", err)
-	}
-	var toolErr error
-	if withTools {
-		td := toolsDir(root, o.ToolsDir)
-		trep, err := installTools(root, td, o.Proxy)
-		if trep != nil {
-			summarize(rep, root, td, trep.Actions)
-		}
-		if err != nil && !errors.Is(err, catalog.ErrConflict) {
-			return rep, err
-		}
-		toolErr = err
-	}
-	if slices.Contains(agents, AgentClaude) && !o.NoClaudeCLI {
-		if added, ok := claudeRegister(ctx, o.claudeBin(), root, o.Proxy, m.ClaudeLocal, rep); ok && added != m.ClaudeLocal {
-			m.ClaudeLocal = added
-			if err := writeAgentManifest(root, m); err != nil {
-				return rep, err
-			}
-		}
-	}
-	return rep, toolErr
+	return nil
 }
 
 // planAgent plans the file edits for one agent.
@@ -529,7 +553,37 @@ func Uninstall(ctx context.Context, o Options) (*AgentReport, error) {
 		left.ClaudeLocal = true
 		rep.warn("contextd is still registered with Claude Code for this project; remove it with: claude mcp remove --scope local %s", MCPServerName)
 	}
-	var outside []string // files outside the project whose entries were accepted
+	outside := o.undoEntries(root, m, left, rep)
+	removeToolsDirs(root, m.ToolsDirs, left, rep)
+	removeCreatedDirs(root, m.Dirs, outside, left, rep)
+	// The hook names contextd's MCP tools while Claude Code may still know
+	// the server: its .mcp.json entry or its local registration is left.
+	for _, e := range left.JSON {
+		left.MCP = left.MCP || m.MCP && e.File == ".mcp.json"
+	}
+	left.MCP = left.MCP || m.MCP && left.ClaudeLocal
+	if err := forgetSeen(root, o); err != nil {
+		rep.warn("could not update the record of the agents' files (%v)", err)
+	}
+	mp := filepath.Join(root, AgentManifestName)
+	if len(left.JSON) > 0 || len(left.TOML) > 0 || len(left.Markdown) > 0 || len(left.ToolsDirs) > 0 {
+		if err := writeAgentManifest(root, left); err != nil {
+			return rep, err
+		}
+		return rep, fmt.Errorf("could not undo everything (see the warnings); %s keeps what is left, fix it and run uninstall again: %w", AgentManifestName, catalog.ErrConflict)
+	}
+	if err := removeIn(root, mp, false); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return rep, fmt.Errorf("remove %s: %v: %w", mp, err, catalog.ErrIO)
+	} else if err == nil {
+		rep.did(AgentManifestName, "removed")
+	}
+	return rep, nil
+}
+
+// undoEntries undoes m's Markdown, JSON and TOML entries, each kind newest
+// first, keeping in left those it could not or would not undo. It returns
+// the files outside the project whose entries it undid.
+func (o *Options) undoEntries(root string, m, left *agentManifest, rep *AgentReport) (outside []string) {
 	for i := len(m.Markdown) - 1; i >= 0; i-- {
 		e := m.Markdown[i]
 		if _, in, err := projectPath(root, e.File); err != nil || !in || filepath.IsAbs(e.File) {
@@ -572,7 +626,13 @@ func Uninstall(ctx context.Context, o Options) (*AgentReport, error) {
 			left.TOML = append([]tomlEntry{e}, left.TOML...)
 		}
 	}
-	for _, td := range m.ToolsDirs {
+	return outside
+}
+
+// removeToolsDirs removes the tools install put in each of tds, keeping in
+// left the directories it could not empty of them.
+func removeToolsDirs(root string, tds []string, left *agentManifest, rep *AgentReport) {
+	for _, td := range tds {
 		if !filepath.IsAbs(td) && !filepath.IsLocal(td) {
 			// Install records a tools directory inside the project relative
 			// to it; one climbing out was forged.
@@ -589,9 +649,14 @@ func Uninstall(ctx context.Context, o Options) (*AgentReport, error) {
 			left.ToolsDirs = append(left.ToolsDirs, td)
 		}
 	}
-	// Deepest first, and only when empty: a directory the user put files in
-	// stays.
-	dirs := slices.Clone(m.Dirs)
+}
+
+// removeCreatedDirs removes the directories install created, deepest first
+// and only when empty: a directory the user put files in stays, recorded in
+// left. outside are the files outside the project install wrote to, whose
+// directories it may have created too.
+func removeCreatedDirs(root string, created, outside []string, left *agentManifest, rep *AgentReport) {
+	dirs := slices.Clone(created)
 	slices.SortFunc(dirs, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
 	for _, d := range dirs {
 		if !trustedDir(root, abs(root, d), outside) {
@@ -604,28 +669,6 @@ func Uninstall(ctx context.Context, o Options) (*AgentReport, error) {
 			left.Dirs = append(left.Dirs, d)
 		}
 	}
-	// The hook names contextd's MCP tools while Claude Code may still know
-	// the server: its .mcp.json entry or its local registration is left.
-	for _, e := range left.JSON {
-		left.MCP = left.MCP || m.MCP && e.File == ".mcp.json"
-	}
-	left.MCP = left.MCP || m.MCP && left.ClaudeLocal
-	if err := forgetSeen(root, o); err != nil {
-		rep.warn("could not update the record of the agents' files (%v)", err)
-	}
-	mp := filepath.Join(root, AgentManifestName)
-	if len(left.JSON) > 0 || len(left.TOML) > 0 || len(left.Markdown) > 0 || len(left.ToolsDirs) > 0 {
-		if err := writeAgentManifest(root, left); err != nil {
-			return rep, err
-		}
-		return rep, fmt.Errorf("could not undo everything (see the warnings); %s keeps what is left, fix it and run uninstall again: %w", AgentManifestName, catalog.ErrConflict)
-	}
-	if err := removeIn(root, mp, false); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return rep, fmt.Errorf("remove %s: %v: %w", mp, err, catalog.ErrIO)
-	} else if err == nil {
-		rep.did(AgentManifestName, "removed")
-	}
-	return rep, nil
 }
 
 func (o *Options) claudeBin() string {

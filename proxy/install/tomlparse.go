@@ -5,10 +5,10 @@ package install
 // it remembers where every statement lies, so that install can append a table
 // or insert one key line and leave every other byte (comments, order, spacing)
 // as it was. It is deliberately stricter than TOML where TOML is unusual: a
-// file it does not accept is refused, never rewritten. Linking a TOML library
-// would also cost the proxy's start (it runs on every tool call); the tests
-// check this parser against BurntSushi/toml (every document it accepts, the
-// library accepts with the same meaning).
+// file it does not accept is refused, never rewritten. BurntSushi/toml, which
+// the daemon and the hook decode with, tells no positions; the tests check
+// this parser against it (every document it accepts, the library accepts
+// with the same meaning).
 
 import (
 	"fmt"

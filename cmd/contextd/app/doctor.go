@@ -9,6 +9,7 @@ import (
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/homemount"
 	"github.com/contextd/contextd/daemon/sandbox"
+	"github.com/contextd/contextd/daemon/sandboxenv"
 )
 
 func doctorCommand() *cobra.Command {
@@ -55,7 +56,7 @@ func cacheModeCheck(cfg *config.Config, cfgErr error) sandbox.Check {
 		ch.Detail, ch.Fix = cfgErr.Error(), "fix the configuration first"
 		return ch
 	}
-	s, err := homemount.NewSetup(cfg)
+	s, err := sandboxenv.NewHome(cfg, nil)
 	if err != nil {
 		ch.Detail, ch.Fix = err.Error(), "set HOME, or cache.path in the configuration"
 		return ch

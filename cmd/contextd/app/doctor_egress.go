@@ -16,6 +16,7 @@ import (
 	"github.com/contextd/contextd/daemon/netview"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/sandbox"
+	"github.com/contextd/contextd/daemon/sandboxenv"
 	"github.com/contextd/contextd/scrub"
 )
 
@@ -37,17 +38,9 @@ func egressCheck(ctx context.Context, cfg *config.Config, cfgErr error) sandbox.
 		ch.Detail, ch.Fix = detail, fix
 		return ch
 	}
-	dirs, err := netview.DefaultDirs()
+	setup, err := sandboxenv.NewNet(cfg, nil)
 	if err != nil {
-		return fail(err.Error(), "set HOME")
-	}
-	h, err := netview.HostOf()
-	if err != nil {
-		return fail(err.Error(), "set HOME")
-	}
-	setup, err := netview.NewSetup(cfg, h, dirs, nil)
-	if err != nil {
-		return fail(err.Error(), "without it sandboxed commands have no network at all; fix what the message names")
+		return fail(err.Error(), "without it sandboxed commands have no network at all; fix what the message names (set HOME)")
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -17,7 +17,9 @@ import (
 	"github.com/contextd/contextd/daemon/homemount"
 	"github.com/contextd/contextd/daemon/homeview"
 	"github.com/contextd/contextd/daemon/netview"
-	"github.com/contextd/contextd/daemon/tools"
+	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/daemon/sandboxenv"
+	"github.com/contextd/contextd/envallow"
 	"github.com/contextd/contextd/workspace"
 )
 
@@ -48,6 +50,11 @@ type sandboxReport struct {
 	// says why).
 	Network    *netview.Description `json:"network,omitempty"`
 	NetworkErr string               `json:"network_error,omitempty"`
+	// View is the spec's view exactly as a safe_bash call gets it
+	// (sandboxenv.Builder.Plan; the debug log records each call's), and
+	// Environment the names of the variables its command gets.
+	View        runner.View `json:"view"`
+	Environment []string    `json:"environment"`
 }
 
 func sandboxShowCommand() *cobra.Command {
@@ -80,21 +87,15 @@ deny-list that exist on this machine. It changes nothing.`,
 			if err != nil {
 				return err
 			}
-			home, err := homeDir()
-			if err != nil {
-				return err
-			}
-			setup, err := homemount.NewSetup(cfg)
-			if err != nil {
-				return err
-			}
+			// What the proxy would send from here (it keeps back what
+			// looks like a credential): XDG_* and PATH move the view.
 			callerEnv := map[string]string{}
 			for _, kv := range os.Environ() {
-				if k, v, ok := strings.Cut(kv, "="); ok {
+				if k, v, ok := strings.Cut(kv, "="); ok && !envallow.LooksLikeCredential(k, v) {
 					callerEnv[k] = v
 				}
 			}
-			rep, err := sandboxShow(cfg, setup, place.Root, home, callerEnv)
+			rep, err := sandboxShow(sandboxenv.New(cfg, nil), place.Root, callerEnv)
 			if err != nil {
 				return err
 			}
@@ -142,66 +143,72 @@ deny-list that exist on this machine. It changes nothing.`,
 }
 
 // sandboxShow builds the report of what a safe_bash call in the workspace
-// root would see, from the same decisions the daemon makes per call.
-func sandboxShow(cfg *config.Config, setup *homemount.Setup, root, home string, callerEnv map[string]string) (*sandboxReport, error) {
-	view, entries, err := setup.Describe(homemount.Call{Home: home, Workspace: root, Sandbox: "safe_bash", CallerEnv: callerEnv,
-		Options: homeview.Options{PresetsOff: cfg.Home.PresetsOff, ReadOnly: cfg.Home.ReadOnly}})
+// root would see: the plan of the same builder every call's sandbox comes
+// from (nothing is created, leased or served).
+func sandboxShow(b *sandboxenv.Builder, root string, callerEnv map[string]string) (*sandboxReport, error) {
+	plan, err := b.Plan(sandboxenv.Request{Kind: sandboxenv.Shell, Name: "safe_bash", Workspace: root, CallerEnv: callerEnv})
 	if err != nil {
 		return nil, err
 	}
-	rep := &sandboxReport{Workspace: root, Presets: view.Presets, ConfigOnly: view.ConfigOnly, CacheMode: setup.Mode,
-		CacheNote: setup.ModeNote, Skipped: view.Skipped, Denied: []string{}}
-	for _, p := range setup.SystemDirs {
+	spec := &plan.Spec
+	rep := &sandboxReport{Workspace: root, Denied: []string{}, Skipped: plan.Warnings, View: spec.View()}
+	if v := plan.HomeView(); v != nil {
+		rep.Presets, rep.ConfigOnly = v.Presets, v.ConfigOnly
+		rep.Skipped = append(rep.Skipped, v.Skipped...)
+	}
+	var system []string
+	if b.Home != nil {
+		rep.CacheMode, rep.CacheNote, system = b.Home.Mode, b.Home.ModeNote, b.Home.SystemDirs
+	}
+	for _, kv := range plan.Vars {
+		k, _, _ := strings.Cut(kv, "=")
+		rep.Environment = append(rep.Environment, k)
+	}
+	slices.Sort(rep.Environment)
+	// In the order the sandbox mounts them (ns.Spec): a later mount wins.
+	add := func(mode, path, source string) {
+		rep.Mounts = append(rep.Mounts, homemount.Entry{Mode: mode, Path: path, Source: source, From: plan.Why[path]})
+	}
+	for _, p := range system {
 		if _, err := os.Lstat(p); err == nil {
 			rep.Mounts = append(rep.Mounts, homemount.Entry{Mode: "ro", Path: p, From: "system"})
 		}
 	}
 	rep.Mounts = append(rep.Mounts, homemount.Entry{Mode: "rw", Path: root, From: "the workspace"})
-	for _, p := range tools.Protected(root) {
-		rep.Mounts = append(rep.Mounts, homemount.Entry{Mode: "ro", Path: p, From: "protected: the host runs what it holds"})
+	if spec.HomeDir != "" {
+		add("rw", spec.Home, spec.HomeDir)
+	} else {
+		rep.Mounts = append(rep.Mounts, homemount.Entry{Mode: "tmpfs", Path: spec.Home, From: "an empty home"})
 	}
-	// The agents' and editors' configuration, and the deny-list in the
-	// workspace, as a call would get them (nothing is created here).
-	ro, rw, masks, holders, warns, err := tools.DescribeShield(root, home, callerEnv)
-	if err != nil {
-		return nil, err
+	for _, p := range spec.ReadOnly {
+		add("ro", p, "")
 	}
-	for _, p := range rw {
-		rep.Mounts = append(rep.Mounts, homemount.Entry{Mode: "rw", Path: p, From: "bound onto itself: cannot be renamed away with the protected files in it"})
+	for _, p := range spec.ReadWrite {
+		add("rw", p, "")
 	}
-	for _, p := range ro {
-		from := "protected: the host runs what it holds"
-		if slices.Contains(holders, p) {
-			from = "missing: an empty read-only placeholder while a call runs, so that nothing can be created there"
-		}
-		rep.Mounts = append(rep.Mounts, homemount.Entry{Mode: "ro", Path: p, From: from})
+	for _, p := range spec.Pins {
+		rep.Mounts = append(rep.Mounts, homemount.Entry{Mode: "pin", Path: p, From: "git's: bound onto itself, cannot be renamed or replaced"})
 	}
-	for _, p := range masks {
-		rep.Mounts = append(rep.Mounts, homemount.Entry{Mode: "masked", Path: p, From: "credential deny-list, in the workspace"})
+	for _, bd := range spec.Binds {
+		add("copy", bd.Target, bd.Source)
 	}
-	rep.Skipped = append(rep.Skipped, warns...)
-	for _, p := range cfg.Tools.SafeBash.ReadOnly {
-		rep.Mounts = append(rep.Mounts, homemount.Entry{Mode: "ro", Path: p, From: "tools.safe_bash.read_only"})
+	for _, o := range spec.Overlays {
+		add("overlay", o.Lower, o.Upper)
 	}
-	for _, p := range cfg.Tools.SafeBash.ReadWrite {
-		rep.Mounts = append(rep.Mounts, homemount.Entry{Mode: "rw", Path: p, From: "tools.safe_bash.read_write"})
+	for _, p := range spec.Masks {
+		add("masked", p, "")
 	}
-	rep.Mounts = append(rep.Mounts, entries...)
 	rep.Mounts = append(rep.Mounts,
 		homemount.Entry{Mode: "tmpfs", Path: "/tmp", From: "fresh, per call"},
 		homemount.Entry{Mode: "proc", Path: "/proc", From: "the call's own pid namespace"},
 		homemount.Entry{Mode: "dev", Path: "/dev", From: "null zero full random urandom tty pts shm"})
-	if dirs, err := netview.DefaultDirs(); err != nil {
-		rep.NetworkErr = err.Error()
-	} else if h, err := netview.HostOf(); err != nil {
-		rep.NetworkErr = err.Error()
-	} else if ns, err := netview.NewSetup(cfg, h, dirs, nil); err != nil {
-		rep.NetworkErr = err.Error()
-	} else {
-		d := ns.Describe()
-		rep.Network = &d
+	switch {
+	case plan.Network != nil:
+		rep.Network = plan.Network
+	case b.NetErr != nil:
+		rep.NetworkErr = b.NetErr.Error()
 	}
-	for _, d := range homeview.DenyList(&homeview.Host{Home: home, Env: callerEnv}) {
+	for _, d := range homeview.DenyList(&homeview.Host{Home: b.HomeDir, Env: callerEnv}) {
 		if _, err := os.Lstat(d.Path); err == nil {
 			rep.Denied = append(rep.Denied, d.Path)
 		}

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"github.com/contextd/contextd/daemon/cachelayer"
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/homemount"
+	"github.com/contextd/contextd/daemon/sandboxenv"
 )
 
 // The report lists what the daemon would mount, in the daemon's own terms:
@@ -40,7 +42,8 @@ func TestSandboxShow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := sandboxShow(config.Default(), setup, root, home, map[string]string{"PATH": "/usr/bin"})
+	b := &sandboxenv.Builder{Config: config.Default(), Home: setup, HomeDir: home, NetErr: errors.New("no proxy in this test")}
+	rep, err := sandboxShow(b, root, map[string]string{"PATH": "/usr/bin"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +70,9 @@ func TestSandboxShow(t *testing.T) {
 		if got[p] != mode {
 			t.Errorf("%s: %q, want %q", p, got[p], mode)
 		}
+	}
+	if rep.NetworkErr != "no proxy in this test" {
+		t.Errorf("network error %q", rep.NetworkErr)
 	}
 	if !slices.Contains(rep.Denied, filepath.Join(home, ".ssh")) {
 		t.Errorf("denied %v lacks ~/.ssh", rep.Denied)

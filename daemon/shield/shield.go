@@ -1,4 +1,4 @@
-package tools
+package shield
 
 import (
 	"errors"
@@ -33,11 +33,11 @@ var hostConfig = []struct{ path, why string }{
 	{"$XDG_DATA_HOME/systemd", "systemd user units"},
 }
 
-// shielded is how one call keeps the workspace's host-run configuration and
+// Call is how one call keeps the workspace's host-run configuration and
 // the credential deny-list out of its reach: read-only binds, masks, the
 // directories bound onto themselves so that they cannot be renamed away
 // with what is protected inside, and placeholders for what is missing.
-type shielded struct {
+type Call struct {
 	ReadOnly  []string
 	ReadWrite []string
 	Masks     []string
@@ -56,7 +56,7 @@ type shielded struct {
 // finds nothing there, or a directory that is not the one recorded, and
 // leaves it), while the rewrite would cost every call a file replaced on
 // its way out.
-func (s *shielded) release() {
+func (s *Call) Release() {
 	placeholders.mu.Lock()
 	defer placeholders.mu.Unlock()
 	for _, p := range s.holds {
@@ -65,30 +65,30 @@ func (s *shielded) release() {
 	s.holds = nil
 }
 
-// shieldWorkspace works out the shield of a call in root, for a user whose
+// Writable works out the shield of a call in root, for a user whose
 // home is home and whose environment is env (XDG_* may move the deny-list's
 // entries). A workspace that is or lies in a deny-listed or host
 // configuration directory is refused. The caller must call release after
 // the sandbox is gone, also when err is not nil.
-func shieldWorkspace(root, home string, env map[string]string) (*shielded, error) {
+func Writable(root, home string, env map[string]string) (*Call, error) {
 	return shieldOf(root, home, env, false)
 }
 
-// shieldReadOnly is the shield of a call that cannot write (safe_read):
+// ForReading is the shield of a call that cannot write (safe_read):
 // what exists is bound or masked, nothing is created for what is missing.
-func shieldReadOnly(root, home string, env map[string]string) (*shielded, error) {
+func ForReading(root, home string, env map[string]string) (*Call, error) {
 	return shieldOf(root, home, env, true)
 }
 
-// DescribeShield is what a call in root would get, for `contextd sandbox
-// show`: nothing is created, missing paths are listed as placeholders.
-func DescribeShield(root, home string, env map[string]string) (ro, rw, masks, placeholders, warnings []string, err error) {
-	s, err := shieldOf(root, home, env, true)
-	return s.ReadOnly, s.ReadWrite, s.Masks, s.Placeholders, s.Warnings, err
+// Describe is the shield a writing call in root would get, for `contextd
+// sandbox show`: nothing is created, the missing paths are listed as
+// placeholders.
+func Describe(root, home string, env map[string]string) (*Call, error) {
+	return shieldOf(root, home, env, true)
 }
 
-func shieldOf(root, home string, env map[string]string, dry bool) (*shielded, error) {
-	s := &shielded{dry: dry}
+func shieldOf(root, home string, env map[string]string, dry bool) (*Call, error) {
+	s := &Call{dry: dry}
 	h := &homeview.Host{Home: home, Env: env, Workspace: root}
 	deny := homeview.DenyList(h)
 	// Each deny-listed path's symbolic links are resolved once a call,
@@ -191,7 +191,7 @@ func expandHostConfig(t, home string, env map[string]string) string {
 //     masked when mask (a deny-listed path: the call sees nothing of it);
 //   - a symbolic link cannot be protected (the link lives in the writable
 //     directory): the call is told.
-func (s *shielded) shield(root, rel string, mask bool) error {
+func (s *Call) shield(root, rel string, mask bool) error {
 	comps := strings.Split(rel, "/")
 	cur := root
 	for i, c := range comps {
@@ -235,9 +235,9 @@ func (s *shielded) shield(root, rel string, mask bool) error {
 	return nil
 }
 
-// shieldNested shields a nested host-run path that exists (scanNested)
+// Nested shields a nested host-run path that exists (ScanNested)
 // like a top-level one; nothing is created for it.
-func (s *shielded) shieldNested(root, rel string) error {
+func (s *Call) Nested(root, rel string) error {
 	placeholders.mu.Lock()
 	defer placeholders.mu.Unlock()
 	defer placeholders.save()
@@ -414,46 +414,12 @@ func parseRecordLine(line string) (placeholderID, string, bool) {
 	return placeholderID{dev: dev, ino: ino, ctime: ctime}, p, true
 }
 
-// Shield gives spec, the sandbox of something that runs in root outside a
-// tool call (a wrapped MCP server), the same protection a safe_bash call
-// gets: git's read-only paths and pins, the agents' configuration read-only
-// (placeholders where it is missing), the deny-listed paths masked, and the
-// git guard's fingerprint, checked when it ends. A workspace the shield
-// refuses, or whose fingerprint cannot be taken, is refused.
-//
-// end must be called once the sandbox is gone, also when err is not nil: it
-// puts back what the server changed among what git runs on its own and
-// returns the guard's warnings (each change reverted, or why one could not
-// be), then lets go of the placeholders.
-func Shield(root, home string, callerEnv map[string]string, spec *runner.Spec) (end func() []string, warnings []string, err error) {
-	sh, err := shieldWorkspace(root, home, callerEnv)
-	if err != nil {
-		return func() []string { sh.release(); return nil }, nil, err
-	}
-	l := gitguard.Find(root)
-	snap, err := gitguard.TakeLayout(root, l)
-	if err != nil {
-		return func() []string { sh.release(); return nil }, nil, err
-	}
-	sh.apply(root, l, spec)
-	return func() []string {
-		rep := snap.Check(gitguard.DefaultDir())
-		sh.release()
-		ws := rep.Warnings()
-		if err := rep.Err(); err != nil {
-			ws = append(ws, err.Error())
-		}
-		return ws
-	}, sh.Warnings, nil
-}
-
-// apply adds the shield to spec, with git's entries l of root (gitProtected;
-// the call's one Find, which its git guard's fingerprint uses too): their read-only paths and the shield's go
-// before what spec already has (the configuration's own paths), the pins,
-// directories bound onto themselves and masks with them. The one place
-// every sandbox of a workspace (safe_bash, the file tools, wrapped servers)
-// gets its protection from.
-func (s *shielded) apply(root string, l gitguard.Layout, spec *runner.Spec) {
+// Apply adds the shield to spec, with git's entries l of root
+// (gitProtected; the call's one Find, which its git guard's fingerprint
+// uses too): their read-only paths and the shield's go before what spec
+// already has (the configuration's own paths), the pins, directories bound
+// onto themselves and masks with them.
+func (s *Call) Apply(root string, l gitguard.Layout, spec *runner.Spec) {
 	ro, pins := gitProtected(root, l)
 	spec.ReadOnly = append(append(append([]string{}, ro...), s.ReadOnly...), spec.ReadOnly...)
 	spec.ReadWrite = append(append([]string{}, s.ReadWrite...), spec.ReadWrite...)

@@ -1,4 +1,4 @@
-package tools
+package shield
 
 import (
 	"fmt"
@@ -46,15 +46,15 @@ func TestNestedIndexSeesEveryPlant(t *testing.T) {
 		}},
 		{"deep in an old directory, after the directories aged", func(t *testing.T) string {
 			time.Sleep(2 * ctimeMargin)
-			scanNested(proj) // every record now trusted
+			ScanNested(proj) // every record now trusted
 			mustDo(t, os.WriteFile(filepath.Join(proj, "d/opencode.json"), []byte("{}"), 0o644))
 			return "d/opencode.json"
 		}},
 	}
 	for _, p := range plants {
-		scanNested(proj) // the walk of the call before
+		ScanNested(proj) // the walk of the call before
 		want := p.plant(t)
-		if got := scanNested(proj).found; !slices.Contains(got, want) {
+		if got := ScanNested(proj).Found; !slices.Contains(got, want) {
 			t.Errorf("%s: the next walk found %v, not %s", p.name, got, want)
 		}
 	}
@@ -70,9 +70,9 @@ func TestNestedIndexRacyPlants(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		d := filepath.Join(proj, fmt.Sprintf("d%d", i))
 		mustDo(t, os.Mkdir(d, 0o755))
-		scanNested(proj)
+		ScanNested(proj)
 		mustDo(t, os.Mkdir(filepath.Join(d, ".gemini"), 0o755))
-		if got := scanNested(proj).found; !slices.Contains(got, fmt.Sprintf("d%d/.gemini", i)) {
+		if got := ScanNested(proj).Found; !slices.Contains(got, fmt.Sprintf("d%d/.gemini", i)) {
 			t.Fatalf("round %d: a plant made right after the walk was not found: %v", i, got)
 		}
 		mustDo(t, os.Remove(filepath.Join(d, ".gemini")))
@@ -93,9 +93,9 @@ func TestNestedIndexForgetsRemoved(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		mustDo(t, os.MkdirAll(filepath.Join(proj, fmt.Sprintf("gone/d%d", i)), 0o755))
 	}
-	scanNested(proj)
+	ScanNested(proj)
 	mustDo(t, os.RemoveAll(filepath.Join(proj, "gone")))
-	sc := scanNested(proj)
+	sc := ScanNested(proj)
 	dirIndex.mu.Lock()
 	n := len(dirIndex.roots[proj].dirs)
 	dirIndex.mu.Unlock()

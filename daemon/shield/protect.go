@@ -1,4 +1,4 @@
-package tools
+package shield
 
 import "github.com/contextd/contextd/daemon/gitguard"
 
@@ -9,7 +9,7 @@ import "github.com/contextd/contextd/daemon/gitguard"
 //     fingerprint of daemon/gitguard as a second line;
 //   - the agents' and editors' own configuration (.claude, .mcp.json, .codex,
 //     .vscode/tasks.json...): workspace.HostRunPaths, shielded whether it
-//     exists or not (agentcfg.go).
+//     exists or not (shield.go).
 //
 // A call that could rewrite them would have its payload run unsandboxed on
 // the next agent start or git command.

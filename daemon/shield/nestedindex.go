@@ -1,4 +1,4 @@
-package tools
+package shield
 
 import (
 	"path/filepath"
@@ -27,7 +27,7 @@ import (
 var dirIndex = &scanIndex{roots: map[string]*rootIndex{}}
 
 // indexRoots bounds the workspaces remembered (the least recently walked
-// goes first); indexDirs bounds one workspace's directories (maxScanDirs).
+// goes first); indexDirs bounds one workspace's directories (MaxScanDirs).
 const indexRoots = 16
 
 type scanIndex struct {
@@ -101,7 +101,7 @@ func (x *scanIndex) entries(root, rel string) ([]dirEnt, error) {
 		x.roots[root] = ri
 	}
 	ri.used = time.Now()
-	if _, ok := ri.dirs[rel]; ok || len(ri.dirs) < maxScanDirs {
+	if _, ok := ri.dirs[rel]; ok || len(ri.dirs) < MaxScanDirs {
 		ri.dirs[rel] = rec
 	}
 	return ents, nil

@@ -1,4 +1,4 @@
-package tools
+package shield
 
 import (
 	"errors"
@@ -45,7 +45,7 @@ func rels(root string, ps []string) []string {
 // removes them, and the project is as it was.
 func TestShieldPlaceholders(t *testing.T) {
 	home, proj := newHome(t)
-	a, err := shieldWorkspace(proj, home, nil)
+	a, err := Writable(proj, home, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,20 +61,20 @@ func TestShieldPlaceholders(t *testing.T) {
 			t.Fatalf("placeholder %s not in place: %v", p, err)
 		}
 	}
-	b, err := shieldWorkspace(proj, home, nil)
+	b, err := Writable(proj, home, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(rels(proj, b.Placeholders), rels(proj, a.Placeholders)) {
 		t.Errorf("second call: placeholders %v", b.Placeholders)
 	}
-	a.release()
+	a.Release()
 	for _, p := range b.Placeholders {
 		if _, err := os.Lstat(p); err != nil {
 			t.Fatalf("%s removed while another call holds it", p)
 		}
 	}
-	b.release()
+	b.Release()
 	ents, _ := os.ReadDir(proj)
 	if len(ents) != 1 || ents[0].Name() != ".claude" {
 		t.Errorf("after both calls the project holds %v", ents)
@@ -85,7 +85,7 @@ func TestShieldPlaceholders(t *testing.T) {
 // removed.
 func TestShieldKeepsUsersFiles(t *testing.T) {
 	home, proj := newHome(t)
-	s, err := shieldWorkspace(proj, home, nil)
+	s, err := Writable(proj, home, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestShieldKeepsUsersFiles(t *testing.T) {
 	os.WriteFile(filepath.Join(proj, ".codex/config.toml"), []byte("model = \"x\"\n"), 0o644)
 	os.Remove(filepath.Join(proj, ".gemini"))
 	os.Mkdir(filepath.Join(proj, ".gemini"), 0o700)
-	s.release()
+	s.Release()
 	if b, err := os.ReadFile(filepath.Join(proj, ".codex/config.toml")); err != nil || string(b) != "model = \"x\"\n" {
 		t.Errorf(".codex/config.toml: %q %v", b, err)
 	}
@@ -113,8 +113,8 @@ func TestShieldVSCode(t *testing.T) {
 	home, proj := newHome(t)
 	os.MkdirAll(filepath.Join(proj, ".vscode"), 0o755)
 	os.WriteFile(filepath.Join(proj, ".vscode/settings.json"), []byte("{}"), 0o644)
-	s, err := shieldWorkspace(proj, home, nil)
-	defer s.release()
+	s, err := Writable(proj, home, nil)
+	defer s.Release()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,8 +135,8 @@ func TestShieldSymlinkWarns(t *testing.T) {
 	home, proj := newHome(t)
 	os.Mkdir(filepath.Join(home, "shared-codex"), 0o755)
 	os.Symlink("../shared-codex", filepath.Join(proj, ".codex"))
-	s, err := shieldWorkspace(proj, home, nil)
-	defer s.release()
+	s, err := Writable(proj, home, nil)
+	defer s.Release()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,8 +155,8 @@ func TestShieldWorkspaceChecks(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(home, "dotfiles/gh/hosts.yml"), []byte("token"), 0o600)
 	for _, ws := range []string{".config", ".config/gh", ".config/contextd", ".claude", ".claude/projects", ".ssh", ".config/nvim", ".local/bin", "."} {
-		s, err := shieldWorkspace(filepath.Join(home, ws), home, nil)
-		s.release()
+		s, err := Writable(filepath.Join(home, ws), home, nil)
+		s.Release()
 		if !errors.Is(err, catalog.ErrPolicy) {
 			t.Errorf("workspace ~/%s: %v, want refused", ws, err)
 		}
@@ -165,8 +165,8 @@ func TestShieldWorkspaceChecks(t *testing.T) {
 	// the default place stays refused.
 	os.MkdirAll(filepath.Join(home, "cfg/gh"), 0o755)
 	for _, ws := range []string{"cfg", "cfg/gh", ".config"} {
-		s, err := shieldWorkspace(filepath.Join(home, ws), home, map[string]string{"XDG_CONFIG_HOME": filepath.Join(home, "cfg")})
-		s.release()
+		s, err := Writable(filepath.Join(home, ws), home, map[string]string{"XDG_CONFIG_HOME": filepath.Join(home, "cfg")})
+		s.Release()
 		if !errors.Is(err, catalog.ErrPolicy) {
 			t.Errorf("workspace ~/%s with XDG_CONFIG_HOME=~/cfg: %v, want refused", ws, err)
 		}
@@ -175,8 +175,8 @@ func TestShieldWorkspaceChecks(t *testing.T) {
 	os.RemoveAll(filepath.Join(home, ".config/gh"))
 	os.Symlink("../dotfiles/gh", filepath.Join(home, ".config/gh"))
 	dot := filepath.Join(home, "dotfiles")
-	s, err := shieldWorkspace(dot, home, nil)
-	defer s.release()
+	s, err := Writable(dot, home, nil)
+	defer s.Release()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestCleanPlaceholders(t *testing.T) {
 	record := filepath.Join(t.TempDir(), "placeholders")
 	CleanPlaceholders(record)
 	t.Cleanup(func() { placeholders.record = "" })
-	s, err := shieldWorkspace(proj, home, nil)
+	s, err := Writable(proj, home, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,11 +221,11 @@ func TestCleanPlaceholdersStaleRecord(t *testing.T) {
 	record := filepath.Join(t.TempDir(), "placeholders")
 	CleanPlaceholders(record)
 	t.Cleanup(func() { placeholders.record = "" })
-	s, err := shieldWorkspace(proj, home, nil)
+	s, err := Writable(proj, home, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.release()
+	s.Release()
 	if b, _ := os.ReadFile(record); !strings.Contains(string(b), filepath.Join(proj, ".codex")) {
 		t.Fatalf("the record %q does not list the released placeholders: this test needs a stale one", b)
 	}
@@ -275,19 +275,19 @@ func TestNestedSetAside(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(proj, "a/.claude/settings.json"), []byte("{}"), 0o644)
 	os.WriteFile(filepath.Join(proj, "a/b/.vscode/launch.json"), []byte("{}"), 0o644)
-	sc := scanNested(proj)
-	found, complete := sc.found, sc.complete
+	sc := ScanNested(proj)
+	found, complete := sc.Found, sc.Complete
 	if !complete || !slices.Equal(found, []string{"a/.claude"}) {
 		t.Fatalf("found %v (complete %v)", found, complete)
 	}
 	// Nothing changed since the walk: nothing is set aside.
-	if got := setAsideNested(scanNested(proj), time.Now().Add(time.Second), nil); len(got) != 0 {
+	if got := SetAside(ScanNested(proj), time.Now().Add(time.Second), nil); len(got) != 0 {
 		t.Errorf("unchanged: %v", got)
 	}
 	// The "call": plants in a known directory (c), in a .vscode that was
 	// there, in a directory moved in from elsewhere, and a change below
 	// an existing one (a/.claude, not shielded here).
-	before := scanNested(proj)
+	before := ScanNested(proj)
 	time.Sleep(2 * ctimeMargin) // what the walk saw is older than the call
 	start := time.Now()
 	os.WriteFile(filepath.Join(proj, "a/b/.vscode/tasks.json"), []byte("{}"), 0o644)
@@ -296,7 +296,7 @@ func TestNestedSetAside(t *testing.T) {
 	os.MkdirAll(filepath.Join(proj, "newdir/d/.codex"), 0o755)
 	os.WriteFile(filepath.Join(proj, "newdir/d/.codex/config.toml"), []byte("x"), 0o644)
 	os.Rename(filepath.Join(proj, "newdir"), filepath.Join(proj, "c/moved"))
-	got := setAsideNested(before, start, nil)
+	got := SetAside(before, start, nil)
 	if len(got) != 4 {
 		t.Fatalf("set aside: %v", got)
 	}
@@ -309,7 +309,7 @@ func TestNestedSetAside(t *testing.T) {
 			t.Errorf("%s: set aside as %v", rel, m)
 		}
 	}
-	if found := scanNested(proj).found; len(found) != 0 {
+	if found := ScanNested(proj).Found; len(found) != 0 {
 		t.Errorf("still found after setting aside: %v", found)
 	}
 }
@@ -341,17 +341,17 @@ func BenchmarkShieldBash(b *testing.B) {
 	home, proj := benchWorkspace(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		s, err := shieldWorkspace(proj, home, nil)
+		s, err := Writable(proj, home, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
-		scan := scanNested(proj)
-		for _, rel := range scan.found {
-			s.shieldNested(proj, rel)
+		scan := ScanNested(proj)
+		for _, rel := range scan.Found {
+			s.Nested(proj, rel)
 		}
 		start := time.Now() // as safe_bash: the sandbox starts here
-		setAsideNested(scan, start, s.ReadOnly)
-		s.release()
+		SetAside(scan, start, s.ReadOnly)
+		s.Release()
 	}
 }
 
@@ -360,11 +360,11 @@ func BenchmarkShieldRead(b *testing.B) {
 	home, proj := benchWorkspace(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		s, err := shieldReadOnly(proj, home, nil)
+		s, err := ForReading(proj, home, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
-		s.release()
+		s.Release()
 	}
 }
 
@@ -382,22 +382,22 @@ func BenchmarkProtectedOnly(b *testing.B) {
 // dirIndex), alternated in one loop; it reports the ratio.
 func BenchmarkNestedScan(b *testing.B) {
 	_, proj := benchWorkspace(b)
-	scanNested(proj)            // the index as the call before left it
+	ScanNested(proj)            // the index as the call before left it
 	time.Sleep(2 * ctimeMargin) // the workspace's directories have aged
 	var warm, cold time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
-		a := scanNested(proj)
+		a := ScanNested(proj)
 		t1 := time.Now()
 		dirIndex.mu.Lock()
 		delete(dirIndex.roots, proj)
 		dirIndex.mu.Unlock()
-		c := scanNested(proj)
+		c := ScanNested(proj)
 		t2 := time.Now()
 		warm, cold = warm+t1.Sub(t0), cold+t2.Sub(t1)
-		if len(a.dirs) != len(c.dirs) || len(a.found) != len(c.found) {
-			b.Fatalf("the index walked %d dirs and found %v, reading all %d and %v", len(a.dirs), a.found, len(c.dirs), c.found)
+		if len(a.dirs) != len(c.dirs) || len(a.Found) != len(c.Found) {
+			b.Fatalf("the index walked %d dirs and found %v, reading all %d and %v", len(a.dirs), a.Found, len(c.dirs), c.Found)
 		}
 	}
 	b.ReportMetric(float64(warm.Microseconds())/float64(b.N)/1000, "indexed-ms")

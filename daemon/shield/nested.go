@@ -1,4 +1,4 @@
-package tools
+package shield
 
 import (
 	"bytes"
@@ -33,30 +33,30 @@ import (
 // would cost more than the call).
 var scanSkip = map[string]bool{".git": true, "node_modules": true}
 
-// maxScanDirs bounds one walk; a larger workspace is walked that far and
+// MaxScanDirs bounds one walk; a larger workspace is walked that far and
 // the call is told the rest was not.
-const maxScanDirs = 20000
+const MaxScanDirs = 20000
 
 // setAsideTag is added to the name of what is set aside.
 const setAsideTag = ".contextd-set-aside-"
 
-// nestedScan is what one walk of a workspace found: the nested host-run
+// Scan is what one walk of a workspace found: the nested host-run
 // paths that exist, and every directory walked (relative to root), which
 // the scan after the call looks at again.
-type nestedScan struct {
+type Scan struct {
 	root     string
-	found    []string
+	Found    []string
 	dirs     []string
-	complete bool
+	Complete bool
 }
 
-// scanNested walks root for the host-run paths below its top level that
+// ScanNested walks root for the host-run paths below its top level that
 // exist (found, relative to root); complete is false when the walk stopped
-// at maxScanDirs.
-func scanNested(root string) *nestedScan {
-	sc := &nestedScan{root: root, complete: true}
+// at MaxScanDirs.
+func ScanNested(root string) *Scan {
+	sc := &Scan{root: root, Complete: true}
 	sc.walk("", true)
-	if sc.complete {
+	if sc.Complete {
 		dirIndex.retain(root, sc.dirs)
 	}
 	return sc
@@ -65,9 +65,9 @@ func scanNested(root string) *nestedScan {
 // walk reads the directory rel, records the host-run paths in it, and
 // walks its subdirectories when deep. It returns false once the bound is
 // reached.
-func (sc *nestedScan) walk(rel string, deep bool) bool {
-	if len(sc.dirs) >= maxScanDirs {
-		sc.complete = false
+func (sc *Scan) walk(rel string, deep bool) bool {
+	if len(sc.dirs) >= MaxScanDirs {
+		sc.Complete = false
 		return false
 	}
 	sc.dirs = append(sc.dirs, rel)
@@ -84,7 +84,7 @@ func (sc *nestedScan) walk(rel string, deep bool) bool {
 		if h, ok := workspace.HostRunAt(child); ok {
 			// The top level's own are the shield's (placeholders).
 			if !strings.EqualFold(child, h.Path) {
-				sc.found = append(sc.found, child)
+				sc.Found = append(sc.Found, child)
 			}
 			continue // a host-run entry is taken whole, never walked
 		}
@@ -111,8 +111,8 @@ func (sc *nestedScan) walk(rel string, deep bool) bool {
 // that the walk before did not know (made or moved in by the call). Any
 // new host-run entry is in one of them: making or renaming one changes
 // the directory it is made in.
-func (sc *nestedScan) after(since time.Time) *nestedScan {
-	out := &nestedScan{root: sc.root, complete: sc.complete}
+func (sc *Scan) after(since time.Time) *Scan {
+	out := &Scan{root: sc.root, Complete: sc.Complete}
 	known := make(map[string]bool, len(sc.dirs))
 	for _, d := range sc.dirs {
 		known[d] = true
@@ -148,25 +148,25 @@ func (sc *nestedScan) after(since time.Time) *nestedScan {
 // before it.
 const ctimeMargin = 50 * time.Millisecond
 
-// setAsideNested renames every nested host-run path that the call (which
+// SetAside renames every nested host-run path that the call (which
 // started at since, after the walk before) created or changed, except
-// those in shielded (read-only during the call), and returns what it did,
+// those in kept (read-only during the call), and returns what it did,
 // one sentence each.
-func setAsideNested(before *nestedScan, since time.Time, shielded []string) []string {
+func SetAside(before *Scan, since time.Time, kept []string) []string {
 	sc := before.after(since)
 	var out []string
-	if !sc.complete {
-		out = append(out, fmt.Sprintf("the workspace has more than %d directories: agent configuration below the first %d was not checked after the call", maxScanDirs, maxScanDirs))
+	if !sc.Complete {
+		out = append(out, fmt.Sprintf("the workspace has more than %d directories: agent configuration below the first %d was not checked after the call", MaxScanDirs, MaxScanDirs))
 	}
 	root := before.root
 	// What existed before is looked at again too (it is few): in
 	// safe_bash it was read-only, but nothing here relies on it.
-	for _, rel := range append(sc.found, before.found...) {
+	for _, rel := range append(sc.Found, before.Found...) {
 		if _, err := os.Lstat(filepath.Join(root, rel)); err != nil {
 			continue // set aside already (found twice), or gone
 		}
 		p := filepath.Join(root, rel)
-		if contains(shielded, p) || !changedSince(p, since) {
+		if contains(kept, p) || !changedSince(p, since) {
 			continue
 		}
 		aside := fmt.Sprintf("%s%s%d", p, setAsideTag, time.Now().UnixNano())
@@ -187,8 +187,8 @@ func changedSince(p string, since time.Time) bool {
 	changed := false
 	n := 0
 	filepath.WalkDir(p, func(q string, _ os.DirEntry, err error) error {
-		if n++; err != nil || n > maxScanDirs {
-			changed = changed || n > maxScanDirs // too much to look at: set aside
+		if n++; err != nil || n > MaxScanDirs {
+			changed = changed || n > MaxScanDirs // too much to look at: set aside
 			return filepath.SkipAll
 		}
 		var st unix.Stat_t
