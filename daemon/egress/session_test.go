@@ -17,21 +17,7 @@ import (
 // port.
 func scriptedUpstream(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go serveScripted(c)
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
+	return rawServer(t, serveScripted)
 }
 
 func serveScripted(c net.Conn) {
