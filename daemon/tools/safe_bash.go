@@ -161,7 +161,7 @@ func (c *bashCall) Run(ctx context.Context, env *Env) (o Outcome) {
 		// an error before the run, gone is nil: at once.
 		defer func() {
 			m.Ending()
-			runner.AfterGone(o.gone, release)
+			runner.AfterGone(o.Gone, release)
 			pre.mark("release_home")
 		}()
 		m.Apply(&spec)

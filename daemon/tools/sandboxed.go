@@ -47,7 +47,7 @@ const maxGapPage = 16 << 20
 // FillGap fills p with bytes [off, off+len(p)) of a gap's rendering (source
 // as the output's Hole got it), read again from the file in safe_read's
 // sandbox, unscrubbed: the caller scrubs what it returns. env needs Config,
-// Runner and Peer; the place and the output are the gap's own. A file whose
+// Runner, Vault and Rules; the place and the output are the gap's own. A file whose
 // bytes in the gap changed since the first read is refused
 // (catalog.ErrUnknownContinuation).
 func FillGap(ctx context.Context, env *Env, source []byte, off int64, p []byte) Outcome {
@@ -178,7 +178,7 @@ func runSandboxed(ctx context.Context, env *Env, op toolproto.Op, source string,
 	spec.Limits = env.limits(op.Tool)
 	ex, err := env.Runner.Run(ctx, spec)
 	meta, gotMeta := frames.Meta()
-	o := Outcome{Layers: ex.Layers, Stages: meta.Stages, File: opened, gone: ex.Gone}
+	o := Outcome{Layers: ex.Layers, Stages: meta.Stages, File: opened, Gone: ex.Gone}
 	if o.Stages != nil {
 		o.Stages["daemon_side"] = float64(tw.spent.Microseconds()) / 1000
 	}
