@@ -434,18 +434,9 @@ func (n *Net) Apply(spec *runner.Spec, env []string) []string {
 	return MergeEnv(env, n.Env)
 }
 
-// Summary is what a call's connections come to.
-type Summary struct {
-	// RulesFrom says where the call's rules come from (Setup.RulesFrom,
-	// and the call's own rules when it had any); never "": a proxy with
-	// no name for its rules is still the proxy.
-	RulesFrom   string
-	Connections []sandboxinfo.Connection
-	// Lines are for the caller, in the call's result: one per refused
-	// host, saying how to allow it, and one per blocked leak. The audit
-	// record has the connections instead.
-	Lines []string
-}
+// Summary is what a call's connections come to. It is sandboxinfo's type,
+// so that a tool's outcome carries it without linking the proxy.
+type Summary = sandboxinfo.Egress
 
 // ruleKey is where a rule for the call goes in the configuration.
 func (c Call) ruleKey() (section, key string) {

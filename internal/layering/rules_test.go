@@ -150,10 +150,14 @@ var rules = []rule{
 		why:    "branches and checkpoints work on the store's interface: which backend holds them is the core's choice",
 	},
 	{
+		from: []string{"daemon/toolcall"}, deep: true,
+		forbid: []string{"daemon/...", "mcp/...", "wire/...", "proxy/...", "cmd/...", "ns", "seccomp", "profiles", "inspect"},
+		why:    "the contract every tool keeps with the stages (decode, run, say how it ended) links only leaves: a tool of any kind, sandboxed or on the store, can keep it without linking another kind's host",
+	},
+	{
 		from: []string{"daemon/state"}, deep: true,
-		pending: "issue 27 (daemon/state off the tools host)", // delete this line to enforce the rule
-		forbid:  append([]string{"daemon/tools/..."}, theSandboxHost...),
-		why:     "the state side links neither the tools' host nor the sandbox's: nothing read from a branch or a checkpoint can start a process",
+		forbid: append([]string{"daemon/tools/..."}, theSandboxHost...),
+		why:    "the state side links neither the tools' host nor the sandbox's: nothing read from a branch or a checkpoint can start a process",
 	},
 	{
 		from: []string{"daemon/tools"}, deep: true,
