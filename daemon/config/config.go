@@ -17,12 +17,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/contextd/contextd/mcp/intercept"
-
 	"github.com/BurntSushi/toml"
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/homeview"
+	"github.com/contextd/contextd/mcp/interceptspec"
 )
 
 // Duration is a time.Duration written as a Go duration string ("90s", "10m").
@@ -582,7 +581,7 @@ func (c *Config) SlogLevel() (slog.Level, error) {
 func unknownKeys(md toml.MetaData) []string {
 	var keys []string
 	for _, k := range md.Undecoded() {
-		if len(k) > 2 && k[0] == "mcp" && k[1] == "intercept" && intercept.IsDataKey(k[2:]) {
+		if len(k) > 2 && k[0] == "mcp" && k[1] == "intercept" && interceptspec.IsDataKey(k[2:]) {
 			continue
 		}
 		keys = append(keys, k.String())

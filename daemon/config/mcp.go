@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/contextd/contextd/mcp/intercept"
+	"github.com/contextd/contextd/mcp/interceptspec"
 )
 
 // MCP configures `contextd-proxy mcp wrap`, the firewall in front of
@@ -16,7 +17,7 @@ type MCP struct {
 	MaxMessageBytes int `toml:"max_message_bytes"`
 	// Intercept holds the firewall's built-in rules' switches, allowlists
 	// and the user's rules ([mcp.intercept], docs/mcp.md "Intercept rules").
-	Intercept intercept.Config `toml:"intercept"`
+	Intercept interceptspec.Config `toml:"intercept"`
 	// Servers holds settings per wrapped server, by its --name:
 	// [mcp.servers.NAME].
 	Servers map[string]MCPServer `toml:"servers"`
@@ -54,7 +55,7 @@ func (m *MCP) Server(name string) MCPServer {
 }
 
 func defaultMCP() MCP {
-	return MCP{MaxTokens: DefaultMaxTokens, MaxMessageBytes: 64 << 20, Intercept: *intercept.DefaultConfig()}
+	return MCP{MaxTokens: DefaultMaxTokens, MaxMessageBytes: 64 << 20, Intercept: *interceptspec.Default()}
 }
 
 func (m *MCP) validate() error {
@@ -69,5 +70,5 @@ func (m *MCP) validate() error {
 			return err
 		}
 	}
-	return m.Intercept.Validate()
+	return intercept.Check(&m.Intercept)
 }
