@@ -14,6 +14,7 @@ import (
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/audit"
 	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/configcheck"
 	"github.com/contextd/contextd/daemon/pages"
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/daemon/respond"
@@ -36,7 +37,7 @@ func (s *service) setupPipeline(cfg *config.Config) error {
 	}
 	s.scrubber, s.rules, s.counter = sc, rules, budget.Default()
 	if cfg.Salience.Enabled {
-		if s.salience, err = cfg.Salience.Set(); err != nil {
+		if s.salience, err = configcheck.Salience(cfg.Salience); err != nil {
 			return fmt.Errorf("%v: %w", err, catalog.ErrConfig)
 		}
 	}

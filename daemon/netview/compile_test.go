@@ -7,6 +7,7 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/egress"
 	"github.com/contextd/contextd/daemon/netview"
 )
 
@@ -68,5 +69,12 @@ func TestCompile(t *testing.T) {
 				t.Fatalf("Compile = %+v, %v; want ErrConfig naming %q", r, err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// The configuration's default connection limit is the proxy's own.
+func TestDefaultMaxConnections(t *testing.T) {
+	if config.DefaultMaxConnections != egress.DefaultMaxConns || config.Default().Egress.MaxConnections != egress.DefaultMaxConns {
+		t.Errorf("config's default %d, egress's %d", config.DefaultMaxConnections, egress.DefaultMaxConns)
 	}
 }
