@@ -39,7 +39,8 @@ import (
 // Options configure Run. A nil *Options, and every zero field, means the default
 // named on the field.
 type Options struct {
-	// Config is the loaded configuration. Default: config.Default().
+	// Config is the loaded configuration, each section checked by its
+	// feature (configcheck.Load). Default: config.Default().
 	Config *config.Config
 	// Logger receives the daemon's log. Default: slog.Default().
 	Logger *slog.Logger

@@ -12,6 +12,7 @@ import (
 	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/configcheck"
 	"github.com/contextd/contextd/daemon/pages"
 	"github.com/contextd/contextd/daemon/respond"
 	"github.com/contextd/contextd/daemon/session"
@@ -51,7 +52,7 @@ func newResponder(cfg *config.Config) (*responder, error) {
 	}
 	r := &responder{scrubber: sc, rules: rules, counter: budget.Default()}
 	if cfg.Salience.Enabled {
-		if r.salience, err = cfg.Salience.Set(); err != nil {
+		if r.salience, err = configcheck.Salience(cfg.Salience); err != nil {
 			return nil, fmt.Errorf("%v: %w", err, catalog.ErrConfig)
 		}
 	}
