@@ -8,7 +8,7 @@ import (
 // The core's own types. A call arrives over the light protocol (lite.go, the
 // daemon's native one) or over gRPC (grpc.go, the typed public API); each
 // converts to and from these at its edge, and everything between admit and
-// account (service.go) works on them alone.
+// account (service.go and a file per stage) works on them alone.
 
 // Call is one tool call, or one page of an earlier call's output.
 type Call struct {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,6 +31,7 @@ import (
 	"github.com/contextd/contextd/daemon/scope"
 	"github.com/contextd/contextd/daemon/shield"
 	"github.com/contextd/contextd/daemon/state"
+	"github.com/contextd/contextd/daemon/toolcall"
 	"github.com/contextd/contextd/daemon/tools"
 	"github.com/contextd/contextd/ns"
 )
@@ -37,12 +39,13 @@ import (
 // Options configure Run. A nil *Options, and every zero field, means the default
 // named on the field.
 type Options struct {
-	// Config is the loaded configuration. Default: config.Default().
+	// Config is the loaded configuration, each section checked by its
+	// feature (configcheck.Load). Default: config.Default().
 	Config *config.Config
 	// Logger receives the daemon's log. Default: slog.Default().
 	Logger *slog.Logger
-	// Tools is the tool registry. Default: Registry(Config), every tool.
-	Tools *tools.Registry
+	// Tools are the tools served. Default: Registry(Config), every tool.
+	Tools *Tools
 	// Runner starts tool processes. Default: the sandbox (sandbox.Runner), with
 	// a systemd scope per call when the user manager is reachable.
 	Runner runner.Runner
@@ -128,11 +131,19 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 	callsCtx, stopCalls := context.WithCancelCause(context.Background())
 	defer stopCalls(nil)
 
-	svc := &service{opts: o, callsCtx: callsCtx, started: time.Now(), sandbox: sandboxes}
-	if err := svc.setupPipeline(cfg); err != nil {
+	resp, err := newResponder(cfg)
+	if err != nil {
 		return err
 	}
-	defer svc.closePipeline()
+	defer resp.close()
+	svc := &service{opts: o, callsCtx: callsCtx, started: time.Now(), resp: resp, sandbox: sandboxes}
+	// A daemon without its audit log still runs calls; its log says that
+	// they are not audited.
+	if svc.audit, err = audit.Open(&audit.Options{MaxFileSize: int64(cfg.Audit.MaxFileSize), Logger: log}); err != nil {
+		log.Error("audit log unavailable: calls are not audited", "err", err)
+	} else {
+		defer svc.audit.Close()
+	}
 	svc.setupMCP(cfg)
 	defer svc.closeMCP()
 	// The state store opens in the background: the first call need not
@@ -246,15 +257,36 @@ func (s *service) idleWatch(d time.Duration) <-chan struct{} {
 	return ch
 }
 
+// Tools are the tools a daemon serves, by what they run on: the sandboxed
+// tools (daemon/tools) in the daemon's sandbox, the state tools
+// (daemon/state) in the daemon, on its store.
+type Tools struct {
+	Sandboxed *tools.Registry
+	State     *toolcall.Registry[*state.Env]
+}
+
 // Registry returns every tool: the sandboxed ones and the state tools, with
 // cfg's settings.
-func Registry(cfg *config.Config) *tools.Registry {
+func Registry(cfg *config.Config) *Tools {
 	sc := &state.Config{BranchBudget: cfg.Branch.DefaultBudget, ReturnTokens: cfg.Branch.SummaryMaxTokens}
 	// Only a configured endpoint makes a client: none, no network call.
 	if e := embedding.FromConfig(cfg.Store); e != nil {
 		sc.Embedder = e
 	}
-	return tools.NewRegistry(append([]tools.Tool{tools.SafeBash{}, tools.SafeRead{}, tools.SafeWrite{}}, sc.Tools()...)...)
+	return &Tools{Sandboxed: tools.Default(), State: toolcall.NewRegistry(sc.Tools()...)}
+}
+
+// isState reports whether name is a state tool's.
+func (t *Tools) isState(name string) bool {
+	_, err := t.State.Get(name)
+	return err == nil
+}
+
+// Names returns every tool's name, sorted.
+func (t *Tools) Names() []string {
+	names := append(t.Sandboxed.Names(), t.State.Names()...)
+	slices.Sort(names)
+	return names
 }
 
 // cleanPlaceholders removes the placeholders an earlier daemon left in

@@ -12,7 +12,7 @@ import (
 // set: with the defaults there is none, so no embedding request can be made.
 func TestRegistryEmbedder(t *testing.T) {
 	embedderOf := func(cfg *config.Config, tool string) state.Embedder {
-		tl, err := Registry(cfg).Get(tool)
+		tl, err := Registry(cfg).State.Get(tool)
 		if err != nil {
 			t.Fatal(err)
 		}

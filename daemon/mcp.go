@@ -19,43 +19,31 @@ import (
 	"github.com/contextd/contextd/wire/lite"
 )
 
-// setupMCP builds the wrapper of `mcp wrap` sessions (after setupPipeline:
+// setupMCP builds the wrapper of `mcp wrap` sessions (after the responder:
 // it shares the scrubber, the vaults, the page store and the counter).
 func (s *service) setupMCP(cfg *config.Config) {
 	s.mcp = mcpwrap.New(mcpwrap.Deps{
 		Runner:   s.opts.Runner,
 		Config:   cfg,
 		Log:      s.opts.Logger,
-		Scrubber: s.scrubber,
-		Vault:    s.vaults.get,
-		Pages:    s.store,
-		Counter:  s.counter,
-		Salience: s.salience, // nil when [salience] enabled = false
+		Scrubber: s.resp.scrubber,
+		Vault:    s.resp.vaults.get,
+		Pages:    s.resp.pages,
+		Counter:  s.resp.counter,
+		Salience: s.resp.salience, // nil when [salience] enabled = false
 		Stores:   s.mcpStores,
 		Sandbox:  s.sandbox,
 		RecordGuard: func(server, session string, start time.Time, warnings []string) {
-			if s.audit == nil {
-				return
-			}
-			r := &audit.Record{Kind: audit.KindGitGuard, Time: start.UTC(), Tool: "mcp:" + server, Session: session,
-				DurationMS: time.Since(start).Milliseconds(), Warnings: warnings}
-			if err := s.audit.Append(r); err != nil {
-				s.opts.Logger.Error("audit record not written", "tool", r.Tool, "err", err)
-			}
+			s.appendAudit(&audit.Record{Kind: audit.KindGitGuard, Time: start.UTC(), Tool: "mcp:" + server, Session: session,
+				DurationMS: time.Since(start).Milliseconds(), Warnings: warnings})
 		},
 		RecordEgress: func(server, session string, start time.Time, sum netview.Summary) {
-			if s.audit == nil {
-				return
-			}
 			// The server's network and its connections; the lines for a
 			// caller went to the daemon's log (mcpwrap), and are not the
 			// record's.
-			r := &audit.Record{Kind: audit.KindEgress, Time: start.UTC(), Tool: "mcp:" + server, Session: session,
+			s.appendAudit(&audit.Record{Kind: audit.KindEgress, Time: start.UTC(), Tool: "mcp:" + server, Session: session,
 				DurationMS: time.Since(start).Milliseconds(), Sandbox: audit.Sandbox{EgressRules: sum.RulesFrom},
-				Egress: sum.Connections}
-			if err := s.audit.Append(r); err != nil {
-				s.opts.Logger.Error("audit record not written", "tool", r.Tool, "err", err)
-			}
+				Egress: sum.Connections})
 		},
 	})
 }
@@ -138,7 +126,7 @@ func (s *service) serveWrap(conn net.Conn, req *lite.Wrap, cred peer.Cred) {
 	stop := context.AfterFunc(s.callsCtx, func() { cancel(context.Cause(s.callsCtx)) })
 	defer stop()
 	if err := s.mcp.Serve(ctx, conn, req, sess); err != nil {
-		log.Info("mcp wrap ended", "server", req.Name, "err", s.redact(err))
+		log.Info("mcp wrap ended", "server", req.Name, "err", s.resp.redact(err))
 		return
 	}
 	log.Info("mcp wrap ended", "server", req.Name)
@@ -159,7 +147,7 @@ func (s *service) serveAdmin(conn net.Conn, req *lite.Admin, cred peer.Cred) {
 	defer cancel()
 	out, err := s.mcp.Admin(ctx, req.Op, req.Args)
 	if err != nil {
-		lite.Write(conn, &lite.Event{Error: catalog.ToDetail(s.redact(err))})
+		lite.Write(conn, &lite.Event{Error: catalog.ToDetail(s.resp.redact(err))})
 		return
 	}
 	lite.Write(conn, &lite.Event{Admin: out})

@@ -18,3 +18,17 @@ type Connection struct {
 	BytesOut    int64  `json:"bytes_out,omitempty"`
 	BytesIn     int64  `json:"bytes_in,omitempty"`
 }
+
+// Egress is what a sandboxed program's connections through the egress proxy
+// come to, for the call's result and its audit record.
+type Egress struct {
+	// RulesFrom says where the rules come from (the configuration file,
+	// and the call's own rules when it had any); never "": a proxy with no
+	// name for its rules is still the proxy.
+	RulesFrom   string
+	Connections []Connection
+	// Lines are for the caller, in the call's result: one per refused
+	// host, saying how to allow it, and one per blocked leak. The audit
+	// record has the connections instead.
+	Lines []string
+}

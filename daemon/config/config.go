@@ -1,6 +1,4 @@
-// Package config loads contextd's TOML configuration. Every key has a default that
-// works with no file at all; docs/config.md and packaging/config.example.toml
-// document each one.
+// Package config loads contextd's TOML configuration into plain structs and checks what needs no feature to check (types, ranges, absolute paths, unknown keys); each feature compiles its own section (daemon/configcheck runs them all at load). Every key has a default that works with no file at all; docs/config.md and packaging/config.example.toml document each one.
 package config
 
 import (
@@ -17,12 +15,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/contextd/contextd/mcp/intercept"
-
 	"github.com/BurntSushi/toml"
 
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/daemon/homeview"
+	"github.com/contextd/contextd/mcp/interceptspec"
 )
 
 // Duration is a time.Duration written as a Go duration string ("90s", "10m").
@@ -129,7 +125,7 @@ type Config struct {
 // workspace: the presets of daemon/homeview (git, go, node, python, rust,
 // java) and the directories the caller's PATH reaches, read-only.
 type Home struct {
-	// PresetsOff names presets not applied.
+	// PresetsOff names presets not applied (homeview checks the names).
 	PresetsOff []string `toml:"presets_off"`
 	// ReadOnly are extra paths shown read-only in every call ("~/x" allowed).
 	ReadOnly []string `toml:"read_only"`
@@ -405,7 +401,9 @@ func LoadFile(path string) (*Config, error) {
 }
 
 // Parse decodes TOML on top of the defaults. Unknown keys are errors, so a typo does
-// not silently leave a default in force.
+// not silently leave a default in force. The sections a feature compiles (egress
+// and salience rules, [mcp.intercept], presets and the deny-list) are only decoded
+// here: configcheck.Check compiles them.
 func Parse(b []byte) (*Config, error) {
 	c := Default()
 	md, err := toml.NewDecoder(bytes.NewReader(b)).Decode(c)
@@ -461,12 +459,6 @@ func (c *Config) validate() error {
 	if err := c.Egress.validate(); err != nil {
 		return err
 	}
-	if err := c.Salience.validate(); err != nil {
-		return err
-	}
-	if err := checkRules("tools.safe_bash.egress_allow", c.Tools.SafeBash.EgressAllow); err != nil {
-		return err
-	}
 	if c.Branch.DefaultBudget < 100 || c.Branch.SummaryMaxTokens < 50 {
 		return fmt.Errorf("branch.default_budget (%d) must be at least 100 and branch.summary_max_tokens (%d) at least 50", c.Branch.DefaultBudget, c.Branch.SummaryMaxTokens)
 	}
@@ -498,32 +490,10 @@ func (c *Config) validate() error {
 				return fmt.Errorf("tools.%s: path %q must be absolute and not /", name, p)
 			}
 		}
-		if err := checkDenied("tools."+name+".read_only", box.ReadOnly); err != nil {
-			return err
-		}
-		if err := checkDenied("tools."+name+".read_write", box.ReadWrite); err != nil {
-			return err
-		}
-	}
-	for _, n := range c.Home.PresetsOff {
-		if !slices.ContainsFunc(homeview.Presets, func(p homeview.Preset) bool { return p.Name == n }) {
-			return fmt.Errorf("home.presets_off: no preset %q (the presets: %s)", n, presetNames())
-		}
 	}
 	for _, p := range c.Home.ReadOnly {
 		if !filepath.IsAbs(p) && p != "~" && !strings.HasPrefix(p, "~/") {
 			return fmt.Errorf("home.read_only: %q must be absolute or start with ~/", p)
-		}
-	}
-	if err := checkDenied("home.read_only", c.Home.ReadOnly); err != nil {
-		return err
-	}
-	for name, srv := range c.MCP.Servers {
-		if err := checkDenied("mcp.servers."+name+".read_only", srv.ReadOnly); err != nil {
-			return err
-		}
-		if err := checkDenied("mcp.servers."+name+".read_write", srv.ReadWrite); err != nil {
-			return err
 		}
 	}
 	if c.Tools.FileTimeout.Duration <= 0 {
@@ -537,34 +507,29 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// checkDenied refuses configured paths that would show a path of the
-// credential deny-list (homeview.CheckConfigured), for the daemon's user.
-func checkDenied(key string, paths []string) error {
-	if len(paths) == 0 {
-		return nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return fmt.Errorf("%s: the home directory is unknown, so the deny-list cannot be checked: %v", key, err)
-	}
-	h := &homeview.Host{Home: home, Env: map[string]string{}}
-	for _, v := range homeview.ToolchainVars() {
-		h.Env[v] = os.Getenv(v)
-	}
-	for _, p := range paths {
-		if err := homeview.CheckConfigured(h, key, p); err != nil {
-			return err
-		}
-	}
-	return nil
+// PathList is one configured list of host paths a sandbox shows, with the
+// key it is written under.
+type PathList struct {
+	Key   string
+	Paths []string
 }
 
-func presetNames() string {
-	var names []string
-	for _, p := range homeview.Presets {
-		names = append(names, p.Name)
+// ShownPaths lists every configured list of host paths a sandbox shows, in
+// a fixed order (the tools, [home], the MCP servers by name), so that a
+// check of them (the credential deny-list, daemon/homeview) names the same
+// key every time.
+func (c *Config) ShownPaths() []PathList {
+	var out []PathList
+	for _, tool := range []string{"safe_bash", "safe_read", "safe_write"} {
+		box := c.Tools.Sandbox(tool)
+		out = append(out, PathList{"tools." + tool + ".read_only", box.ReadOnly}, PathList{"tools." + tool + ".read_write", box.ReadWrite})
 	}
-	return strings.Join(names, ", ")
+	out = append(out, PathList{"home.read_only", c.Home.ReadOnly})
+	for _, name := range slices.Sorted(maps.Keys(c.MCP.Servers)) {
+		srv := c.MCP.Servers[name]
+		out = append(out, PathList{"mcp.servers." + name + ".read_only", srv.ReadOnly}, PathList{"mcp.servers." + name + ".read_write", srv.ReadWrite})
+	}
+	return out
 }
 
 // SlogLevel maps log_level to a slog level.
@@ -582,7 +547,7 @@ func (c *Config) SlogLevel() (slog.Level, error) {
 func unknownKeys(md toml.MetaData) []string {
 	var keys []string
 	for _, k := range md.Undecoded() {
-		if len(k) > 2 && k[0] == "mcp" && k[1] == "intercept" && intercept.IsDataKey(k[2:]) {
+		if len(k) > 2 && k[0] == "mcp" && k[1] == "intercept" && interceptspec.IsDataKey(k[2:]) {
 			continue
 		}
 		keys = append(keys, k.String())

@@ -298,31 +298,3 @@ func TestSize(t *testing.T) {
 		}
 	}
 }
-
-// A configured path that would show a credential (homeview's deny-list) is
-// refused at load, naming the key and the rule.
-func TestDenyListedPathsRefused(t *testing.T) {
-	home, err := os.UserHomeDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct{ toml, key string }{
-		{"[tools.safe_bash]\nread_only = [\"" + home + "/.ssh\"]\n", "tools.safe_bash.read_only"},
-		{"[tools.safe_read]\nread_write = [\"" + home + "\"]\n", "tools.safe_read.read_write"},
-		{"[home]\nread_only = [\"~/.aws/credentials\"]\n", "home.read_only"},
-		{"[mcp.servers.x]\nread_only = [\"" + home + "/.config\"]\n", "mcp.servers.x.read_only"},
-	}
-	for _, tt := range tests {
-		_, err := config.Parse([]byte(tt.toml))
-		if !errors.Is(err, catalog.ErrConfig) || !strings.Contains(err.Error(), tt.key) || !strings.Contains(err.Error(), "deny-list") {
-			t.Errorf("%s: %v, want a configuration error naming %s and the deny-list", tt.toml, err, tt.key)
-		}
-	}
-	if _, err := config.Parse([]byte("[home]\npresets_off = [\"gov\"]\n")); !errors.Is(err, catalog.ErrConfig) || !strings.Contains(err.Error(), "go, node") {
-		t.Errorf("unknown preset: %v", err)
-	}
-	c, err := config.Parse([]byte("[home]\npresets_off = [\"java\"]\nread_only = [\"~/src/shared\"]\n"))
-	if err != nil || c.Home.PresetsOff[0] != "java" || c.Home.ReadOnly[0] != "~/src/shared" {
-		t.Fatalf("%+v %v", c, err)
-	}
-}

@@ -4,12 +4,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
-
-	"github.com/contextd/contextd/daemon/egress"
 )
 
 // Egress configures the egress proxy, a sandboxed program's only way out of
-// its network namespace (daemon/egress, docs/sandbox.md "Network").
+// its network namespace (daemon/egress, docs/sandbox.md "Network"). Its
+// rules and credential destinations are compiled by daemon/netview.
 type Egress struct {
 	// Registries allows, read-only (GET and HEAD where the proxy sees the
 	// method), the package registries the user's own toolchains are
@@ -17,7 +16,8 @@ type Egress struct {
 	// daemon start. Off: only the rules below.
 	Registries bool `toml:"registries"`
 	// Allow are rules for every sandboxed program (safe_bash and wrapped MCP
-	// servers): "HOST[:PORT] [METHOD,...]", HOST exact, "*.suffix" or an IP.
+	// servers): "HOST[:PORT] [METHOD,...]", HOST exact, "*.suffix" or an IP
+	// (egress.ParseRule).
 	Allow []string `toml:"allow"`
 	// CredentialEnv names variables of the daemon's own environment (the
 	// user manager's) whose value a sandboxed program sees only as a
@@ -34,14 +34,18 @@ type Egress struct {
 	MaxConnections int `toml:"max_connections"`
 }
 
+// DefaultMaxConnections is egress.max_connections when the file does not set
+// it: the proxy's own default (egress.DefaultMaxConns), written here so that
+// the configuration links nothing of the proxy.
+const DefaultMaxConnections = 256
+
 func defaultEgress() Egress {
-	return Egress{Registries: true, Allow: []string{}, CredentialEnv: map[string][]string{}, CAFiles: []string{}, MaxConnections: egress.DefaultMaxConns}
+	return Egress{Registries: true, Allow: []string{}, CredentialEnv: map[string][]string{}, CAFiles: []string{}, MaxConnections: DefaultMaxConnections}
 }
 
+// validate checks what the proxy's parsers are not needed for: the
+// variables' names, that each names a destination, the limits and paths.
 func (e *Egress) validate() error {
-	if err := checkRules("egress.allow", e.Allow); err != nil {
-		return err
-	}
 	names := make([]string, 0, len(e.CredentialEnv))
 	for n := range e.CredentialEnv {
 		names = append(names, n)
@@ -52,14 +56,8 @@ func (e *Egress) validate() error {
 		if !envName.MatchString(n) {
 			return fmt.Errorf("%s: not a variable name", key)
 		}
-		hosts := e.CredentialEnv[n]
-		if len(hosts) == 0 {
+		if len(e.CredentialEnv[n]) == 0 {
 			return fmt.Errorf("%s: name at least one host the value may be sent to", key)
-		}
-		for _, h := range hosts {
-			if _, err := egress.ParseCredentialTarget(h); err != nil {
-				return fmt.Errorf("%s: %v", key, err)
-			}
 		}
 	}
 	if e.MaxConnections < 1 || e.MaxConnections > 4096 {
@@ -68,17 +66,6 @@ func (e *Egress) validate() error {
 	for _, p := range e.CAFiles {
 		if !filepath.IsAbs(p) {
 			return fmt.Errorf("egress.ca_files: %q is not an absolute path", p)
-		}
-	}
-	return nil
-}
-
-// checkRules parses every rule of a list, naming the key of the first that
-// does not parse.
-func checkRules(key string, rules []string) error {
-	for _, s := range rules {
-		if _, err := egress.ParseRule(s, key); err != nil {
-			return fmt.Errorf("%s: %v", key, err)
 		}
 	}
 	return nil

@@ -3,7 +3,7 @@ package config
 import (
 	"fmt"
 
-	"github.com/contextd/contextd/mcp/intercept"
+	"github.com/contextd/contextd/mcp/interceptspec"
 )
 
 // MCP configures `contextd-proxy mcp wrap`, the firewall in front of
@@ -15,8 +15,9 @@ type MCP struct {
 	// MaxMessageBytes bounds one JSON-RPC message in either direction.
 	MaxMessageBytes int `toml:"max_message_bytes"`
 	// Intercept holds the firewall's built-in rules' switches, allowlists
-	// and the user's rules ([mcp.intercept], docs/mcp.md "Intercept rules").
-	Intercept intercept.Config `toml:"intercept"`
+	// and the user's rules ([mcp.intercept], docs/mcp.md "Intercept rules"),
+	// compiled by mcp/intercept.
+	Intercept interceptspec.Config `toml:"intercept"`
 	// Servers holds settings per wrapped server, by its --name:
 	// [mcp.servers.NAME].
 	Servers map[string]MCPServer `toml:"servers"`
@@ -28,7 +29,7 @@ type MCPServer struct {
 	// loopback, and the egress proxy with the rules below).
 	Network bool `toml:"network"`
 	// EgressAllow are egress rules for this server only, on top of
-	// [egress] allow and the registries.
+	// [egress] allow and the registries (compiled by daemon/netview).
 	EgressAllow []string `toml:"egress_allow"`
 	// Env names more of the caller's variables the server may see, besides
 	// safe_bash's allowlist. A variable that looks like a credential is never
@@ -54,7 +55,7 @@ func (m *MCP) Server(name string) MCPServer {
 }
 
 func defaultMCP() MCP {
-	return MCP{MaxTokens: DefaultMaxTokens, MaxMessageBytes: 64 << 20, Intercept: *intercept.DefaultConfig()}
+	return MCP{MaxTokens: DefaultMaxTokens, MaxMessageBytes: 64 << 20, Intercept: *interceptspec.Default()}
 }
 
 func (m *MCP) validate() error {
@@ -64,10 +65,5 @@ func (m *MCP) validate() error {
 	if m.MaxMessageBytes < 1<<16 {
 		return fmt.Errorf("mcp.max_message_bytes = %d: must be at least 65536", m.MaxMessageBytes)
 	}
-	for name, s := range m.Servers {
-		if err := checkRules("mcp.servers."+name+".egress_allow", s.EgressAllow); err != nil {
-			return err
-		}
-	}
-	return m.Intercept.Validate()
+	return nil
 }

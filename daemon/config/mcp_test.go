@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/contextd/contextd/catalog"
@@ -38,9 +39,9 @@ network = true
 	if _, err := config.LoadFile(bad); !errors.Is(err, catalog.ErrConfig) {
 		t.Fatalf("misspelt key: %v, want ErrConfig", err)
 	}
-	broken := filepath.Join(dir, "broken.toml")
-	os.WriteFile(broken, []byte("[[mcp.intercept.rules]]\nname = \"x\"\naction = \"explode\"\n"), 0o600)
-	if _, err := config.LoadFile(broken); !errors.Is(err, catalog.ErrConfig) {
-		t.Fatalf("bad action: %v, want ErrConfig", err)
+	misspeltData := filepath.Join(dir, "data.toml")
+	os.WriteFile(misspeltData, []byte(strings.Replace(good, "value =", "valeu =", 1)), 0o600)
+	if _, err := config.LoadFile(misspeltData); !errors.Is(err, catalog.ErrConfig) || !strings.Contains(err.Error(), "mcp.intercept.rules.set.valeu") {
+		t.Fatalf("misspelt value key: %v, want ErrConfig naming it", err)
 	}
 }

@@ -1,13 +1,9 @@
 package config
 
-import (
-	"fmt"
-
-	"github.com/contextd/contextd/salience"
-)
-
 // Salience configures the salience pass: what the first page of a
-// safe_bash or safe_read output over its budget shows (package salience).
+// safe_bash or safe_read output over its budget shows. Package salience
+// compiles the rules (salience.Compile, whose UserRule SalienceRule
+// converts to).
 type Salience struct {
 	// Enabled shows failures first (head, the salient blocks, tail, passing
 	// tests' progress folded). Off: head and tail only, the head streamed
@@ -28,21 +24,3 @@ type SalienceRule struct {
 }
 
 func defaultSalience() Salience { return Salience{Enabled: true, Rules: []SalienceRule{}} }
-
-// Set compiles the built-in rules and the user's.
-func (s *Salience) Set() (*salience.Set, error) {
-	var extra []salience.UserRule
-	for _, r := range s.Rules {
-		extra = append(extra, salience.UserRule{Name: r.Name, Pattern: r.Pattern, Kind: r.Kind, Before: r.Before, After: r.After})
-	}
-	set, err := salience.Compile(extra)
-	if err != nil {
-		return nil, fmt.Errorf("salience.rules: %v", err)
-	}
-	return set, nil
-}
-
-func (s *Salience) validate() error {
-	_, err := s.Set()
-	return err
-}

@@ -2,6 +2,7 @@ package homeview
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -154,6 +155,29 @@ func CheckConfigured(h *Host, key, p string) error {
 			}
 			return fmt.Errorf("%s: %q %s %s, on the credential deny-list (%s: %s); remove the entry, or name a directory that holds no credentials",
 				key, p, how, d.Path, d.Rule, d.Why)
+		}
+	}
+	return nil
+}
+
+// CheckConfiguredList runs CheckConfigured on each path of a configured
+// list, for the daemon's own user: its home, and the toolchain variables of
+// its own environment. An empty list needs no home.
+func CheckConfiguredList(key string, paths []string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return fmt.Errorf("%s: the home directory is unknown, so the deny-list cannot be checked: %v", key, err)
+	}
+	h := &Host{Home: home, Env: map[string]string{}}
+	for _, v := range ToolchainVars() {
+		h.Env[v] = os.Getenv(v)
+	}
+	for _, p := range paths {
+		if err := CheckConfigured(h, key, p); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -1,5 +1,11 @@
 package homeview
 
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
 // Preset is one group of paths under $HOME that development with a toolchain
 // needs. Paths are templates (Host.expand): "~/x", "$VAR/x". Every path is
 // shown only if it exists, and never if it touches the deny-list.
@@ -194,4 +200,21 @@ func launcherPresets() map[string]string {
 		}
 	}
 	return m
+}
+
+// CheckPresetNames refuses a name that is no preset's: the configuration
+// turns presets off by name ([home] presets_off), and a misspelt one would
+// leave its preset on. key names the configuration key, for the message;
+// the configuration's loader wraps the error as catalog.ErrConfig.
+func CheckPresetNames(key string, names []string) error {
+	for _, n := range names {
+		if !slices.ContainsFunc(Presets, func(p Preset) bool { return p.Name == n }) {
+			all := make([]string, 0, len(Presets))
+			for _, p := range Presets {
+				all = append(all, p.Name)
+			}
+			return fmt.Errorf("%s: no preset %q (the presets: %s)", key, n, strings.Join(all, ", "))
+		}
+	}
+	return nil
 }

@@ -11,7 +11,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,17 +61,14 @@ type Setup struct {
 	bundleAt  string // the system bundle's path, as the variables name it
 	bundleMnt string // where the bundle is mounted: bundleAt with its links resolved
 	forwards  []forward
-	credEnv   map[string][]string
 	notes     []string
 	log       *slog.Logger
 	refusals  *Refusals
 	limits    egress.Limits
-	cfgSafe   []string
-	cfgServer map[string][]string
-	rulesFrom string // where the rules come from (RulesFrom)
-	// The same, parsed once (the configuration was checked at load).
-	safeRules   []egress.Rule
-	serverRules map[string][]egress.Rule
+	cfgSafe   []string // tools.safe_bash.egress_allow as written, for Describe
+	rulesFrom string   // where the rules come from (RulesFrom)
+	// rules are the configuration's, compiled once (Compile).
+	rules *Rules
 	// What renewing the CA needs: it lives days, a daemon may live longer.
 	caMu     sync.Mutex
 	caDir    string
@@ -103,19 +99,20 @@ var systemBundles = []string{
 	"/etc/ssl/cert.pem",                  // Alpine, macOS-like layouts
 }
 
-// NewSetup reads the user's toolchain configuration (the default rules and
-// the credentials), loads or makes the per-user CA and writes the
-// sandbox's trust bundle. h is the daemon user's home and environment.
+// NewSetup compiles cfg's egress rules (Compile), reads the user's
+// toolchain configuration (the default rules and the credentials), loads or
+// makes the per-user CA and writes the sandbox's trust bundle. h is the
+// daemon user's home and environment.
 func NewSetup(cfg *config.Config, h *homeview.Host, dirs Dirs, log *slog.Logger) (*Setup, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Setup{log: log, refusals: &Refusals{}, credEnv: cfg.Egress.CredentialEnv,
-		cfgSafe: cfg.Tools.SafeBash.EgressAllow, cfgServer: map[string][]string{},
-		limits: egress.Limits{MaxConns: cfg.Egress.MaxConnections}, rulesFrom: rulesFrom(cfg)}
-	for name, srv := range cfg.MCP.Servers {
-		s.cfgServer[name] = srv.EgressAllow
+	rules, err := Compile(cfg)
+	if err != nil {
+		return nil, err
 	}
+	s := &Setup{log: log, refusals: &Refusals{}, rules: rules, cfgSafe: cfg.Tools.SafeBash.EgressAllow,
+		limits: egress.Limits{MaxConns: cfg.Egress.MaxConnections}, rulesFrom: rulesFrom(cfg)}
 	s.found = registries.Discover(h)
 	s.notes = append(s.notes, s.found.Notes...)
 	if cfg.Egress.Registries {
@@ -123,14 +120,7 @@ func NewSetup(cfg *config.Config, h *homeview.Host, dirs Dirs, log *slog.Logger)
 			s.base = append(s.base, egress.Rule{Host: r.Host, Port: r.Port, Methods: []string{"GET", "HEAD"}, Source: r.Source})
 		}
 	}
-	for _, a := range cfg.Egress.Allow {
-		r, err := egress.ParseRule(a, "egress.allow")
-		if err != nil {
-			return nil, fmt.Errorf("egress.allow: %v: %w", err, catalog.ErrConfig)
-		}
-		s.base = append(s.base, r)
-	}
-	var err error
+	s.base = append(s.base, rules.Allow...)
 	if s.roots, err = x509.SystemCertPool(); err != nil || s.roots == nil {
 		s.roots = x509.NewCertPool()
 	}
@@ -150,15 +140,6 @@ func NewSetup(cfg *config.Config, h *homeview.Host, dirs Dirs, log *slog.Logger)
 		extraPEM = append(append(extraPEM, '\n'), b...)
 		if !isSystemBundle(f) {
 			extraNode = append(append(extraNode, '\n'), b...)
-		}
-	}
-	s.serverRules = map[string][]egress.Rule{}
-	if s.safeRules, err = parseRules("tools.safe_bash.egress_allow", s.cfgSafe); err != nil {
-		return nil, err
-	}
-	for name, l := range s.cfgServer {
-		if s.serverRules[name], err = parseRules("mcp.servers."+name+".egress_allow", l); err != nil {
-			return nil, err
 		}
 	}
 	s.caDir, s.rtDir, s.extraPEM, s.extraNode = dirs.CA, dirs.Runtime, extraPEM, extraNode
@@ -207,14 +188,11 @@ func (s *Setup) interceptScope() []string {
 			out = append(out, sec.Host)
 		}
 	}
-	for _, hosts := range s.credEnv {
-		for _, h := range hosts {
-			// The credential's own syntax (https://, header=, url, body), as
-			// Prepare reads it: a rule's parser refused those forms, and the
-			// host was left out of the CA's names.
-			if c, err := egress.ParseCredentialTarget(h); err == nil {
-				out = append(out, c.Host)
-			}
+	for _, ce := range s.rules.Credentials {
+		// The credential's own syntax (https://, header=, url, body), as
+		// Compile read it: a rule's parser refuses those forms.
+		for _, t := range ce.Targets {
+			out = append(out, t.Host)
 		}
 	}
 	return out
@@ -247,24 +225,11 @@ func (s *Setup) currentCA() (ca *egress.CA, bundle, mnt, caOnly string, err erro
 // certificates, nothing to measure). On the call's fresh /tmp, read-only.
 const NodeCAAt = "/tmp/.contextd-ca.pem"
 
-// parseRules parses a configured rule list, naming the key of a bad one.
-func parseRules(key string, list []string) ([]egress.Rule, error) {
-	var out []egress.Rule
-	for _, a := range list {
-		r, err := egress.ParseRule(a, key)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %v: %w", key, err, catalog.ErrConfig)
-		}
-		out = append(out, r)
-	}
-	return out, nil
-}
-
 // allRules are the tool and server rules from the configuration, for the
 // forwards (a registry on the host's loopback named only there).
 func (s *Setup) allRules() []egress.Rule {
-	out := append([]egress.Rule{}, s.safeRules...)
-	for _, l := range s.serverRules {
+	out := append([]egress.Rule{}, s.rules.SafeBash...)
+	for _, l := range s.rules.Servers {
 		out = append(out, l...)
 	}
 	return out
@@ -434,18 +399,9 @@ func (n *Net) Apply(spec *runner.Spec, env []string) []string {
 	return MergeEnv(env, n.Env)
 }
 
-// Summary is what a call's connections come to.
-type Summary struct {
-	// RulesFrom says where the call's rules come from (Setup.RulesFrom,
-	// and the call's own rules when it had any); never "": a proxy with
-	// no name for its rules is still the proxy.
-	RulesFrom   string
-	Connections []sandboxinfo.Connection
-	// Lines are for the caller, in the call's result: one per refused
-	// host, saying how to allow it, and one per blocked leak. The audit
-	// record has the connections instead.
-	Lines []string
-}
+// Summary is what a call's connections come to. It is sandboxinfo's type,
+// so that a tool's outcome carries it without linking the proxy.
+type Summary = sandboxinfo.Egress
 
 // ruleKey is where a rule for the call goes in the configuration.
 func (c Call) ruleKey() (section, key string) {
@@ -469,9 +425,9 @@ func (s *Setup) Plan(c Call) (*Net, error) {
 func (s *Setup) plan(c Call) (n *Net, creds []egress.Credential, ca *egress.CA, err error) {
 	rules := append([]egress.Rule{}, s.base...)
 	if c.Server != "" {
-		rules = append(rules, s.serverRules[c.Server]...)
+		rules = append(rules, s.rules.Servers[c.Server]...)
 	} else {
-		rules = append(rules, s.safeRules...)
+		rules = append(rules, s.rules.SafeBash...)
 	}
 	rules = append(rules, c.Extra...)
 	for _, sec := range s.found.Secrets {
@@ -484,26 +440,17 @@ func (s *Setup) plan(c Call) (n *Net, creds []egress.Credential, ca *egress.CA, 
 			Cleartext: clear, Source: sec.File})
 	}
 	var env []string
-	names := make([]string, 0, len(s.credEnv))
-	for n := range s.credEnv {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		v := os.Getenv(n)
+	for _, ce := range s.rules.Credentials {
+		v := os.Getenv(ce.Name)
 		if v == "" || c.Vault == nil {
 			continue
 		}
-		ph := c.Vault.Placeholder(homeview.RuleConfigCredential, v, "env "+n)
-		for _, h := range s.credEnv[n] {
-			cr, err := egress.ParseCredentialTarget(h)
-			if err != nil {
-				continue // refused when the configuration loaded
-			}
-			cr.Placeholder, cr.Secret, cr.Source = ph, v, "env "+n
+		ph := c.Vault.Placeholder(homeview.RuleConfigCredential, v, "env "+ce.Name)
+		for _, cr := range ce.Targets {
+			cr.Placeholder, cr.Secret, cr.Source = ph, v, "env "+ce.Name
 			creds = append(creds, cr)
 		}
-		env = append(env, n+"="+ph)
+		env = append(env, ce.Name+"="+ph)
 	}
 	listen := []string{ProxyAddr}
 	for _, f := range s.forwards {
@@ -825,14 +772,9 @@ func (s *Setup) Describe() Description {
 		}
 		d.Credentials = append(d.Credentials, hp+"  ("+sec.File+")")
 	}
-	names := make([]string, 0, len(s.credEnv))
-	for n := range s.credEnv {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		for _, h := range s.credEnv[n] {
-			d.Credentials = append(d.Credentials, h+"  (env "+n+")")
+	for _, ce := range s.rules.Credentials {
+		for _, h := range ce.Written {
+			d.Credentials = append(d.Credentials, h+"  (env "+ce.Name+")")
 		}
 	}
 	for _, f := range s.forwards {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/store"
-	"github.com/contextd/contextd/daemon/tools"
+	"github.com/contextd/contextd/daemon/toolcall"
 )
 
 // Limits of branches.
@@ -31,7 +31,7 @@ const (
 // (toolspec/branch).
 type Branch struct{ Config *Config }
 
-// Name implements tools.Tool.
+// Name implements toolcall.Tool.
 func (Branch) Name() string { return "branch" }
 
 // BranchInput is branch's input.
@@ -40,11 +40,11 @@ type BranchInput struct {
 	Budget      *int   `json:"budget,omitempty"`
 }
 
-// Decode implements tools.Tool.
-func (t Branch) Decode(input []byte) (tools.Call, error) {
+// Decode implements toolcall.Tool.
+func (t Branch) Decode(input []byte) (toolcall.Call[*Env], error) {
 	const tool = "branch"
 	var in BranchInput
-	if err := tools.DecodeStrict(tool, input, &in, true); err != nil {
+	if err := toolcall.DecodeStrict(tool, input, &in, true); err != nil {
 		return nil, err
 	}
 	if err := shortText(tool, "description", in.Description, MaxBranchDescription, "say what the branch is for"); err != nil {
@@ -61,18 +61,18 @@ type branchCall struct {
 	cfg *Config
 }
 
-func (c *branchCall) Run(ctx context.Context, env *tools.Env) tools.Outcome {
+func (c *branchCall) Run(ctx context.Context, env *Env) toolcall.Outcome {
 	const tool = "branch"
 	st, root, err := scope(tool, env)
 	if err != nil {
-		return tools.Outcome{Err: err}
+		return toolcall.Outcome{Err: err}
 	}
 	if env.Session == "" {
-		return tools.Outcome{Err: badInput(tool, "branches belong to a session and this call has none (set CONTEXTD_SESSION)")}
+		return toolcall.Outcome{Err: badInput(tool, "branches belong to a session and this call has none (set CONTEXTD_SESSION)")}
 	}
 	open, err := st.OpenBranches(ctx, env.Session)
 	if err != nil {
-		return tools.Outcome{Err: storeErr(tool, "read the open branches", err)}
+		return toolcall.Outcome{Err: storeErr(tool, "read the open branches", err)}
 	}
 	b := store.Branch{
 		Session:     env.Session,
@@ -88,13 +88,13 @@ func (c *branchCall) Run(ctx context.Context, env *tools.Env) tools.Outcome {
 	}
 	if p := innermost(open); p != nil {
 		if p.Depth >= MaxDepth {
-			return tools.Outcome{Err: fmt.Errorf("%s: %d branches are open, the innermost is %s (depth %d): %w",
+			return toolcall.Outcome{Err: fmt.Errorf("%s: %d branches are open, the innermost is %s (depth %d): %w",
 				tool, len(open), p.ID, p.Depth, catalog.ErrBranchDepth)}
 		}
 		b.Parent, b.Depth = p.ID, p.Depth+1
 	}
 	if err := st.PutBranch(ctx, &b); err != nil {
-		return tools.Outcome{Err: storeErr(tool, "open the branch", err)}
+		return toolcall.Outcome{Err: storeErr(tool, "open the branch", err)}
 	}
 	inside := ""
 	if b.Parent != "" {
@@ -102,7 +102,7 @@ func (c *branchCall) Run(ctx context.Context, env *tools.Env) tools.Outcome {
 	}
 	_, err = fmt.Fprintf(env.Out, "branch %s open (depth %d%s), budget %d tokens; end it with: return SUMMARY\n",
 		b.ID, b.Depth, inside, b.Budget)
-	return tools.Outcome{Err: err}
+	return toolcall.Outcome{Err: err}
 }
 
 // innermost is the deepest of the open branches, the latest opened among
@@ -123,7 +123,7 @@ func innermost(open []store.Branch) *store.Branch {
 // Return closes a branch with a summary of what it found (toolspec/return).
 type Return struct{ Config *Config }
 
-// Name implements tools.Tool.
+// Name implements toolcall.Tool.
 func (Return) Name() string { return "return" }
 
 // ReturnInput is return's input.
@@ -132,11 +132,11 @@ type ReturnInput struct {
 	ID      string `json:"id,omitempty"`
 }
 
-// Decode implements tools.Tool.
-func (t Return) Decode(input []byte) (tools.Call, error) {
+// Decode implements toolcall.Tool.
+func (t Return) Decode(input []byte) (toolcall.Call[*Env], error) {
 	const tool = "return"
 	var in ReturnInput
-	if err := tools.DecodeStrict(tool, input, &in, true); err != nil {
+	if err := toolcall.DecodeStrict(tool, input, &in, true); err != nil {
 		return nil, err
 	}
 	if blank(in.Summary) {
@@ -156,28 +156,28 @@ type returnCall struct {
 	cfg *Config
 }
 
-func (c *returnCall) Run(ctx context.Context, env *tools.Env) tools.Outcome {
+func (c *returnCall) Run(ctx context.Context, env *Env) toolcall.Outcome {
 	const tool = "return"
 	st, err := storeOf(tool, env)
 	if err != nil {
-		return tools.Outcome{Err: err}
+		return toolcall.Outcome{Err: err}
 	}
 	limit := c.cfg.returnTokens()
 	if n := counterOf(env).Count([]byte(c.in.Summary)); n > limit {
-		return tools.Outcome{Err: tooManyTokens(tool, "the summary", n, limit,
+		return toolcall.Outcome{Err: tooManyTokens(tool, "the summary", n, limit,
 			"keep what the caller needs: findings, decisions, file paths")}
 	}
 	if env.Session == "" {
-		return tools.Outcome{Err: fmt.Errorf("%s: this call has no session (set CONTEXTD_SESSION): %w", tool, catalog.ErrNoBranch)}
+		return toolcall.Outcome{Err: fmt.Errorf("%s: this call has no session (set CONTEXTD_SESSION): %w", tool, catalog.ErrNoBranch)}
 	}
 	open, err := st.OpenBranches(ctx, env.Session)
 	if err != nil {
-		return tools.Outcome{Err: storeErr(tool, "read the open branches", err)}
+		return toolcall.Outcome{Err: storeErr(tool, "read the open branches", err)}
 	}
 	var target *store.Branch
 	if c.in.ID == "" {
 		if target = innermost(open); target == nil {
-			return tools.Outcome{Err: fmt.Errorf("%s: nothing to return from: %w", tool, catalog.ErrNoBranch)}
+			return toolcall.Outcome{Err: fmt.Errorf("%s: nothing to return from: %w", tool, catalog.ErrNoBranch)}
 		}
 	} else {
 		for i := range open {
@@ -187,9 +187,9 @@ func (c *returnCall) Run(ctx context.Context, env *tools.Env) tools.Outcome {
 		}
 		if target == nil {
 			if _, err := st.GetBranch(ctx, c.in.ID, env.Session); err != nil {
-				return tools.Outcome{Err: storeErr(tool, "no branch "+c.in.ID+" in this session", err)}
+				return toolcall.Outcome{Err: storeErr(tool, "no branch "+c.in.ID+" in this session", err)}
 			}
-			return tools.Outcome{Err: fmt.Errorf("%s: branch %s is already closed: %w", tool, c.in.ID, catalog.ErrNoBranch)}
+			return toolcall.Outcome{Err: fmt.Errorf("%s: branch %s is already closed: %w", tool, c.in.ID, catalog.ErrNoBranch)}
 		}
 	}
 
@@ -201,13 +201,13 @@ func (c *returnCall) Run(ctx context.Context, env *tools.Env) tools.Outcome {
 	for _, b := range nested {
 		closed, err := closeBranch(ctx, st, b.ID, env.Session, closedWithParent)
 		if err != nil {
-			return tools.Outcome{Err: storeErr(tool, "close nested branch "+b.ID, err)}
+			return toolcall.Outcome{Err: storeErr(tool, "close nested branch "+b.ID, err)}
 		}
 		children = append(children, *closed)
 	}
 	closed, err := closeBranch(ctx, st, target.ID, env.Session, summary)
 	if err != nil {
-		return tools.Outcome{Err: storeErr(tool, "close branch "+target.ID, err)}
+		return toolcall.Outcome{Err: storeErr(tool, "close branch "+target.ID, err)}
 	}
 
 	var out strings.Builder
@@ -221,7 +221,7 @@ func (c *returnCall) Run(ctx context.Context, env *tools.Env) tools.Outcome {
 		out.WriteByte('\n')
 	}
 	_, err = fmt.Fprint(env.Out, out.String())
-	return tools.Outcome{Err: err}
+	return toolcall.Outcome{Err: err}
 }
 
 // figures are a branch's calls and tokens against its budget.

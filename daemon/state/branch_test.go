@@ -158,7 +158,7 @@ func TestStoredTextIsScrubbed(t *testing.T) {
 	const secret = "ghp_R8x2Lq7Vn4Tz9Wb3Kc6Md1Pf5Hs0Jy2Ga8Ue"
 	st := openStore(t)
 	env := newEnv(st, "/p", "s")
-	env.Layer = &respond.Layer{Scrubber: sc, Vault: scrub.NewVault()}
+	env.Scrub = (&respond.Layer{Scrubber: sc, Vault: scrub.NewVault()}).Scrub
 	branchID(t, mustCall(t, env, "branch", obj{"description": "d"}))
 	out := mustCall(t, env, "return", obj{"summary": "the token is " + secret})
 	if strings.Contains(out, secret) || !strings.Contains(out, "[REDACTED:") {

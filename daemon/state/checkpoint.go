@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/daemon/store"
-	"github.com/contextd/contextd/daemon/tools"
+	"github.com/contextd/contextd/daemon/toolcall"
 )
 
 // Limits of a checkpoint and of checkpoint_list.
@@ -37,7 +37,7 @@ const (
 // CheckpointSave saves the agent's state at three levels (toolspec/checkpoint_save).
 type CheckpointSave struct{}
 
-// Name implements tools.Tool.
+// Name implements toolcall.Tool.
 func (CheckpointSave) Name() string { return "checkpoint_save" }
 
 // CheckpointSaveInput is checkpoint_save's input; Decode trims Name.
@@ -48,11 +48,11 @@ type CheckpointSaveInput struct {
 	Full    string `json:"full,omitempty"`
 }
 
-// Decode implements tools.Tool.
-func (CheckpointSave) Decode(input []byte) (tools.Call, error) {
+// Decode implements toolcall.Tool.
+func (CheckpointSave) Decode(input []byte) (toolcall.Call[*Env], error) {
 	const tool = "checkpoint_save"
 	var in CheckpointSaveInput
-	if err := tools.DecodeStrict(tool, input, &in, true); err != nil {
+	if err := toolcall.DecodeStrict(tool, input, &in, true); err != nil {
 		return nil, err
 	}
 	var err error
@@ -70,21 +70,21 @@ func (CheckpointSave) Decode(input []byte) (tools.Call, error) {
 
 type checkpointSaveCall struct{ in CheckpointSaveInput }
 
-func (c *checkpointSaveCall) Run(ctx context.Context, env *tools.Env) tools.Outcome {
+func (c *checkpointSaveCall) Run(ctx context.Context, env *Env) toolcall.Outcome {
 	const tool = "checkpoint_save"
 	st, root, err := scope(tool, env)
 	if err != nil {
-		return tools.Outcome{Err: err}
+		return toolcall.Outcome{Err: err}
 	}
 	cnt := counterOf(env)
 	ns := cnt.Count([]byte(c.in.Summary))
 	if ns > SummaryTokens {
-		return tools.Outcome{Err: tooManyTokens(tool, "summary", ns, SummaryTokens,
+		return toolcall.Outcome{Err: tooManyTokens(tool, "summary", ns, SummaryTokens,
 			"a few sentences: the goal and where things stand; put the working set in context")}
 	}
 	nc := cnt.Count([]byte(c.in.Context))
 	if nc > ContextTokens {
-		return tools.Outcome{Err: tooManyTokens(tool, "context", nc, ContextTokens,
+		return toolcall.Outcome{Err: tooManyTokens(tool, "context", nc, ContextTokens,
 			"keep decisions, files and next steps; put the rest in full")}
 	}
 	// full can be megabytes; it is scrubbed when it is restored, like any
@@ -99,11 +99,11 @@ func (c *checkpointSaveCall) Run(ctx context.Context, env *tools.Env) tools.Outc
 		Created: time.Now().UTC(),
 	}
 	if err := st.PutCheckpoint(ctx, &cp); err != nil {
-		return tools.Outcome{Err: storeErr(tool, "save the checkpoint", err)}
+		return toolcall.Outcome{Err: storeErr(tool, "save the checkpoint", err)}
 	}
 	_, err = fmt.Fprintf(env.Out, "saved checkpoint %s: summary %d, context %d tokens, full %d bytes\n",
 		cp.ID, ns, nc, len(cp.Full))
-	return tools.Outcome{Err: err}
+	return toolcall.Outcome{Err: err}
 }
 
 // ---- checkpoint_restore
@@ -111,7 +111,7 @@ func (c *checkpointSaveCall) Run(ctx context.Context, env *tools.Env) tools.Outc
 // CheckpointRestore prints a checkpoint of the project (toolspec/checkpoint_restore).
 type CheckpointRestore struct{}
 
-// Name implements tools.Tool.
+// Name implements toolcall.Tool.
 func (CheckpointRestore) Name() string { return "checkpoint_restore" }
 
 // CheckpointRestoreInput is checkpoint_restore's input.
@@ -121,11 +121,11 @@ type CheckpointRestoreInput struct {
 	Level  string `json:"level,omitempty"`
 }
 
-// Decode implements tools.Tool.
-func (CheckpointRestore) Decode(input []byte) (tools.Call, error) {
+// Decode implements toolcall.Tool.
+func (CheckpointRestore) Decode(input []byte) (toolcall.Call[*Env], error) {
 	const tool = "checkpoint_restore"
 	var in CheckpointRestoreInput
-	if err := tools.DecodeStrict(tool, input, &in, true); err != nil {
+	if err := toolcall.DecodeStrict(tool, input, &in, true); err != nil {
 		return nil, err
 	}
 	if in.ID != "" {
@@ -149,11 +149,11 @@ func (CheckpointRestore) Decode(input []byte) (tools.Call, error) {
 
 type checkpointRestoreCall struct{ in CheckpointRestoreInput }
 
-func (c *checkpointRestoreCall) Run(ctx context.Context, env *tools.Env) tools.Outcome {
+func (c *checkpointRestoreCall) Run(ctx context.Context, env *Env) toolcall.Outcome {
 	const tool = "checkpoint_restore"
 	st, root, err := scope(tool, env)
 	if err != nil {
-		return tools.Outcome{Err: err}
+		return toolcall.Outcome{Err: err}
 	}
 	level := c.in.Level
 	if level == "" {
@@ -163,19 +163,19 @@ func (c *checkpointRestoreCall) Run(ctx context.Context, env *tools.Env) tools.O
 	if id == "" {
 		list, err := st.ListCheckpoints(ctx, root, 1)
 		if err != nil {
-			return tools.Outcome{Err: storeErr(tool, "find the latest checkpoint", err)}
+			return toolcall.Outcome{Err: storeErr(tool, "find the latest checkpoint", err)}
 		}
 		if len(list) == 0 {
-			return tools.Outcome{Err: storeErr(tool, "no checkpoint saved in this project yet (checkpoint_save makes one)", store.ErrNotFound)}
+			return toolcall.Outcome{Err: storeErr(tool, "no checkpoint saved in this project yet (checkpoint_save makes one)", store.ErrNotFound)}
 		}
 		id = list[0].ID
 	}
 	cp, err := st.GetCheckpoint(ctx, id, root)
 	if err != nil {
-		return tools.Outcome{Err: storeErr(tool, "checkpoint "+id+" (not in this project?)", err)}
+		return toolcall.Outcome{Err: storeErr(tool, "checkpoint "+id+" (not in this project?)", err)}
 	}
 	_, err = fmt.Fprint(env.Out, formatCheckpoint(cp, level))
-	return tools.Outcome{Err: err}
+	return toolcall.Outcome{Err: err}
 }
 
 // formatCheckpoint is checkpoint_restore's answer: a header line, then each
@@ -213,7 +213,7 @@ func formatCheckpoint(cp *store.Checkpoint, level string) string {
 // CheckpointList lists the project's checkpoints (toolspec/checkpoint_list).
 type CheckpointList struct{}
 
-// Name implements tools.Tool.
+// Name implements toolcall.Tool.
 func (CheckpointList) Name() string { return "checkpoint_list" }
 
 // CheckpointListInput is checkpoint_list's input.
@@ -221,11 +221,11 @@ type CheckpointListInput struct {
 	Limit *int `json:"limit,omitempty"`
 }
 
-// Decode implements tools.Tool.
-func (CheckpointList) Decode(input []byte) (tools.Call, error) {
+// Decode implements toolcall.Tool.
+func (CheckpointList) Decode(input []byte) (toolcall.Call[*Env], error) {
 	const tool = "checkpoint_list"
 	var in CheckpointListInput
-	if err := tools.DecodeStrict(tool, input, &in, true); err != nil {
+	if err := toolcall.DecodeStrict(tool, input, &in, true); err != nil {
 		return nil, err
 	}
 	if in.Limit != nil && (*in.Limit < 1 || *in.Limit > MaxListLimit) {
@@ -236,11 +236,11 @@ func (CheckpointList) Decode(input []byte) (tools.Call, error) {
 
 type checkpointListCall struct{ in CheckpointListInput }
 
-func (c *checkpointListCall) Run(ctx context.Context, env *tools.Env) tools.Outcome {
+func (c *checkpointListCall) Run(ctx context.Context, env *Env) toolcall.Outcome {
 	const tool = "checkpoint_list"
 	st, root, err := scope(tool, env)
 	if err != nil {
-		return tools.Outcome{Err: err}
+		return toolcall.Outcome{Err: err}
 	}
 	limit := DefaultListLimit
 	if c.in.Limit != nil {
@@ -248,11 +248,11 @@ func (c *checkpointListCall) Run(ctx context.Context, env *tools.Env) tools.Outc
 	}
 	list, err := st.ListCheckpoints(ctx, root, limit)
 	if err != nil {
-		return tools.Outcome{Err: storeErr(tool, "list checkpoints", err)}
+		return toolcall.Outcome{Err: storeErr(tool, "list checkpoints", err)}
 	}
 	if len(list) == 0 {
 		_, err = fmt.Fprint(env.Out, "no checkpoints in this project yet; checkpoint_save --summary TEXT saves one\n")
-		return tools.Outcome{Err: err}
+		return toolcall.Outcome{Err: err}
 	}
 	cnt := counterOf(env)
 	rows := make([]row, 0, len(list))
@@ -267,5 +267,5 @@ func (c *checkpointListCall) Run(ctx context.Context, env *tools.Env) tools.Outc
 		return fmt.Sprintf("(%d older left out to stay short; checkpoint_restore ID shows one)\n", n)
 	})
 	_, err = fmt.Fprint(env.Out, out)
-	return tools.Outcome{Err: err}
+	return toolcall.Outcome{Err: err}
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/daemon/tools"
+	"github.com/contextd/contextd/daemon/toolcall"
 	"github.com/contextd/contextd/toolspec"
 )
 
@@ -276,7 +276,7 @@ func TestSchemasMatchInputs(t *testing.T) {
 }
 
 // inputOf returns the decoded (normalized) input a call holds.
-func inputOf(c tools.Call) any {
+func inputOf(c toolcall.Call[*Env]) any {
 	switch c := c.(type) {
 	case *memoryStoreCall:
 		return c.in

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/contextd/contextd/daemon/store"
-	"github.com/contextd/contextd/daemon/tools"
 )
 
 // Embedder turns texts into dense vectors, one per text in order: package
@@ -32,7 +31,7 @@ func memoryText(m *store.Memory) string {
 // embedMemory gives the stored memory m its dense vector. Every failure
 // leaves m stored as it is, found by its words, and returns a warning that
 // says so: the memory is what the agent asked to keep, the vector is extra.
-func embedMemory(ctx context.Context, env *tools.Env, e Embedder, st store.Store, m *store.Memory) (warnings []string) {
+func embedMemory(ctx context.Context, env *Env, e Embedder, st store.Store, m *store.Memory) (warnings []string) {
 	if e == nil {
 		return nil
 	}
@@ -52,7 +51,7 @@ func embedMemory(ctx context.Context, env *tools.Env, e Embedder, st store.Store
 
 // queryVector is the dense embedding of a memory_search query, or nil
 // (with a warning) when the endpoint fails: the search is then lexical.
-func queryVector(ctx context.Context, env *tools.Env, e Embedder, query string) (_ []float32, warnings []string) {
+func queryVector(ctx context.Context, env *Env, e Embedder, query string) (_ []float32, warnings []string) {
 	if e == nil {
 		return nil, nil
 	}
@@ -81,6 +80,6 @@ func embedOne(ctx context.Context, e Embedder, text string) ([]float32, error) {
 
 // warning is one warning for the caller, scrubbed: it may quote an
 // endpoint's answer.
-func warning(env *tools.Env, format string, a ...any) []string {
+func warning(env *Env, format string, a ...any) []string {
 	return []string{scrubbed(env, fmt.Sprintf(format, a...))}
 }

@@ -23,7 +23,6 @@ import (
 	"github.com/contextd/contextd/daemon/respond"
 	"github.com/contextd/contextd/daemon/store"
 	"github.com/contextd/contextd/daemon/store/storetest"
-	"github.com/contextd/contextd/daemon/tools"
 	"github.com/contextd/contextd/scrub"
 )
 
@@ -50,7 +49,7 @@ func embedServer(t *testing.T, api string, o embedding.Options) (*embedtest.Serv
 // warnedEnv is a call's environment that keeps the warnings its calls
 // returned, added up.
 type warnedEnv struct {
-	*tools.Env
+	*Env
 	Warnings []string
 }
 
@@ -177,7 +176,7 @@ func TestEmbeddedTextIsScrubbed(t *testing.T) {
 	srv, c := embedServer(t, embedding.Ollama, embedding.Options{})
 	cfg := &Config{Embedder: c}
 	env := &warnedEnv{Env: newEnv(openStore(t), "/p", "s")}
-	env.Layer = &respond.Layer{Scrubber: sc, Vault: scrub.NewVault()}
+	env.Scrub = (&respond.Layer{Scrubber: sc, Vault: scrub.NewVault()}).Scrub
 	mustCallWith(t, cfg, env, "memory_store", lesson("Token setup", "Use for CI.", "export GITHUB_TOKEN="+secret))
 	mustCallWith(t, cfg, env, "memory_search", obj{"query": "where is " + secret + " used"})
 	in := srv.Inputs()

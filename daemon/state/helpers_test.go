@@ -11,7 +11,7 @@ import (
 	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/daemon/store"
 	"github.com/contextd/contextd/daemon/store/sqlite"
-	"github.com/contextd/contextd/daemon/tools"
+	"github.com/contextd/contextd/daemon/toolcall"
 	"github.com/contextd/contextd/workspace"
 )
 
@@ -27,8 +27,8 @@ func openStore(t *testing.T) store.Store {
 }
 
 // newEnv is a call's environment in project root and session.
-func newEnv(st store.Store, root, session string) *tools.Env {
-	return &tools.Env{
+func newEnv(st store.Store, root, session string) *Env {
+	return &Env{
 		Place:   workspace.Place{Root: root, Cwd: root},
 		Session: session,
 		Store:   st,
@@ -38,7 +38,7 @@ func newEnv(st store.Store, root, session string) *tools.Env {
 }
 
 // toolNamed returns the state tool called name.
-func toolNamed(t *testing.T, name string) tools.Tool {
+func toolNamed(t *testing.T, name string) toolcall.Tool[*Env] {
 	t.Helper()
 	for _, tl := range Tools() {
 		if tl.Name() == name {
@@ -51,7 +51,7 @@ func toolNamed(t *testing.T, name string) tools.Tool {
 
 // call decodes input (a JSON string, or any other value to encode) for tool
 // and runs it in env, returning its output and error.
-func call(t *testing.T, env *tools.Env, tool string, input any) (string, error) {
+func call(t *testing.T, env *Env, tool string, input any) (string, error) {
 	t.Helper()
 	raw, ok := input.(string)
 	if !ok {
@@ -72,7 +72,7 @@ func call(t *testing.T, env *tools.Env, tool string, input any) (string, error) 
 }
 
 // mustCall is call for a call that must succeed.
-func mustCall(t *testing.T, env *tools.Env, tool string, input any) string {
+func mustCall(t *testing.T, env *Env, tool string, input any) string {
 	t.Helper()
 	out, err := call(t, env, tool, input)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/contextd/contextd/daemon/store"
-	"github.com/contextd/contextd/daemon/tools"
+	"github.com/contextd/contextd/daemon/toolcall"
 )
 
 // Limits of a memory and of memory_search.
@@ -45,7 +45,7 @@ const (
 // Config, it also stores the lesson's dense vector.
 type MemoryStore struct{ Config *Config }
 
-// Name implements tools.Tool.
+// Name implements toolcall.Tool.
 func (MemoryStore) Name() string { return "memory_store" }
 
 // MemoryStoreInput is memory_store's input. Decode leaves it normalized:
@@ -59,11 +59,11 @@ type MemoryStoreInput struct {
 	Scope       string   `json:"scope,omitempty"`
 }
 
-// Decode implements tools.Tool.
-func (c MemoryStore) Decode(input []byte) (tools.Call, error) {
+// Decode implements toolcall.Tool.
+func (c MemoryStore) Decode(input []byte) (toolcall.Call[*Env], error) {
 	const tool = "memory_store"
 	var in MemoryStoreInput
-	if err := tools.DecodeStrict(tool, input, &in, true); err != nil {
+	if err := toolcall.DecodeStrict(tool, input, &in, true); err != nil {
 		return nil, err
 	}
 	var err error
@@ -159,14 +159,14 @@ type memoryStoreCall struct {
 	embed Embedder // nil: lexical only
 }
 
-func (c *memoryStoreCall) Run(ctx context.Context, env *tools.Env) tools.Outcome {
+func (c *memoryStoreCall) Run(ctx context.Context, env *Env) toolcall.Outcome {
 	const tool = "memory_store"
 	st, root, err := scope(tool, env)
 	if err != nil {
-		return tools.Outcome{Err: err}
+		return toolcall.Outcome{Err: err}
 	}
 	if n := counterOf(env).Count([]byte(c.in.Content)); n > MaxContentTokens {
-		return tools.Outcome{Err: tooManyTokens(tool, "content", n, MaxContentTokens,
+		return toolcall.Outcome{Err: tooManyTokens(tool, "content", n, MaxContentTokens,
 			"keep the lesson (what to do, what to avoid, why), not the transcript")}
 	}
 	scope, scopeName := root, ScopeProject
@@ -230,14 +230,14 @@ func (c *memoryStoreCall) Run(ctx context.Context, env *tools.Env) tools.Outcome
 		return nil
 	})
 	if err != nil {
-		return tools.Outcome{Err: storeErr(tool, "store the memory", err)}
+		return toolcall.Outcome{Err: storeErr(tool, "store the memory", err)}
 	}
 	// After the write, so that the memory is kept whatever the endpoint
 	// does. A merge replaced the text, and the store dropped the vector of
 	// the old one: this computes the new one.
 	warnings := embedMemory(ctx, env, c.embed, st, &stored)
 	_, err = fmt.Fprint(env.Out, msg)
-	return tools.Outcome{Err: err, Warnings: warnings}
+	return toolcall.Outcome{Err: err, Warnings: warnings}
 }
 
 // merge updates old with m's text: old keeps its id, scope, counters and
@@ -259,7 +259,7 @@ func merge(old, m *store.Memory) {
 // and by dense vectors together.
 type MemorySearch struct{ Config *Config }
 
-// Name implements tools.Tool.
+// Name implements toolcall.Tool.
 func (MemorySearch) Name() string { return "memory_search" }
 
 // MemorySearchInput is memory_search's input.
@@ -268,11 +268,11 @@ type MemorySearchInput struct {
 	Limit *int   `json:"limit,omitempty"`
 }
 
-// Decode implements tools.Tool.
-func (c MemorySearch) Decode(input []byte) (tools.Call, error) {
+// Decode implements toolcall.Tool.
+func (c MemorySearch) Decode(input []byte) (toolcall.Call[*Env], error) {
 	const tool = "memory_search"
 	var in MemorySearchInput
-	if err := tools.DecodeStrict(tool, input, &in, true); err != nil {
+	if err := toolcall.DecodeStrict(tool, input, &in, true); err != nil {
 		return nil, err
 	}
 	if err := shortText(tool, "query", in.Query, MaxQuery, "describe the task in a sentence or two"); err != nil {
@@ -289,11 +289,11 @@ type memorySearchCall struct {
 	embed Embedder // nil: lexical only
 }
 
-func (c *memorySearchCall) Run(ctx context.Context, env *tools.Env) tools.Outcome {
+func (c *memorySearchCall) Run(ctx context.Context, env *Env) toolcall.Outcome {
 	const tool = "memory_search"
 	st, root, err := scope(tool, env)
 	if err != nil {
-		return tools.Outcome{Err: err}
+		return toolcall.Outcome{Err: err}
 	}
 	limit := DefaultSearchLimit
 	if c.in.Limit != nil {
@@ -308,7 +308,7 @@ func (c *memorySearchCall) Run(ctx context.Context, env *tools.Env) tools.Outcom
 		Vector:        vector,
 	})
 	if err != nil {
-		return tools.Outcome{Err: storeErr(tool, "search", err), Warnings: warnings}
+		return toolcall.Outcome{Err: storeErr(tool, "search", err), Warnings: warnings}
 	}
 	var kept []store.Hit
 	for _, h := range hits {
@@ -350,7 +350,7 @@ func (c *memorySearchCall) Run(ctx context.Context, env *tools.Env) tools.Outcom
 		})
 	}
 	_, err = fmt.Fprint(env.Out, out)
-	return tools.Outcome{Err: err, Warnings: warnings}
+	return toolcall.Outcome{Err: err, Warnings: warnings}
 }
 
 // oneLine folds line breaks and control characters into spaces (stored text
@@ -364,7 +364,7 @@ func oneLine(s string) string {
 // MemoryGet prints a whole memory and counts the use (toolspec/memory_get).
 type MemoryGet struct{}
 
-// Name implements tools.Tool.
+// Name implements toolcall.Tool.
 func (MemoryGet) Name() string { return "memory_get" }
 
 // MemoryGetInput is memory_get's input.
@@ -372,11 +372,11 @@ type MemoryGetInput struct {
 	ID string `json:"id"`
 }
 
-// Decode implements tools.Tool.
-func (MemoryGet) Decode(input []byte) (tools.Call, error) {
+// Decode implements toolcall.Tool.
+func (MemoryGet) Decode(input []byte) (toolcall.Call[*Env], error) {
 	const tool = "memory_get"
 	var in MemoryGetInput
-	if err := tools.DecodeStrict(tool, input, &in, true); err != nil {
+	if err := toolcall.DecodeStrict(tool, input, &in, true); err != nil {
 		return nil, err
 	}
 	var err error
@@ -388,11 +388,11 @@ func (MemoryGet) Decode(input []byte) (tools.Call, error) {
 
 type memoryGetCall struct{ in MemoryGetInput }
 
-func (c *memoryGetCall) Run(ctx context.Context, env *tools.Env) tools.Outcome {
+func (c *memoryGetCall) Run(ctx context.Context, env *Env) toolcall.Outcome {
 	const tool = "memory_get"
 	st, root, err := scope(tool, env)
 	if err != nil {
-		return tools.Outcome{Err: err}
+		return toolcall.Outcome{Err: err}
 	}
 	scopes := []string{root, store.Global}
 	var m *store.Memory
@@ -407,14 +407,14 @@ func (c *memoryGetCall) Run(ctx context.Context, env *tools.Env) tools.Outcome {
 	var warnings []string
 	switch {
 	case m == nil:
-		return tools.Outcome{Err: storeErr(tool, notFound(c.in.ID, err), err)}
+		return toolcall.Outcome{Err: storeErr(tool, notFound(c.in.ID, err), err)}
 	case err != nil:
 		// The memory was read; only counting the use failed. Hand it out.
 		m.Uses--
 		warnings = append(warnings, fmt.Sprintf("memory_get: the use of %s was not counted: %v", c.in.ID, err))
 	}
 	_, err = fmt.Fprint(env.Out, formatMemory(m))
-	return tools.Outcome{Err: err, Warnings: warnings}
+	return toolcall.Outcome{Err: err, Warnings: warnings}
 }
 
 // notFound describes a failed read of memory id: which one is missing, or
@@ -493,7 +493,7 @@ func applyFeedback(m *store.Memory, helpful bool) {
 // MemoryFeedback records whether a memory helped (toolspec/memory_feedback).
 type MemoryFeedback struct{}
 
-// Name implements tools.Tool.
+// Name implements toolcall.Tool.
 func (MemoryFeedback) Name() string { return "memory_feedback" }
 
 // MemoryFeedbackInput is memory_feedback's input.
@@ -502,11 +502,11 @@ type MemoryFeedbackInput struct {
 	Helpful *bool  `json:"helpful"`
 }
 
-// Decode implements tools.Tool.
-func (MemoryFeedback) Decode(input []byte) (tools.Call, error) {
+// Decode implements toolcall.Tool.
+func (MemoryFeedback) Decode(input []byte) (toolcall.Call[*Env], error) {
 	const tool = "memory_feedback"
 	var in MemoryFeedbackInput
-	if err := tools.DecodeStrict(tool, input, &in, true); err != nil {
+	if err := toolcall.DecodeStrict(tool, input, &in, true); err != nil {
 		return nil, err
 	}
 	var err error
@@ -521,11 +521,11 @@ func (MemoryFeedback) Decode(input []byte) (tools.Call, error) {
 
 type memoryFeedbackCall struct{ in MemoryFeedbackInput }
 
-func (c *memoryFeedbackCall) Run(ctx context.Context, env *tools.Env) tools.Outcome {
+func (c *memoryFeedbackCall) Run(ctx context.Context, env *Env) toolcall.Outcome {
 	const tool = "memory_feedback"
 	st, root, err := scope(tool, env)
 	if err != nil {
-		return tools.Outcome{Err: err}
+		return toolcall.Outcome{Err: err}
 	}
 	var m *store.Memory
 	var was float64
@@ -539,7 +539,7 @@ func (c *memoryFeedbackCall) Run(ctx context.Context, env *tools.Env) tools.Outc
 		return st.PutMemory(ctx, m)
 	})
 	if err != nil {
-		return tools.Outcome{Err: storeErr(tool, notFound(c.in.ID, err), err)}
+		return toolcall.Outcome{Err: storeErr(tool, notFound(c.in.ID, err), err)}
 	}
 	state := "active"
 	if m.Archived {
@@ -547,5 +547,5 @@ func (c *memoryFeedbackCall) Run(ctx context.Context, env *tools.Env) tools.Outc
 	}
 	_, err = fmt.Fprintf(env.Out, "confidence %.2f (was %.2f), %d helpful, %d unhelpful, %s\n",
 		m.Confidence, was, m.Helpful, m.Unhelpful, state)
-	return tools.Outcome{Err: err}
+	return toolcall.Outcome{Err: err}
 }

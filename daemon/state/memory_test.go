@@ -12,7 +12,6 @@ import (
 	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/store"
-	"github.com/contextd/contextd/daemon/tools"
 )
 
 // storedID returns the id memory_store printed ("stored ID (...)").
@@ -58,7 +57,7 @@ func TestStoreAndSearchProjectIsolation(t *testing.T) {
 	if ids := searchIDs(mustCall(t, b, "memory_search", obj{"query": "protobuf generator protoc versions"})); len(ids) != 0 {
 		t.Errorf("project B finds project A's memory: %v", ids)
 	}
-	for _, env := range []*tools.Env{a, b} {
+	for _, env := range []*Env{a, b} {
 		ids := searchIDs(mustCall(t, env, "memory_search", obj{"query": "flaky network tests timeouts"}))
 		if len(ids) == 0 || ids[0] != global {
 			t.Errorf("%s does not find the global memory: %v", env.Place.Root, ids)

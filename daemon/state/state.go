@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 	"unicode"
@@ -13,8 +14,29 @@ import (
 	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/store"
-	"github.com/contextd/contextd/daemon/tools"
+	"github.com/contextd/contextd/daemon/toolcall"
+	"github.com/contextd/contextd/workspace"
 )
+
+// Env is what a state tool runs on: the call's project and session, the
+// store, and the response it writes into. The state tools run in the daemon,
+// so they need nothing of the sandbox.
+type Env struct {
+	Place   workspace.Place
+	Session string
+	// Store holds memories, checkpoints and branches; nil when it could
+	// not be opened (the tools fail with catalog.ErrStoreUnavailable).
+	Store store.Store
+	// Out receives the tool's output; the daemon scrubs it on the way out.
+	Out io.Writer
+	// Scrub replaces the secrets in text the agent sends that is stored
+	// and shown again later with the session's placeholders; nil: the
+	// text is kept as it is.
+	Scrub func([]byte) []byte
+	// Counter counts tokens with the response's tokenizer; nil: the
+	// default one.
+	Counter *budget.Counter
+}
 
 // Defaults of Config.
 const (
@@ -56,8 +78,8 @@ func (c *Config) returnTokens() int {
 
 // Tools returns every state tool with c's settings; (*Config)(nil).Tools() is
 // the same as the package's Tools.
-func (c *Config) Tools() []tools.Tool {
-	return []tools.Tool{
+func (c *Config) Tools() []toolcall.Tool[*Env] {
+	return []toolcall.Tool[*Env]{
 		MemoryStore{Config: c}, MemorySearch{Config: c}, MemoryGet{}, MemoryFeedback{},
 		CheckpointSave{}, CheckpointRestore{}, CheckpointList{},
 		Branch{Config: c}, Return{Config: c},
@@ -65,7 +87,7 @@ func (c *Config) Tools() []tools.Tool {
 }
 
 // Tools returns every state tool with the default settings.
-func Tools() []tools.Tool { return (*Config)(nil).Tools() }
+func Tools() []toolcall.Tool[*Env] { return (*Config)(nil).Tools() }
 
 // retries bounds the read-modify-write loops that lose a race to another
 // writer (store.ErrConflict): the daemon counting a branch's calls, another
@@ -89,7 +111,7 @@ func update(ctx context.Context, fn func() error) error {
 
 // storeOf returns the call's store, or an error when the daemon could not
 // open one.
-func storeOf(tool string, env *tools.Env) (store.Store, error) {
+func storeOf(tool string, env *Env) (store.Store, error) {
 	if env.Store == nil {
 		return nil, fmt.Errorf("%s: no state store is open (see [store] in docs/config.md): %w", tool, catalog.ErrStoreUnavailable)
 	}
@@ -98,7 +120,7 @@ func storeOf(tool string, env *tools.Env) (store.Store, error) {
 
 // scope is the call's store and the project its records belong to (the
 // workspace root).
-func scope(tool string, env *tools.Env) (store.Store, string, error) {
+func scope(tool string, env *Env) (store.Store, string, error) {
 	st, err := storeOf(tool, env)
 	if err != nil {
 		return nil, "", err
@@ -110,7 +132,7 @@ func scope(tool string, env *tools.Env) (store.Store, string, error) {
 	return st, env.Place.Root, nil
 }
 
-func counterOf(env *tools.Env) *budget.Counter {
+func counterOf(env *Env) *budget.Counter {
 	if env.Counter != nil {
 		return env.Counter
 	}
@@ -138,11 +160,11 @@ func storeErr(tool, what string, err error) error {
 // scrubbed returns s with secrets replaced by the session's placeholders,
 // for text the agent sends that is stored and shown again later (perhaps in
 // another project, for a global memory).
-func scrubbed(env *tools.Env, s string) string {
-	if env.Layer == nil || env.Layer.Scrubber == nil || s == "" {
+func scrubbed(env *Env, s string) string {
+	if env.Scrub == nil || s == "" {
 		return s
 	}
-	return string(env.Layer.Scrub([]byte(s)))
+	return string(env.Scrub([]byte(s)))
 }
 
 // badInput is a Decode or Run refusal of the caller's input.

@@ -97,7 +97,7 @@ func (c *bashCall) Run(ctx context.Context, env *Env) (o Outcome) {
 	// an error before the run, gone is nil: at once.
 	defer func() {
 		sb.Ending()
-		sb.Release(o.gone)
+		sb.Release(o.Gone)
 		pre.Mark("release")
 	}()
 	if err != nil {

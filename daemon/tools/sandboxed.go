@@ -48,7 +48,7 @@ const maxGapPage = 16 << 20
 // FillGap fills p with bytes [off, off+len(p)) of a gap's rendering (source
 // as the output's Hole got it), read again from the file in safe_read's
 // sandbox, unscrubbed: the caller scrubs what it returns. env needs Config,
-// Runner, Sandbox and Peer; the place and the output are the gap's own. A file whose
+// Runner and Sandbox; the place and the output are the gap's own. A file whose
 // bytes in the gap changed since the first read is refused
 // (catalog.ErrUnknownContinuation).
 func FillGap(ctx context.Context, env *Env, source []byte, off int64, p []byte) Outcome {
@@ -95,7 +95,7 @@ func runFileOp(ctx context.Context, env *Env, op toolproto.Op, source string, gi
 	sb, err := env.Sandbox.Build(sandboxenv.Request{Kind: kind, Name: op.Tool, Workspace: env.Place.Root,
 		Session: env.Session, CallerEnv: env.CallerEnv, Git: &git})
 	// After the run: the sandbox, and every process in it, is gone by then.
-	defer func() { sb.Release(o.gone) }()
+	defer func() { sb.Release(o.Gone) }()
 	if err != nil {
 		return Outcome{Err: fmt.Errorf("%s: %w", op.Tool, err)}
 	}
@@ -169,7 +169,7 @@ func runSandboxed(ctx context.Context, env *Env, op toolproto.Op, source string,
 	spec.Output, spec.Stderr = tw, &limitedBuffer{buf: &stderr, max: 64 << 10}
 	ex, err := env.Runner.Run(ctx, spec)
 	meta, gotMeta := frames.Meta()
-	o := Outcome{Layers: ex.Layers, Stages: meta.Stages, File: opened, gone: ex.Gone}
+	o := Outcome{Layers: ex.Layers, Stages: meta.Stages, File: opened, Gone: ex.Gone}
 	if o.Stages != nil {
 		o.Stages["daemon_side"] = float64(tw.spent.Microseconds()) / 1000
 	}

@@ -235,7 +235,9 @@ func TestCheckCatches(t *testing.T) {
 		{name: "graph without edges", g: graph{"daemon": {}, "ns": {}}, want: "graph is empty"},
 		{name: "daemon package no layer names", g: withPackage(real, "daemon/unplaced"), want: "package daemon/unplaced has no rule"},
 		{name: "package outside every tree", g: withPackage(real, "unplaced"), want: "package unplaced has no rule"},
-		{name: "pending rule enforced", g: real, rules: enforced(rules), want: "daemon/config imports "},
+		{name: "pending rule enforced", g: real, want: "daemon/tools imports daemon/runner: ", rules: enforced([]rule{
+			{from: []string{"daemon/tools"}, forbid: []string{"daemon/runner"}, pending: "planted", why: "planted"},
+		})},
 		{name: "rule naming a gone package", g: real, want: "names daemon/gone, which matches no package", rules: append(slices.Clone(rules),
 			rule{from: []string{"daemon/tools"}, forbid: []string{"daemon/gone"}, why: "planted"})},
 		{name: "pending rule that holds", g: real, want: "holds: delete its pending", rules: []rule{

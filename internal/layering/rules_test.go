@@ -129,15 +129,14 @@ var rules = []rule{
 	},
 	{
 		from: []string{"daemon/config"}, deep: true,
-		forbid: []string{"daemon/...", "ns", "seccomp", "profiles", "wire/...", "inspect"},
-		allow:  []string{"daemon/egress", "daemon/homeview"},
-		why:    "the configuration is read before any call: it links nothing that runs one (tools, runner, sandbox) nor the state, at most the types of what it configures",
+		forbid: []string{"daemon/...", "mcp/...", "salience", "budget", "scrub", "outline", "ns", "seccomp", "profiles", "wire/...", "inspect"},
+		allow:  []string{"daemon/config", "mcp/interceptspec"},
+		why:    "the configuration is a leaf: plain data, decoded and checked for types, ranges and keys; each feature checks and compiles its own section (daemon/configcheck at load), so config links none of them",
 	},
 	{
-		from:    []string{"daemon/config"},
-		pending: "issue 27 item 2 (the configuration as a leaf)", // delete this line to enforce the rule
-		forbid:  []string{"daemon/...", "mcp/...", "salience", "budget", "scrub", "outline"},
-		why:     "the configuration is a leaf: it imports no feature package, each feature takes its settings from it and converts them",
+		from: []string{"daemon/configcheck"}, deep: true,
+		forbid: []string{"daemon/tools/...", "daemon/state", "daemon/store/...", "daemon/embedding/...", "daemon/mcpwrap", "daemon/sandboxenv", "daemon/respond", "daemon/pages", "daemon/audit", "daemon/session", "daemon/sandbox", "daemon/scope", "seccomp", "profiles"},
+		why:    "the load check asks each feature to check its section: it links the features' compilers, never what runs a call",
 	},
 	{
 		from: []string{"daemon/store/...", "daemon/embedding/..."}, deep: true,
@@ -150,10 +149,14 @@ var rules = []rule{
 		why:    "branches and checkpoints work on the store's interface: which backend holds them is the core's choice",
 	},
 	{
+		from: []string{"daemon/toolcall"}, deep: true,
+		forbid: []string{"daemon/...", "mcp/...", "wire/...", "proxy/...", "cmd/...", "ns", "seccomp", "profiles", "inspect"},
+		why:    "the contract every tool keeps with the stages (decode, run, say how it ended) links only leaves: a tool of any kind, sandboxed or on the store, can keep it without linking another kind's host",
+	},
+	{
 		from: []string{"daemon/state"}, deep: true,
-		pending: "issue 27 (daemon/state off the tools host)", // delete this line to enforce the rule
-		forbid:  append([]string{"daemon/tools/..."}, theSandboxHost...),
-		why:     "the state side links neither the tools' host nor the sandbox's: nothing read from a branch or a checkpoint can start a process",
+		forbid: append([]string{"daemon/tools/..."}, theSandboxHost...),
+		why:    "the state side links neither the tools' host nor the sandbox's: nothing read from a branch or a checkpoint can start a process",
 	},
 	{
 		from: []string{"daemon/tools"}, deep: true,
@@ -174,7 +177,7 @@ var rules = []rule{
 	{
 		from: []string{"daemon/sandboxenv"}, deep: true,
 		forbid: []string{"daemon/...", "mcp/...", "wire/...", "proxy/...", "cmd/...", "inspect"},
-		allow:  []string{"daemon/sandboxenv", "daemon/homeview", "daemon/homemount", "daemon/cachelayer", "daemon/netview", "daemon/registries", "daemon/egress", "daemon/gitguard", "daemon/shield", "daemon/config", "daemon/runner", "mcp/intercept", "mcp/jsonscan", "mcp/jsonrpc", "mcp/transport", "mcp/relay"},
+		allow:  []string{"daemon/sandboxenv", "daemon/homeview", "daemon/homemount", "daemon/cachelayer", "daemon/netview", "daemon/registries", "daemon/egress", "daemon/gitguard", "daemon/shield", "daemon/config", "daemon/runner", "mcp/interceptspec"},
 		why:    "the one builder of a sandbox's surroundings composes the views into the runner's spec from the configuration: the tools, the wrapped servers and sandbox show ask it, so it links none of them, nor the sandbox's implementation, nor the state",
 	},
 	{

@@ -105,7 +105,7 @@ func New(o *Options) (*Engine, error) {
 	if cfg == nil {
 		cfg = DefaultConfig()
 	}
-	cc, err := cfg.compile()
+	cc, err := compile(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/cachelayer"
 	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/configcheck"
 	"github.com/contextd/contextd/workspace"
 )
 
@@ -43,7 +44,7 @@ default), so that the workspace's next call is warm too. ` + "`list`" + ` shows 
 
 // cacheManager opens the layers where the configuration puts them.
 func cacheManager(cfgPath string) (*cachelayer.Manager, *config.Config, error) {
-	cfg, err := config.Load(cfgPath)
+	cfg, err := configcheck.Load(cfgPath)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/configcheck"
 	"github.com/contextd/contextd/daemon/homemount"
 	"github.com/contextd/contextd/daemon/sandbox"
 	"github.com/contextd/contextd/daemon/sandboxenv"
@@ -26,7 +27,7 @@ configured embedding endpoint, which it then probes with one short text.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			failed := 0
-			cfg, cfgErr := config.Load(cfgPath)
+			cfg, cfgErr := configcheck.Load(cfgPath)
 			checks := append(sandbox.Diagnose(c.Context()), cacheModeCheck(cfg, cfgErr), egressCheck(c.Context(), cfg, cfgErr), memorySearchCheck(c.Context(), cfg, cfgErr))
 			for _, ch := range checks {
 				if !ch.OK && ch.Required {

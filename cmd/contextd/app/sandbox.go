@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/contextd/contextd/catalog"
-	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/configcheck"
 	"github.com/contextd/contextd/daemon/homemount"
 	"github.com/contextd/contextd/daemon/homeview"
 	"github.com/contextd/contextd/daemon/netview"
@@ -71,7 +71,7 @@ copies, the cache overlays, the masked paths), the presets in force, the cache m
 deny-list that exist on this machine. It changes nothing.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			cfg, err := config.Load(cfgPath)
+			cfg, err := configcheck.Load(cfgPath)
 			if err != nil {
 				return err
 			}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon"
-	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/configcheck"
 	"github.com/contextd/contextd/daemon/listen"
 	"github.com/contextd/contextd/daemon/logging"
 )
@@ -31,7 +31,7 @@ by itself after idle_timeout without calls, and on SIGTERM drains calls in fligh
 			if os.Geteuid() == 0 && !allowRoot {
 				return fmt.Errorf("contextd serves one unprivileged user and never needs root: %w", catalog.ErrRoot)
 			}
-			cfg, err := config.Load(cfgPath)
+			cfg, err := configcheck.Load(cfgPath)
 			if err != nil {
 				return err
 			}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/contextd/contextd/daemon/audit"
 	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/configcheck"
 	"github.com/contextd/contextd/daemon/embedding"
 	"github.com/contextd/contextd/daemon/sandbox"
 	"github.com/contextd/contextd/daemon/store/sqlite"
@@ -163,7 +164,7 @@ It does not start the daemon: a socket-waiting daemon stays asleep.`,
 			// A configuration that does not load hides only the store (the
 			// daemon, the audit and the sandbox are still worth seeing);
 			// status then says so and fails with its error.
-			cfg, cfgErr := config.Load(cfgPath)
+			cfg, cfgErr := configcheck.Load(cfgPath)
 			if cfgErr != nil {
 				r.Store = StoreState{Backend: "unknown", Location: "(the configuration did not load)",
 					Note: fmt.Sprintf("configuration: %v; fix it (docs/config.md lists every key)", cfgErr)}
