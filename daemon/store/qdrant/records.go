@@ -19,9 +19,16 @@ const (
 	maxListLimit           = 10000
 )
 
-// noVectors is what a point of a collection without vectors carries: an
-// empty map, not nothing (see the package comment).
-func noVectors() *qc.Vectors { return qc.NewVectorsMap(map[string]*qc.Vector{}) }
+// upsertRecord writes the point id of a collection without vectors
+// (checkpoints, branches); it carries an empty map of vectors, not nothing
+// (see the package comment).
+func (s *Store) upsertRecord(ctx context.Context, op, collection, id string, p map[string]*qc.Value) error {
+	return s.upsert(ctx, op, collection, &qc.PointStruct{
+		Id:      pointID(id),
+		Payload: p,
+		Vectors: qc.NewVectorsMap(map[string]*qc.Vector{}),
+	})
+}
 
 // PutCheckpoint stores c, setting c.ID when empty and c.Created when zero
 // (a Created given is kept). Checkpoints are written once: an id already
@@ -51,11 +58,7 @@ func (s *Store) PutCheckpoint(ctx context.Context, c *store.Checkpoint) error {
 				next.ID, store.ErrConflict)
 		}
 	}
-	if err := s.upsert(ctx, "put checkpoint", s.checkpoints, &qc.PointStruct{
-		Id:      pointID(next.ID),
-		Payload: checkpointPayload(&next),
-		Vectors: noVectors(),
-	}); err != nil {
+	if err := s.upsertRecord(ctx, "put checkpoint", s.checkpoints, next.ID, checkpointPayload(&next)); err != nil {
 		return err
 	}
 	*c = next
@@ -135,11 +138,7 @@ func (s *Store) PutBranch(ctx context.Context, b *store.Branch) error {
 		}
 	}
 	next.Version++
-	if err := s.upsert(ctx, "put branch", s.branches, &qc.PointStruct{
-		Id:      pointID(next.ID),
-		Payload: branchPayload(&next),
-		Vectors: noVectors(),
-	}); err != nil {
+	if err := s.upsertRecord(ctx, "put branch", s.branches, next.ID, branchPayload(&next)); err != nil {
 		return err
 	}
 	*b = next
