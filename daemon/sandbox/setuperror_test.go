@@ -26,9 +26,7 @@ func TestProgramNotStartable(t *testing.T) {
 		ws := workspace(t)
 		write := func(name, content string, mode os.FileMode) string {
 			p := filepath.Join(ws, name)
-			if err := os.WriteFile(p, []byte(content), mode); err != nil {
-				t.Fatal(err)
-			}
+			writeProgram(t, p, []byte(content), mode)
 			return p
 		}
 		dir := filepath.Join(ws, "dir")
@@ -41,9 +39,7 @@ func TestProgramNotStartable(t *testing.T) {
 			t.Fatal(err)
 		}
 		hidden := filepath.Join(homeDir(t), "ctxd-sandbox-prog-"+strconv.Itoa(os.Getpid())+"-"+v.name)
-		if err := os.WriteFile(hidden, trueBin, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		writeProgram(t, hidden, trueBin, 0o755)
 		t.Cleanup(func() { os.Remove(hidden) })
 		if err := exec.Command(hidden).Run(); err != nil {
 			t.Fatalf("%s does not run on the host: %v", hidden, err)
@@ -133,5 +129,20 @@ func TestSetupErrorClassification(t *testing.T) {
 		if tt.step != "" && !strings.Contains(err.Error(), "at step "+tt.step) {
 			t.Errorf("%s: %q does not name the step %s", tt.name, err, tt.step)
 		}
+	}
+}
+
+// writeProgram writes a file to be executed. The tests run in parallel, and
+// a fork of another test between the file's open and its close would hand
+// the child the write descriptor until its exec, so that executing the
+// file fails with ETXTBSY (golang/go#22315): the write holds the fork lock
+// that os/exec takes for writing.
+func writeProgram(t *testing.T, p string, content []byte, mode os.FileMode) {
+	t.Helper()
+	syscall.ForkLock.RLock()
+	err := os.WriteFile(p, content, mode)
+	syscall.ForkLock.RUnlock()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
