@@ -9,13 +9,14 @@ import (
 
 	"github.com/contextd/contextd/daemon/cachelayer"
 	"github.com/contextd/contextd/daemon/homeview"
+	"github.com/contextd/contextd/internal/victim"
 	"github.com/contextd/contextd/scrub"
 )
 
 func setupFor(t *testing.T, mode CacheMode) (*Setup, string, string) {
 	t.Helper()
 	home := t.TempDir()
-	for name, content := range map[string]string{
+	victim.WriteFiles(t, home, map[string]string{
 		".gitconfig":              "[user]\n\tname = T\n",
 		".npmrc":                  "//registry.npmjs.org/:_authToken=plainword\n",
 		"go/pkg/mod/x":            "m",
@@ -23,13 +24,7 @@ func setupFor(t *testing.T, mode CacheMode) (*Setup, string, string) {
 		"proj/go.mod":             "module x\n",
 		"proj/web/package.json":   "{}",
 		".config/git/credentials": "https://u:pw@h\n",
-	} {
-		p := filepath.Join(home, name)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	os.MkdirAll(filepath.Join(home, ".npm"), 0o755)
 	lm, err := cachelayer.New(&cachelayer.Options{Root: filepath.Join(t.TempDir(), "layers")})
 	if err != nil {

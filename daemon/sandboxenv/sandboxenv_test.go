@@ -13,6 +13,7 @@ import (
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/homemount"
 	"github.com/contextd/contextd/daemon/runner"
+	"github.com/contextd/contextd/internal/victim"
 	"github.com/contextd/contextd/scrub"
 )
 
@@ -21,7 +22,7 @@ import (
 func fixture(t *testing.T) (b *Builder, root string) {
 	t.Helper()
 	home := t.TempDir()
-	for name, content := range map[string]string{
+	victim.WriteFiles(t, home, map[string]string{
 		".gitconfig":                     "[http]\n\textraHeader = Authorization: Bearer ghp_Zq8mR2vL5xK9tW3nB7cY1dF6hJ4pS0aE2gUi\n",
 		".ssh/id_ed25519":                "k",
 		"go/pkg/mod/x":                   "m",
@@ -30,15 +31,7 @@ func fixture(t *testing.T) (b *Builder, root string) {
 		"proj/go.mod":                    "module x\n",
 		"proj/sub/.claude/settings.json": "{}",
 		"proj/.claude/tools/safe_bash/x": "",
-	} {
-		p := filepath.Join(home, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	lm, err := cachelayer.New(&cachelayer.Options{Root: filepath.Join(t.TempDir(), "layers")})
 	if err != nil {
 		t.Fatal(err)

@@ -43,3 +43,19 @@ func canonical(t testing.TB, p string) string {
 	}
 	return c
 }
+
+// WriteFiles makes the files below root (relative names, directories made
+// on the way) with their content, readable by all: a test's home or
+// workspace in one table.
+func WriteFiles(t testing.TB, root string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package app
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/homemount"
 	"github.com/contextd/contextd/daemon/sandboxenv"
+	"github.com/contextd/contextd/internal/victim"
 )
 
 // The report lists what the daemon would mount, in the daemon's own terms:
@@ -18,7 +18,7 @@ import (
 // caches as overlays, the masks; and the deny-listed paths present here.
 func TestSandboxShow(t *testing.T) {
 	home := t.TempDir()
-	for name, content := range map[string]string{
+	victim.WriteFiles(t, home, map[string]string{
 		".gitconfig":              "[user]\n\tname = T\n",
 		".ssh/id_ed25519":         "k",
 		".config/git/credentials": "c",
@@ -27,11 +27,7 @@ func TestSandboxShow(t *testing.T) {
 		"proj/.git/config":        "[core]\n",
 		"proj/go.mod":             "module x\n",
 		"proj/.mcp.json":          "{}",
-	} {
-		p := filepath.Join(home, name)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		os.WriteFile(p, []byte(content), 0o644)
-	}
+	})
 	lm, err := cachelayer.New(&cachelayer.Options{Root: filepath.Join(t.TempDir(), "layers")})
 	if err != nil {
 		t.Fatal(err)
