@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/homeview"
@@ -78,5 +79,58 @@ func TestCAScopedToInterceptedHosts(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(s.bundle); !bytes.Equal(after, before) {
 		t.Error("another process's setup rewrote the daemon's trust bundle")
+	}
+}
+
+// TestOldBundlesGo: the trust bundles of other CAs are removed once they
+// have not been written for a day (each CA rotation left one behind until
+// logout), a recent one is kept for the process that may still mount it,
+// nothing else in the directory is touched, and a bundle removed under a
+// running setup is written again before a call binds it.
+func TestOldBundlesGo(t *testing.T) {
+	rt := t.TempDir()
+	old := time.Now().Add(-48 * time.Hour)
+	files := map[string]time.Time{
+		"bundle-0ld1d.pem":         old,
+		"ca-0ld1d.pem":             old,
+		"bundle-0ld1d.pem.12345":   old,
+		"bundle-rec3nt.pem":        time.Now().Add(-time.Hour),
+		"notes.txt":                old,
+		"bundle-without-extension": old,
+	}
+	for name, mt := range files {
+		p := filepath.Join(rt, name)
+		if err := os.WriteFile(p, []byte("x"), 0o444); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mt, mt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dirs := Dirs{CA: filepath.Join(t.TempDir(), "ca"), Runtime: rt}
+	s, err := NewSetup(config.Default(), &homeview.Host{Home: t.TempDir(), Env: map[string]string{"PATH": "/usr/bin"}}, dirs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, kept := range map[string]bool{
+		"bundle-0ld1d.pem": false, "ca-0ld1d.pem": false, "bundle-0ld1d.pem.12345": false,
+		"bundle-rec3nt.pem": true, "notes.txt": true, "bundle-without-extension": true,
+		"bundle-" + s.ca.ID() + ".pem": true, "ca-" + s.ca.ID() + ".pem": true,
+	} {
+		if _, err := os.Lstat(filepath.Join(rt, name)); (err == nil) != kept {
+			t.Errorf("%s: kept %v, want %v", name, err == nil, kept)
+		}
+	}
+	// Gone under the setup: the next call's plan has it again.
+	os.Remove(s.bundle)
+	os.Remove(s.caOnly)
+	n, err := s.Plan(Call{Tool: "safe_bash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range n.Binds {
+		if _, err := os.Stat(b.Source); err != nil {
+			t.Errorf("the call binds %s, which is not there: %v", b.Source, err)
+		}
 	}
 }

@@ -204,6 +204,15 @@ func (s *Setup) currentCA() (ca *egress.CA, bundle, mnt, caOnly string, err erro
 	s.caMu.Lock()
 	defer s.caMu.Unlock()
 	if !s.ca.Stale() {
+		if present(s.bundle) && present(s.caOnly) {
+			return s.ca, s.bundle, s.bundleMnt, s.caOnly, nil
+		}
+		// Removed under it (another process's cleanup of a bundle it
+		// took for an old one, the user): written again, so that the
+		// call's bind finds it.
+		if err := s.writeBundle(); err != nil {
+			return nil, "", "", "", err
+		}
 		return s.ca, s.bundle, s.bundleMnt, s.caOnly, nil
 	}
 	if ca, err = egress.LoadOrCreateCA(s.caDir, s.caScope...); err != nil {
@@ -272,6 +281,7 @@ func (s *Setup) writeBundle() error {
 		return err
 	}
 	s.bundle, s.caOnly = final, caOnly
+	removeOldBundles(dir, s.ca.ID(), time.Now())
 	// A bind never goes over a symbolic link: mount at the file the path
 	// leads to, which the sandbox's tree has at the same canonical path.
 	s.bundleMnt = s.bundleAt
@@ -279,6 +289,40 @@ func (s *Setup) writeBundle() error {
 		s.bundleMnt = p
 	}
 	return nil
+}
+
+// bundleKeep is how long the bundles of another CA are kept: a process
+// that rotated or scoped its CA differently (a daemon of an earlier
+// configuration, `contextd doctor` from another shell) may still mount its
+// own, and writes it again if it finds it gone (currentCA).
+const bundleKeep = 24 * time.Hour
+
+// removeOldBundles removes from dir the trust bundles of CAs other than
+// the one named id that have not been written for bundleKeep, and the
+// leftovers of writes that never finished: each rotation of the CA left
+// one of each kind behind, ~200 kB apiece, in the user's runtime
+// directory until logout.
+func removeOldBundles(dir, id string, now time.Time) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		kind, rest, ok := strings.Cut(name, "-")
+		if !ok || (kind != "bundle" && kind != "ca") || !strings.Contains(rest, ".pem") || rest == id+".pem" {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && now.Sub(fi.ModTime()) > bundleKeep {
+			os.Remove(filepath.Join(dir, name))
+		}
+	}
+}
+
+// present says whether p names a file that is there.
+func present(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
 }
 
 // isSystemBundle says whether the CA file f is one of the system's trust
