@@ -1,0 +1,230 @@
+package toolmanifest
+
+import (
+	"io/fs"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+var (
+	// toolName is short and safe as a file name, a symlink and an MCP
+	// tool's name alike.
+	toolName      = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
+	toolchainName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
+	envName       = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+)
+
+// Bounds of the lists, so that a manifest stays something a person reads
+// before saying yes.
+const (
+	maxArgs    = 64
+	maxArgLen  = 4096
+	maxListLen = 32
+	maxPathLen = 1024
+	maxRuleLen = 300
+)
+
+func checkName(s string) (string, error) {
+	if s == "" {
+		return "", bad("name", "missing; name the tool (lower-case letters, digits, - and _, starting with a letter)")
+	}
+	if !toolName.MatchString(s) {
+		return "", bad("name", "%q is not a tool name: lower-case letters, digits, - and _, starting with a letter, at most 32", s)
+	}
+	return s, nil
+}
+
+// printable reports whether s is valid UTF-8 with no control characters.
+func printable(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
+}
+
+// checkLine checks one line of text of at most max bytes.
+func checkLine(key, s string, max int, required bool) (string, error) {
+	if s == "" && required {
+		return "", bad(key, "missing; write one line")
+	}
+	if !printable(s) {
+		return "", bad(key, "write one line of text, without control characters")
+	}
+	if len(s) > max {
+		return "", bad(key, "%d bytes; keep it to %d", len(s), max)
+	}
+	if strings.TrimSpace(s) != s {
+		return "", bad(key, "%q has spaces at an end", s)
+	}
+	return s, nil
+}
+
+// checkRel checks a path relative to the tool's root and returns it
+// clean; it may not leave the root, nor name the root itself.
+func checkRel(key, p string) (string, error) {
+	if len(p) > maxPathLen || !printable(p) {
+		return "", bad(key, "%q is not a path: at most %d bytes, no control characters", p, maxPathLen)
+	}
+	c := path.Clean(p)
+	if c == "." || !fs.ValidPath(c) || strings.Contains(c, `\`) {
+		return "", bad(key, "%q is not a file inside the tool's directory; write a relative path with no .. that leaves it", p)
+	}
+	return c, nil
+}
+
+// checkHostPaths checks permissions.read_only: absolute host paths, made
+// clean and without repeats. The root itself is refused: it would show the
+// whole home.
+func checkHostPaths(ps []string) ([]string, error) {
+	const key = "permissions.read_only"
+	if len(ps) > maxListLen {
+		return nil, bad(key, "%d paths; at most %d", len(ps), maxListLen)
+	}
+	var out []string
+	for _, p := range ps {
+		if len(p) > maxPathLen || !printable(p) || !path.IsAbs(p) {
+			return nil, bad(key, "%q is not an absolute path; write one starting with /", p)
+		}
+		c := path.Clean(p)
+		if c == "/" {
+			return nil, bad(key, "%q would show the whole file system; name the directories the tool reads", p)
+		}
+		if slices.Contains(out, c) {
+			return nil, bad(key, "%q is listed twice", c)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// checkEgress checks the shape of each rule, "HOST[:PORT] [METHOD,...]":
+// one or two fields, printable, short. The rule syntax itself is the egress
+// proxy's, which the caller applies.
+func checkEgress(rules []string) ([]string, error) {
+	const key = "permissions.egress"
+	if len(rules) > maxListLen {
+		return nil, bad(key, "%d rules; at most %d", len(rules), maxListLen)
+	}
+	var out []string
+	for _, r := range rules {
+		f := strings.Fields(r)
+		if len(f) == 0 || len(f) > 2 || len(r) > maxRuleLen || !printable(r) {
+			return nil, bad(key, "%q is not a rule; write \"HOST[:PORT] [METHOD,...]\", for example \"api.example.com:443 GET\"", r)
+		}
+		n := strings.Join(f, " ")
+		if egressHost(n) == "" {
+			return nil, bad(key, "%q names no host", r)
+		}
+		if slices.Contains(out, n) {
+			return nil, bad(key, "%q is listed twice", n)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// egressHost is the host part of a rule, lower-case, without brackets or a
+// trailing dot; "" when there is none.
+func egressHost(rule string) string {
+	hp, _, _ := strings.Cut(rule, " ")
+	switch {
+	case strings.HasPrefix(hp, "["):
+		end := strings.IndexByte(hp, ']')
+		if end < 0 {
+			return ""
+		}
+		hp = hp[1:end]
+	case strings.Count(hp, ":") == 1:
+		hp, _, _ = strings.Cut(hp, ":")
+	}
+	return strings.TrimSuffix(strings.ToLower(hp), ".")
+}
+
+// checkArgv checks a command line: at least the program, no NUL.
+func checkArgv(key string, argv []string) ([]string, error) {
+	if len(argv) == 0 || argv[0] == "" {
+		return nil, bad(key, "missing; write the command as a list, for example [\"bin/tool\", \"--serve\"]")
+	}
+	if len(argv) > maxArgs {
+		return nil, bad(key, "%d arguments; at most %d", len(argv), maxArgs)
+	}
+	for _, a := range argv {
+		if len(a) > maxArgLen || strings.ContainsRune(a, 0) || !utf8.ValidString(a) {
+			return nil, bad(key, "an argument is not text of at most %d bytes without NUL", maxArgLen)
+		}
+	}
+	return slices.Clone(argv), nil
+}
+
+// checkNames checks a list of names against re, refusing repeats.
+func checkNames(key string, names []string, re *regexp.Regexp, what string) ([]string, error) {
+	if len(names) > maxListLen {
+		return nil, bad(key, "%d names; at most %d", len(names), maxListLen)
+	}
+	var out []string
+	for _, n := range names {
+		if !re.MatchString(n) {
+			return nil, bad(key, "%q is not %s", n, what)
+		}
+		if slices.Contains(out, n) {
+			return nil, bad(key, "%q is listed twice", n)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// unitShift is each memory unit's power of two; the binary units are
+// written with or without "iB".
+var unitShift = map[string]uint{
+	"": 0, "B": 0,
+	"K": 10, "KIB": 10, "M": 20, "MIB": 20, "G": 30, "GIB": 30,
+}
+
+// parseMemory reads permissions.memory: bytes as an integer, or a string
+// with a binary unit ("256MiB", "1G").
+func parseMemory(v any) (uint64, error) {
+	const key = "permissions.memory"
+	var n uint64
+	switch v := v.(type) {
+	case int64:
+		if v < 0 {
+			return 0, bad(key, "%d is negative", v)
+		}
+		n = uint64(v)
+	case string:
+		s := strings.TrimSpace(v)
+		i := strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+		if i < 0 {
+			i = len(s)
+		}
+		num, unit := s[:i], strings.ToUpper(strings.TrimSpace(s[i:]))
+		sh, ok := unitShift[unit]
+		d, err := strconv.ParseUint(num, 10, 64)
+		if !ok || err != nil || d > MaxMemory>>sh {
+			return 0, bad(key, "%q is not a size between 16MiB and 64GiB (write \"256MiB\" or \"1GiB\")", v)
+		}
+		n = d << sh
+	default:
+		return 0, bad(key, "write a size such as \"256MiB\", or a number of bytes")
+	}
+	if n < MinMemory || n > MaxMemory {
+		return 0, bad(key, "%d bytes is not between 16MiB and 64GiB", n)
+	}
+	return n, nil
+}
+
+func parseTimeout(s string) (time.Duration, error) {
+	const key = "permissions.timeout"
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, bad(key, "%q is not a duration (write \"30s\" or \"5m\")", s)
+	}
+	if d < MinTimeout || d > MaxTimeout {
+		return 0, bad(key, "%s is not between %s and %s", d, MinTimeout, MaxTimeout)
+	}
+	return d, nil
+}
