@@ -75,48 +75,17 @@ func checkRel(key, p string) (string, error) {
 	return c, nil
 }
 
-// checkHostPaths checks permissions.read_only: absolute host paths, made
-// clean and without repeats. The root itself is refused: it would show the
-// whole home.
-func checkHostPaths(ps []string) ([]string, error) {
-	const key = "permissions.read_only"
-	if len(ps) > maxListLen {
-		return nil, bad(key, "%d paths; at most %d", len(ps), maxListLen)
+// checkList checks a list of at most maxListLen entries, each with one,
+// which returns the entry's normal form; two equal forms are refused.
+func checkList(key string, items []string, one func(string) (string, error)) ([]string, error) {
+	if len(items) > maxListLen {
+		return nil, bad(key, "%d entries; at most %d", len(items), maxListLen)
 	}
 	var out []string
-	for _, p := range ps {
-		if len(p) > maxPathLen || !printable(p) || !path.IsAbs(p) {
-			return nil, bad(key, "%q is not an absolute path; write one starting with /", p)
-		}
-		c := path.Clean(p)
-		if c == "/" {
-			return nil, bad(key, "%q would show the whole file system; name the directories the tool reads", p)
-		}
-		if slices.Contains(out, c) {
-			return nil, bad(key, "%q is listed twice", c)
-		}
-		out = append(out, c)
-	}
-	return out, nil
-}
-
-// checkEgress checks the shape of each rule, "HOST[:PORT] [METHOD,...]":
-// one or two fields, printable, short. The rule syntax itself is the egress
-// proxy's, which the caller applies.
-func checkEgress(rules []string) ([]string, error) {
-	const key = "permissions.egress"
-	if len(rules) > maxListLen {
-		return nil, bad(key, "%d rules; at most %d", len(rules), maxListLen)
-	}
-	var out []string
-	for _, r := range rules {
-		f := strings.Fields(r)
-		if len(f) == 0 || len(f) > 2 || len(r) > maxRuleLen || !printable(r) {
-			return nil, bad(key, "%q is not a rule; write \"HOST[:PORT] [METHOD,...]\", for example \"api.example.com:443 GET\"", r)
-		}
-		n := strings.Join(f, " ")
-		if egressHost(n) == "" {
-			return nil, bad(key, "%q names no host", r)
+	for _, it := range items {
+		n, err := one(it)
+		if err != nil {
+			return nil, err
 		}
 		if slices.Contains(out, n) {
 			return nil, bad(key, "%q is listed twice", n)
@@ -124,6 +93,40 @@ func checkEgress(rules []string) ([]string, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// checkHostPaths checks permissions.read_only: absolute host paths, made
+// clean. The root itself is refused: it would show the whole home.
+func checkHostPaths(ps []string) ([]string, error) {
+	const key = "permissions.read_only"
+	return checkList(key, ps, func(p string) (string, error) {
+		if len(p) > maxPathLen || !printable(p) || !path.IsAbs(p) {
+			return "", bad(key, "%q is not an absolute path; write one starting with /", p)
+		}
+		c := path.Clean(p)
+		if c == "/" {
+			return "", bad(key, "%q would show the whole file system; name the directories the tool reads", p)
+		}
+		return c, nil
+	})
+}
+
+// checkEgress checks the shape of each rule, "HOST[:PORT] [METHOD,...]":
+// one or two fields, printable, short. The rule syntax itself is the egress
+// proxy's, which the caller applies.
+func checkEgress(rules []string) ([]string, error) {
+	const key = "permissions.egress"
+	return checkList(key, rules, func(r string) (string, error) {
+		f := strings.Fields(r)
+		if len(f) == 0 || len(f) > 2 || len(r) > maxRuleLen || !printable(r) {
+			return "", bad(key, "%q is not a rule; write \"HOST[:PORT] [METHOD,...]\", for example \"api.example.com:443 GET\"", r)
+		}
+		n := strings.Join(f, " ")
+		if egressHost(n) == "" {
+			return "", bad(key, "%q names no host", r)
+		}
+		return n, nil
+	})
 }
 
 // egressHost is the host part of a rule, lower-case, without brackets or a
@@ -161,20 +164,12 @@ func checkArgv(key string, argv []string) ([]string, error) {
 
 // checkNames checks a list of names against re, refusing repeats.
 func checkNames(key string, names []string, re *regexp.Regexp, what string) ([]string, error) {
-	if len(names) > maxListLen {
-		return nil, bad(key, "%d names; at most %d", len(names), maxListLen)
-	}
-	var out []string
-	for _, n := range names {
+	return checkList(key, names, func(n string) (string, error) {
 		if !re.MatchString(n) {
-			return nil, bad(key, "%q is not %s", n, what)
+			return "", bad(key, "%q is not %s", n, what)
 		}
-		if slices.Contains(out, n) {
-			return nil, bad(key, "%q is listed twice", n)
-		}
-		out = append(out, n)
-	}
-	return out, nil
+		return n, nil
+	})
 }
 
 // unitShift is each memory unit's power of two; the binary units are

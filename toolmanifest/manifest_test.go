@@ -2,6 +2,7 @@ package toolmanifest_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
@@ -164,6 +165,7 @@ func TestParseErrors(t *testing.T) {
 		{"egress three fields", "", "[permissions]\negress = [\"a b c\"]", "permissions.egress"},
 		{"egress no host", "", "[permissions]\negress = [\":443\"]", "permissions.egress"},
 		{"credential bad", "", "[permissions]\ncredentials = [\"GH-TOKEN\"]", "permissions.credentials"},
+		{"too many credentials", "", "[permissions]\ncredentials = [" + manyNames(33) + "]", "33 entries"},
 		{"credential twice", "", "[permissions]\ncredentials = [\"A\", \"A\"]", "permissions.credentials"},
 		{"memory small", "", "[permissions]\nmemory = \"1MiB\"", "permissions.memory"},
 		{"memory huge", "", "[permissions]\nmemory = \"65GiB\"", "permissions.memory"},
@@ -210,6 +212,15 @@ func TestParseErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// manyNames is a TOML list of n distinct variable names.
+func manyNames(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "\"V%d\",", i)
+	}
+	return b.String()
 }
 
 func TestParseTooLarge(t *testing.T) {
