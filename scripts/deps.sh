@@ -21,6 +21,10 @@ pkgs=(systemd dbus-user-session gcc libc6-dev pkg-config libseccomp-dev util-lin
 # packaging generator's tests render and complete with: man-db (man -l),
 # bash-completion, zsh, fish. (nfpm comes from the Go module proxy: make nfpm.)
 pkgs+=(dpkg-dev binutils lintian apt-utils gnupg gpgv gzip man-db bash-completion zsh fish)
+# protobuf-compiler (protoc): `make generate` regenerates the gRPC code of
+# wire/ and wire/toolplugin/ with it (the generated code is committed, so
+# building and testing do not need it).
+pkgs+=(protobuf-compiler)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -116,6 +116,12 @@ var rules = []rule{
 		why:    "the inspector reads the daemon's light protocol from outside: it links the protocol and the leaves, never the daemon",
 	},
 
+	{
+		from: []string{"pluginsdk/...", "examples/tools/..."}, deep: true,
+		forbid: []string{"daemon/...", "proxy/...", "mcp/...", "cmd/...", "ns", "seccomp", "profiles", "inspect"},
+		why:    "a tool plugin is built by its author from the SDK and the plugin protocol alone: it runs in the tool's sandbox and links nothing of the daemon, the proxy or the sandbox's host",
+	},
+
 	// The daemon's layers, in the order a call meets them.
 	{
 		from: []string{"daemon"}, deep: true,

@@ -1,0 +1,225 @@
+package toolplugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/contextd/contextd/internal/ids"
+)
+
+var (
+	// ErrStart: the plugin did not complete the handshake (wrong cookie or
+	// protocol version, not a plugin, exited or hung at start).
+	ErrStart = errors.New("tool plugin did not start")
+	// ErrExited: the plugin's process ended, or its connection broke, during
+	// a call.
+	ErrExited = errors.New("tool plugin exited during the call")
+	// ErrFailed: the plugin failed the call itself (a panic in the tool, or a
+	// call that ended without its result).
+	ErrFailed = errors.New("tool plugin failed the call")
+	// ErrCallEnded: a ToolHost request named a call that is not running.
+	ErrCallEnded = errors.New("no such call running in this plugin")
+)
+
+// stderrTail bounds how much of a plugin's stderr a start error quotes.
+const stderrTail = 2048
+
+// Config says how to start one plugin.
+type Config struct {
+	// Cmd is the plugin's command, started as a plain child process. The
+	// sandboxed start (a go-plugin runner over contextd's runner, the socket
+	// in a directory the sandbox shares) replaces it in the daemon; only its
+	// environment is handed on, the daemon's own is not.
+	Cmd *exec.Cmd
+	// Handshake defaults to Handshake; a test changes it to see a mismatch
+	// refused.
+	Handshake *plugin.HandshakeConfig
+	// StartTimeout bounds the handshake; 0 means 10 seconds.
+	StartTimeout time.Duration
+	// Logger receives go-plugin's own log lines; nil discards them.
+	Logger hclog.Logger
+}
+
+// Client is one started plugin. Calls may run on it concurrently.
+type Client struct {
+	pc     *plugin.Client
+	remote *Remote
+	hosts  *hostRouter
+	hostID uint32
+}
+
+// Start starts the plugin and completes the handshake; the plugin's protocol
+// version must be ProtocolVersion (or cfg's), or Start fails with ErrStart.
+func Start(cfg Config) (*Client, error) {
+	hs := Handshake
+	if cfg.Handshake != nil {
+		hs = *cfg.Handshake
+	}
+	timeout := cfg.StartTimeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	stderr := &tail{max: stderrTail}
+	pc := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  hs,
+		Plugins:          plugin.PluginSet{PluginName: &Plugin{}},
+		Cmd:              cfg.Cmd,
+		SkipHostEnv:      true,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		StartTimeout:     timeout,
+		Stderr:           stderr,
+		Logger:           logger,
+	})
+	remote, err := dispense(pc, hs.ProtocolVersion)
+	if err != nil {
+		pc.Kill()
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return nil, fmt.Errorf("%w: %w; its stderr: %s", ErrStart, err, msg)
+		}
+		return nil, fmt.Errorf("%w: %w", ErrStart, err)
+	}
+	c := &Client{pc: pc, remote: remote, hosts: &hostRouter{calls: map[string]ToolHostServer{}}}
+	c.hostID = remote.Broker.NextId()
+	go remote.Broker.AcceptAndServe(c.hostID, func(opts []grpc.ServerOption) *grpc.Server {
+		s := grpc.NewServer(opts...)
+		RegisterToolHostServer(s, c.hosts)
+		return s
+	})
+	return c, nil
+}
+
+// dispense completes the handshake and checks the version it settled on.
+func dispense(pc *plugin.Client, version uint) (*Remote, error) {
+	rpc, err := pc.Client()
+	if err != nil {
+		return nil, err
+	}
+	if got := pc.NegotiatedVersion(); got != int(version) {
+		return nil, fmt.Errorf("plugin speaks protocol version %d, contextd speaks %d", got, version)
+	}
+	raw, err := rpc.Dispense(PluginName)
+	if err != nil {
+		return nil, err
+	}
+	remote, ok := raw.(*Remote)
+	if !ok {
+		return nil, fmt.Errorf("plugin dispensed %T", raw)
+	}
+	return remote, nil
+}
+
+// Call is one call's request, as the daemon fills it in.
+type Call struct {
+	Input     []byte
+	Session   string
+	Workspace string
+	// Host serves the plugin's ToolHost requests for this call; nil refuses
+	// them.
+	Host ToolHostServer
+}
+
+// Execute runs one call. text receives each text frame as it arrives; an
+// error from it cancels the call. The call's context ends the plugin's: its
+// deadline travels with the request, and cancelling it cancels the stream.
+func (c *Client) Execute(ctx context.Context, call Call, text func([]byte) error) (*Final, error) {
+	id := ids.New()
+	c.hosts.add(id, call.Host)
+	defer c.hosts.remove(id)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req := &ExecuteRequest{
+		InputJson:    call.Input,
+		Session:      call.Session,
+		Workspace:    call.Workspace,
+		HostBrokerId: c.hostID,
+		CallId:       id,
+	}
+	if d, ok := ctx.Deadline(); ok {
+		req.DeadlineUnixNano = d.UnixNano()
+	}
+	stream, err := c.remote.Tool.Execute(ctx, req)
+	if err != nil {
+		return nil, c.callError(ctx, err)
+	}
+	for {
+		f, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%w: the stream ended without a result", ErrFailed)
+		}
+		if err != nil {
+			return nil, c.callError(ctx, err)
+		}
+		if fin := f.GetFinal(); fin != nil {
+			return fin, nil
+		}
+		if err := text(f.GetText()); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// callError names why a call's stream broke: the caller's context, the
+// plugin's process, or the plugin's own failure.
+func (c *Client) callError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("tool plugin call: %w", context.Cause(ctx))
+	}
+	if c.pc.Exited() || status.Code(err) == codes.Unavailable {
+		return fmt.Errorf("%w: %w", ErrExited, err)
+	}
+	return fmt.Errorf("%w: %s", ErrFailed, status.Convert(err).Message())
+}
+
+// Exited reports whether the plugin's process has ended.
+func (c *Client) Exited() bool { return c.pc.Exited() }
+
+// Pid is the plugin's process id (0 once it is gone).
+func (c *Client) Pid() int {
+	if rc := c.pc.ReattachConfig(); rc != nil {
+		return rc.Pid
+	}
+	return 0
+}
+
+// Kill stops the plugin (a graceful shutdown, then a kill) and returns once
+// its process is gone.
+func (c *Client) Kill() { c.pc.Kill() }
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = t.b[over:]
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
