@@ -1,4 +1,4 @@
-// Package safeunpack unpacks an untrusted tool source (a tar, tar.gz or zip archive) under a destination, refusing every entry that could leave it, link elsewhere, or exceed the fetch's bounds.
+// Package safeunpack unpacks an untrusted tool source (a tar, tar.gz or zip archive, or a directory tree) under a destination, refusing every entry that could leave it, link elsewhere, or exceed the fetch's bounds.
 package safeunpack
 
 import (
