@@ -203,6 +203,11 @@ var rules = []rule{
 		why:    "the daemon's side of mcp wrap launches a server through the runner's interface with the call's views and filters it with mcp/: it links neither the tools, the state, nor the sandbox's implementation",
 	},
 	{
+		from: []string{"daemon/plugins/..."}, deep: true,
+		forbid: []string{"daemon/tools/...", "daemon/state", "daemon/store/...", "daemon/embedding/...", "daemon/sandbox", "daemon/scope", "daemon/respond"},
+		why:    "tool plugins are started through the runner's interface with the spec their caller built: the plugin side links neither the built-in tools, the state, nor the sandbox's implementation",
+	},
+	{
 		from: []string{"daemon/sandbox", "daemon/runner/...", "daemon/scope"}, deep: true,
 		forbid: []string{"daemon/...", "mcp/...", "wire/...", "outline", "salience", "budget"},
 		allow:  []string{"daemon/runner/...", "daemon/scope"},
