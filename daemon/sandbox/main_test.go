@@ -53,6 +53,8 @@ const (
 func TestMain(m *testing.M) {
 	// 1. The sandbox init re-executes this binary: become the init.
 	ns.ReexecWith(ns.Hooks{Func: probeMain})
+	// 1b. Started as a plugin by TestPluginRunsInSandbox: serve its tool.
+	servePluginIfAsked()
 	// 2. As root: run the same tests again as an unprivileged user under a
 	// user manager of its own.
 	victim.UserManager{Name: "sandbox tests", User: testUser, InnerEnv: innerEnv, KeepEnv: keepEnv}.IfRoot()

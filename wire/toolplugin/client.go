@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os/exec"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"github.com/hashicorp/go-plugin/runner"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -38,10 +40,9 @@ const stderrTail = 2048
 
 // Config says how to start one plugin.
 type Config struct {
-	// Cmd is the plugin's command, started as a plain child process. The
-	// sandboxed start (a go-plugin runner over contextd's runner, the socket
-	// in a directory the sandbox shares) replaces it in the daemon; only its
-	// environment is handed on, the daemon's own is not.
+	// Cmd is the plugin's command, started as a plain child process unless
+	// Sandboxed is set; only its environment is handed on, the daemon's own
+	// is not.
 	Cmd *exec.Cmd
 	// Handshake defaults to Handshake; a test changes it to see a mismatch
 	// refused.
@@ -50,6 +51,21 @@ type Config struct {
 	StartTimeout time.Duration
 	// Logger receives go-plugin's own log lines; nil discards them.
 	Logger hclog.Logger
+	// Sandboxed, when set, starts the plugin through it instead of Cmd.
+	Sandboxed *Sandboxed
+}
+
+// Sandboxed starts a plugin through a go-plugin runner of the caller's (the
+// daemon's sandbox), whose socket directory is made under SocketBase.
+type Sandboxed struct {
+	// RunnerFunc is go-plugin's ClientConfig.RunnerFunc.
+	RunnerFunc func(hclog.Logger, *exec.Cmd, string) (runner.Runner, error)
+	// SocketBase is where go-plugin makes the instance's socket directory;
+	// "" means os.TempDir.
+	SocketBase string
+	// Dial, when set, replaces go-plugin's dialer of the plugin's address,
+	// to check what it connects to at the moment of the dial.
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
 }
 
 // Client is one started plugin. Calls may run on it concurrently.
@@ -76,7 +92,7 @@ func Start(cfg Config) (*Client, error) {
 		logger = hclog.NewNullLogger()
 	}
 	stderr := &tail{max: stderrTail}
-	pc := plugin.NewClient(&plugin.ClientConfig{
+	pcfg := &plugin.ClientConfig{
 		HandshakeConfig:  hs,
 		Plugins:          plugin.PluginSet{PluginName: &Plugin{}},
 		Cmd:              cfg.Cmd,
@@ -85,7 +101,16 @@ func Start(cfg Config) (*Client, error) {
 		StartTimeout:     timeout,
 		Stderr:           stderr,
 		Logger:           logger,
-	})
+	}
+	if sb := cfg.Sandboxed; sb != nil {
+		pcfg.Cmd = nil
+		pcfg.RunnerFunc = sb.RunnerFunc
+		pcfg.UnixSocketConfig = &plugin.UnixSocketConfig{TempDir: sb.SocketBase}
+		if sb.Dial != nil {
+			pcfg.GRPCDialOptions = []grpc.DialOption{grpc.WithContextDialer(sb.Dial)}
+		}
+	}
+	pc := plugin.NewClient(pcfg)
 	remote, err := dispense(pc, hs.ProtocolVersion)
 	if err != nil {
 		pc.Kill()
@@ -189,7 +214,8 @@ func (c *Client) callError(ctx context.Context, err error) error {
 // Exited reports whether the plugin's process has ended.
 func (c *Client) Exited() bool { return c.pc.Exited() }
 
-// Pid is the plugin's process id (0 once it is gone).
+// Pid is the plugin's process id (0 once it is gone, and 0 for a Sandboxed
+// start: go-plugin knows no host pid of a process it did not exec).
 func (c *Client) Pid() int {
 	if rc := c.pc.ReattachConfig(); rc != nil {
 		return rc.Pid
