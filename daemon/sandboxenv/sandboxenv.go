@@ -177,14 +177,16 @@ func (b *Builder) policy(req Request) (ro, rw, vars []string, hostNet bool, lim 
 	return cfg.ReadOnly, cfg.ReadWrite, cfg.Env, req.HostNetwork, lim, nil
 }
 
-// Limits are the limits req's sandbox runs under (a reservation made
-// before Build must ask for the same).
-func (b *Builder) Limits(req Request) runner.Limits {
+// Limits are the limits req's sandbox runs under, for a reservation made
+// before Build (which must ask for the same). A request the configuration
+// refuses (the host network where it is off), or no builder at all, is
+// refused here already, before anything is started for it.
+func (b *Builder) Limits(req Request) (runner.Limits, error) {
 	if b == nil {
-		return runner.Limits{}
+		return runner.Limits{}, fmt.Errorf("no sandbox builder for %s: %w", req.Name, catalog.ErrSandbox)
 	}
-	_, _, _, _, lim, _ := b.policy(req)
-	return lim
+	_, _, _, _, lim, err := b.policy(req)
+	return lim, err
 }
 
 func (b *Builder) build(req Request, dry bool) (e *Env, err error) {

@@ -174,5 +174,17 @@ func TestRefusals(t *testing.T) {
 	if err != nil || !e.Spec.Network || len(e.Spec.Listen) != 0 {
 		t.Errorf("host network: %v, network %v, listen %v", err, e.Spec.Network, e.Spec.Listen)
 	}
-	var _ runner.Limits = b.Limits(Request{Kind: Server, Name: "docs"})
+	// A reservation's limits are the server's own; the refusal comes
+	// before anything is reserved.
+	b.Config.Tools.SafeBash.AllowNetwork = false
+	if lim, err := b.Limits(Request{Kind: Server, Name: "docs"}); err != nil || lim != (runner.Limits{TasksMax: 7}) {
+		t.Errorf("server limits %+v, %v", lim, err)
+	}
+	if _, err := b.Limits(Request{Kind: Shell, Name: "safe_bash", HostNetwork: true}); !errors.Is(err, catalog.ErrPolicy) {
+		t.Errorf("limits of a host-network call where it is off: %v, want a policy refusal", err)
+	}
+	var none *Builder
+	if _, err := none.Limits(Request{Kind: Shell, Name: "safe_bash"}); !errors.Is(err, catalog.ErrSandbox) {
+		t.Errorf("limits without a builder: %v", err)
+	}
 }

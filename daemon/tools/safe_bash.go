@@ -80,11 +80,16 @@ func (c *bashCall) Run(ctx context.Context, env *Env) (o Outcome) {
 	pre := &stageClock{t: time.Now()}
 	req := sandboxenv.Request{Kind: sandboxenv.Shell, Name: "safe_bash", Workspace: env.Place.Root, Session: env.Session,
 		CallerEnv: env.CallerEnv, Vault: env.Vault, Scrubber: env.Scrubber, HostNetwork: c.in.Network, Clock: pre}
+	// A call the configuration refuses starts nothing.
+	limits, err := env.Sandbox.Limits(req)
+	if err != nil {
+		return Outcome{Err: fmt.Errorf("safe_bash: %w", err)}
+	}
 	// The sandbox's init and its scope start now, while the daemon works
 	// out the rest of the call's sandbox below (runner.Reserve): nothing
 	// runs in it before its spec, and it is ended if the call ends first.
 	reserved := runner.Reserve(ctx, env.Runner, runner.Spec{Tool: "safe_bash", Mode: runner.Tool,
-		Workspace: env.Place.Root, Network: c.in.Network, Timeout: timeout, Limits: env.Sandbox.Limits(req)})
+		Workspace: env.Place.Root, Network: c.in.Network, Timeout: timeout, Limits: limits})
 	if reserved != nil {
 		defer reserved.Cancel()
 	}
