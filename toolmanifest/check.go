@@ -5,11 +5,12 @@ import (
 	"path"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/contextd/contextd/internal/bytesize"
 )
 
 var (
@@ -172,13 +173,6 @@ func checkNames(key string, names []string, re *regexp.Regexp, what string) ([]s
 	})
 }
 
-// unitShift is each memory unit's power of two; the binary units are
-// written with or without "iB".
-var unitShift = map[string]uint{
-	"": 0, "B": 0,
-	"K": 10, "KIB": 10, "M": 20, "MIB": 20, "G": 30, "GIB": 30,
-}
-
 // parseMemory reads permissions.memory: bytes as an integer, or a string
 // with a binary unit ("256MiB", "1G").
 func parseMemory(v any) (uint64, error) {
@@ -191,18 +185,11 @@ func parseMemory(v any) (uint64, error) {
 		}
 		n = uint64(v)
 	case string:
-		s := strings.TrimSpace(v)
-		i := strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' })
-		if i < 0 {
-			i = len(s)
-		}
-		num, unit := s[:i], strings.ToUpper(strings.TrimSpace(s[i:]))
-		sh, ok := unitShift[unit]
-		d, err := strconv.ParseUint(num, 10, 64)
-		if !ok || err != nil || d > MaxMemory>>sh {
+		d, err := bytesize.Parse(v)
+		if err != nil {
 			return 0, bad(key, "%q is not a size between 16MiB and 64GiB (write \"256MiB\" or \"1GiB\")", v)
 		}
-		n = d << sh
+		n = d
 	default:
 		return 0, bad(key, "write a size such as \"256MiB\", or a number of bytes")
 	}

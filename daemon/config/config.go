@@ -18,6 +18,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/internal/bytesize"
 	"github.com/contextd/contextd/mcp/interceptspec"
 )
 
@@ -46,22 +47,11 @@ type Size uint64
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (s *Size) UnmarshalText(b []byte) error {
-	t := strings.TrimSpace(string(b))
-	num := strings.TrimRight(t, "KMGTiBkmgtb ")
-	unit := strings.ToUpper(strings.TrimSpace(t[len(num):]))
-	n, err := strconv.ParseUint(strings.TrimSpace(num), 10, 64)
+	n, err := bytesize.Parse(string(b))
 	if err != nil {
-		return fmt.Errorf("%q is not a size (examples: \"512MiB\", \"1GiB\")", t)
+		return err
 	}
-	shift := map[string]uint{"": 0, "B": 0, "K": 10, "KB": 10, "KIB": 10, "M": 20, "MB": 20, "MIB": 20, "G": 30, "GB": 30, "GIB": 30, "T": 40, "TB": 40, "TIB": 40}
-	sh, ok := shift[unit]
-	if !ok {
-		return fmt.Errorf("%q: unknown unit %q (use KiB, MiB, GiB, TiB)", t, unit)
-	}
-	if n > (1<<63)>>sh {
-		return fmt.Errorf("%q is too large", t)
-	}
-	*s = Size(n << sh)
+	*s = Size(n)
 	return nil
 }
 

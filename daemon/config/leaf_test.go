@@ -11,7 +11,7 @@ import (
 // compiles its own section, daemon/configcheck), only the leaves below.
 func TestConfigIsALeaf(t *testing.T) {
 	const module = "github.com/contextd/contextd/"
-	allowed := []string{"daemon/config", "catalog", "mcp/interceptspec"}
+	allowed := []string{"daemon/config", "catalog", "mcp/interceptspec", "internal/bytesize"}
 	out, err := exec.Command("go", "list", "-deps", ".").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
