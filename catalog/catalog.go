@@ -73,7 +73,8 @@ func define(code, name string, exit int, grpc Status, hint string) *Class {
 
 // The catalog. Codes are grouped by tens: 00x command line and input, 01x reaching
 // the daemon, 02x files and the workspace, 03x running commands, 04x continuation,
-// 05x contextd itself, 06x configuration, 07x state services, 08x installation.
+// 05x contextd itself, 06x configuration, 07x state services, 08x installation,
+// 09x plugin tools.
 var (
 	ErrUsage = define("CTXD-E001", "usage error", ExitUsage, StatusInvalidArgument,
 		"run the tool with --help to see its arguments")
@@ -155,6 +156,17 @@ var (
 
 	ErrNotInstalled = define("CTXD-E080", "a part of contextd is missing", ExitUnavailable, StatusFailedPrecondition,
 		"reinstall contextd (`apt install --reinstall contextd`, or `make install` from the source tree); its binaries are installed together")
+
+	ErrPluginStart = define("CTXD-E090", "the tool plugin could not be started", ExitUnavailable, StatusFailedPrecondition,
+		"the message says why (a handshake refused, a protocol version, the plugin's last stderr lines); `contextd tool list` shows the tool's health, and `contextd tool install` again rebuilds it")
+	ErrPluginExited = define("CTXD-E091", "the tool plugin exited during the call", ExitTempFail, StatusUnavailable,
+		"the plugin crashed, was killed, or overran its timeout, and its whole sandbox was ended; the call may have done part of its work: check, then retry (the next call starts a fresh plugin)")
+	ErrInstallRefused = define("CTXD-E092", "the tool's source was refused", ExitDataErr, StatusFailedPrecondition,
+		"the fetched source holds what contextd never installs (a path leaving the tree, a link, a device, more bytes or files than [plugins] fetch limits allow); the message names the entry; nothing was installed")
+	ErrChecksum = define("CTXD-E093", "the tool's source changed since it was locked", ExitDataErr, StatusFailedPrecondition,
+		"the source gave other bytes (or a tag moved) than the lock pins; check why with its author, then accept the new checksum with `contextd tool update NAME --checksum SUM` or remove and install the tool again")
+	ErrApproval = define("CTXD-E094", "the tool's permissions were not approved", ExitNoPerm, StatusPermissionDenied,
+		"read the permissions printed above, then run the command again with --yes (or from a terminal, and answer yes)")
 )
 
 // Lookup returns the class with the given code, or nil.

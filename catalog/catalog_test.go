@@ -68,6 +68,7 @@ var sentinels = []*catalog.Class{
 	catalog.ErrInternal, catalog.ErrPolicy, catalog.ErrRoot, catalog.ErrAlreadyRunning, catalog.ErrConflict, catalog.ErrAuditDamaged, catalog.ErrCacheBusy,
 	catalog.ErrConfig,
 	catalog.ErrNoRecord, catalog.ErrBranchBudget, catalog.ErrNoBranch, catalog.ErrBranchDepth, catalog.ErrStoreUnavailable, catalog.ErrNotInstalled,
+	catalog.ErrPluginStart, catalog.ErrPluginExited, catalog.ErrInstallRefused, catalog.ErrChecksum, catalog.ErrApproval,
 }
 
 func TestSentinelsRegistered(t *testing.T) {
