@@ -106,6 +106,8 @@ type Config struct {
 	Egress Egress `toml:"egress"`
 	// Salience decides what the first page of a long output shows.
 	Salience Salience `toml:"salience"`
+	// Plugins bounds the plugin tools (contextd tool install).
+	Plugins Plugins `toml:"plugins"`
 
 	// Source is the file the configuration was read from ("" for defaults only).
 	Source string `toml:"-"`
@@ -345,6 +347,7 @@ func Default() *Config {
 		Cache:    defaultCache(),
 		Egress:   defaultEgress(),
 		Salience: defaultSalience(),
+		Plugins:  defaultPlugins(),
 	}
 }
 
@@ -441,6 +444,9 @@ func (c *Config) validate() error {
 		return err
 	}
 	if err := c.MCP.validate(); err != nil {
+		return err
+	}
+	if err := c.Plugins.validate(); err != nil {
 		return err
 	}
 	if err := c.Cache.validate(); err != nil {
