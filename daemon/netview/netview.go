@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -414,6 +415,17 @@ type Call struct {
 	// Extra are rules of the call's own, after the configured ones
 	// (`contextd doctor` allows its own test server so).
 	Extra []egress.Rule
+	// Only, when set, gives the sandbox Extra alone: none of egress.allow,
+	// the registries or safe_bash's rules, and of the credentials only
+	// those Credentials names. A plugin tool gets its manifest's rules so,
+	// an install's fetch its source's host.
+	Only bool
+	// Credentials are the credential_env names an Only call gets.
+	Credentials []string
+	// AllowHint, when set, is what a refusal line says to change instead
+	// of the configuration ("permissions.egress in the tool's
+	// contextd-tool.toml, within [plugins] allow_egress").
+	AllowHint string
 }
 
 // Net is what a call's sandbox gets.
@@ -467,15 +479,17 @@ func (s *Setup) Plan(c Call) (*Net, error) {
 // credentials, the listeners inside, the environment and the binds of the
 // trust bundles.
 func (s *Setup) plan(c Call) (n *Net, creds []egress.Credential, ca *egress.CA, err error) {
-	rules := append([]egress.Rule{}, s.base...)
-	if c.Server != "" {
-		rules = append(rules, s.rules.Servers[c.Server]...)
-	} else {
-		rules = append(rules, s.rules.SafeBash...)
+	var rules []egress.Rule
+	switch {
+	case c.Only:
+	case c.Server != "":
+		rules = append(append(rules, s.base...), s.rules.Servers[c.Server]...)
+	default:
+		rules = append(append(rules, s.base...), s.rules.SafeBash...)
 	}
 	rules = append(rules, c.Extra...)
 	for _, sec := range s.found.Secrets {
-		if sec.Host == "" || c.Vault == nil {
+		if sec.Host == "" || c.Vault == nil || c.Only {
 			continue
 		}
 		ph := c.Vault.Placeholder(homeview.RuleConfigCredential, sec.Value, sec.File)
@@ -486,7 +500,7 @@ func (s *Setup) plan(c Call) (n *Net, creds []egress.Credential, ca *egress.CA, 
 	var env []string
 	for _, ce := range s.rules.Credentials {
 		v := os.Getenv(ce.Name)
-		if v == "" || c.Vault == nil {
+		if v == "" || c.Vault == nil || (c.Only && !slices.Contains(c.Credentials, ce.Name)) {
 			continue
 		}
 		ph := c.Vault.Placeholder(homeview.RuleConfigCredential, v, "env "+ce.Name)
@@ -671,6 +685,10 @@ func (c *collector) summary() Summary {
 			// response could not be read or scrubbed, a ClientHello
 			// refused): another rule would change nothing.
 			sum.Lines = append(sum.Lines, fmt.Sprintf("egress to %s failed: %s (the host is allowed by %s)", hp, conn.Reason, conn.Rule))
+			continue
+		}
+		if c.call.AllowHint != "" {
+			sum.Lines = append(sum.Lines, fmt.Sprintf("egress refused %s: %s; to allow it: %s", hp, conn.Reason, c.call.AllowHint))
 			continue
 		}
 		sum.Lines = append(sum.Lines, fmt.Sprintf("egress refused %s: %s; to allow it, add to ~/.config/contextd/config.toml: %s %s = [%q]",

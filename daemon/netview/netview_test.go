@@ -11,6 +11,7 @@ import (
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/egress"
 	"github.com/contextd/contextd/daemon/homeview"
+	"github.com/contextd/contextd/scrub"
 )
 
 func TestForwardsOf(t *testing.T) {
@@ -89,6 +90,11 @@ func TestSummaryLines(t *testing.T) {
 			`egress blocked 127.0.0.1:9999: credential placeholder sent to the wrong host (a credential goes only to its own host)`,
 			`egress to registry.test:443 failed: upstream: read response: unexpected EOF (the host is allowed by registry.test:443 GET,HEAD)`,
 		}},
+		{Call{Tool: "tool:hello", Only: true, AllowHint: "permissions.egress in the tool's contextd-tool.toml"}, []string{
+			`egress refused example.com:443: no rule allows it; to allow it: permissions.egress in the tool's contextd-tool.toml`,
+			`egress blocked 127.0.0.1:9999: credential placeholder sent to the wrong host (a credential goes only to its own host)`,
+			`egress to registry.test:443 failed: upstream: read response: unexpected EOF (the host is allowed by registry.test:443 GET,HEAD)`,
+		}},
 		{Call{Tool: "mcp:gh", Server: "gh"}, []string{
 			`egress refused example.com:443: no rule allows it; to allow it, add to ~/.config/contextd/config.toml: [mcp.servers.gh] egress_allow = ["example.com:443"]`,
 			`egress blocked 127.0.0.1:9999: credential placeholder sent to the wrong host (a credential goes only to its own host)`,
@@ -163,5 +169,48 @@ func TestUnlistedConnectionsCounted(t *testing.T) {
 	want := fmt.Sprintf("7 more connections went through the egress proxy than the %d the audit record lists", maxConnections)
 	if !slices.Contains(sum.Lines, want) {
 		t.Errorf("lines %q, want %q", sum.Lines, want)
+	}
+}
+
+// An Only call gets its own rules and nothing configured: not egress.allow,
+// not the registries, not safe_bash's; and of the credentials only those it
+// names.
+func TestOnlyRules(t *testing.T) {
+	home := t.TempDir()
+	cfg := config.Default()
+	cfg.Egress.Allow = []string{"everyone.example:443"}
+	cfg.Tools.SafeBash.EgressAllow = []string{"bash.example:443"}
+	cfg.Egress.CredentialEnv = map[string][]string{"CTXD_TEST_TOKEN_A": {"a.example"}, "CTXD_TEST_TOKEN_B": {"b.example"}}
+	t.Setenv("CTXD_TEST_TOKEN_A", "secret-a-1234567890")
+	t.Setenv("CTXD_TEST_TOKEN_B", "secret-b-1234567890")
+	dirs := Dirs{CA: filepath.Join(t.TempDir(), "ca"), Runtime: t.TempDir()}
+	s, err := NewSetup(cfg, &homeview.Host{Home: home, Env: map[string]string{"PATH": "/usr/bin"}}, dirs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := egress.Rule{Host: "own.example", Port: 443, Source: "manifest"}
+	vault := scrub.NewVault()
+	n, err := s.Plan(Call{Tool: "tool:x", Only: true, Extra: []egress.Rule{own}, Credentials: []string{"CTXD_TEST_TOKEN_B"}, Vault: vault})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(n.Rules) != 1 || n.Rules[0].Host != "own.example" {
+		t.Errorf("an Only call's rules: %+v, want only its own", n.Rules)
+	}
+	var names []string
+	for _, kv := range n.Env {
+		if strings.HasPrefix(kv, "CTXD_TEST_TOKEN_") {
+			names = append(names, kv[:len("CTXD_TEST_TOKEN_B")])
+		}
+	}
+	if !reflect.DeepEqual(names, []string{"CTXD_TEST_TOKEN_B"}) {
+		t.Errorf("an Only call's credentials: %v, want only CTXD_TEST_TOKEN_B", names)
+	}
+	full, err := s.Plan(Call{Tool: "safe_bash", Vault: vault})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(full.Rules) < 2 {
+		t.Errorf("safe_bash's rules: %+v, want egress.allow and its own", full.Rules)
 	}
 }
