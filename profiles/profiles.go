@@ -9,6 +9,8 @@
 //     what that Go program needs, including the execve that starts it.
 //   - mcp-server.json: a third-party MCP server launched by `mcp wrap`;
 //     safe_bash's deny-list and a few groups a server has no use for.
+//   - plugin.json: a plugin tool (`contextd tool install`), kept warm per
+//     workspace; mcp-server's groups, under a name of its own.
 //   - no_exec.json: a small default-allow profile that forbids execve and
 //     execveat. A file tool loads it first thing on start (filters stack, the
 //     stricter answer wins), taking back the exec that its own profile had

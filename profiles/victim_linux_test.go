@@ -96,7 +96,7 @@ func TestEmbeddedCompile(t *testing.T) {
 		skipped := f.Skipped()
 		f.Release()
 		want := []string(nil)
-		if tool == "safe_bash" || tool == "mcp-server" {
+		if tool == "safe_bash" || tool == "mcp-server" || tool == "plugin" {
 			want = []string{"pciconfig_iobase", "pciconfig_read", "pciconfig_write"}
 		}
 		if runtime.GOARCH == "amd64" && fmt.Sprint(skipped) != fmt.Sprint(want) {
@@ -189,8 +189,9 @@ func TestSafeBashBlocks(t *testing.T) {
 	checkCalls(t, "safe_bash", safeBashDenied())
 }
 
-// TestMCPServerBlocks: mcp-server denies everything safe_bash denies, and its
-// own groups on top; ordinary calls still pass.
+// TestMCPServerBlocks: mcp-server and plugin deny everything safe_bash
+// denies, and their own groups on top; ordinary calls still pass. A plugin
+// binds and accepts on its unix socket.
 func TestMCPServerBlocks(t *testing.T) {
 	t.Parallel()
 	const none = 0xffffffff // -1 as a uid/gid: EINVAL, or a no-op, without the filter
@@ -206,8 +207,10 @@ func TestMCPServerBlocks(t *testing.T) {
 		// Allowed: other ioctls, the ordinary process calls.
 		call{name: "ioctl", args: [6]uint64{bad, unix.TCGETS}}, call{name: "getpid"}, call{name: "getuid"},
 		call{name: "socket", args: [6]uint64{afInet, unix.SOCK_STREAM}},
+		call{name: "socket", args: [6]uint64{unix.AF_UNIX, unix.SOCK_STREAM}},
 	)
 	checkCalls(t, "mcp-server", calls)
+	checkCalls(t, "plugin", calls)
 }
 
 // safeBashDenied: each call safe_bash denies, with arguments that fail

@@ -36,7 +36,7 @@ func Diagnose(ctx context.Context) []Check {
 	var out []Check
 	out = append(out, checkUserNS())
 	out = append(out, checkOpenat2())
-	for _, tool := range []string{"safe_bash", "safe_read", "safe_write", "no_exec", "mcp-server"} {
+	for _, tool := range []string{"safe_bash", "safe_read", "safe_write", "no_exec", "mcp-server", "plugin"} {
 		out = append(out, checkProfile(tool))
 	}
 	scopes, c := checkUserManager(ctx)

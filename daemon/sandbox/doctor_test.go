@@ -16,7 +16,7 @@ import (
 
 const sandboxCheck = "complete sandbox (`true` under safe_bash's profile)"
 
-var profileTools = []string{"safe_bash", "safe_read", "safe_write", "no_exec", "mcp-server"}
+var profileTools = []string{"safe_bash", "safe_read", "safe_write", "no_exec", "mcp-server", "plugin"}
 
 // diagnose runs Diagnose and checks what every finding must have: a name of
 // its own, a detail, and a fix when it failed.
