@@ -205,6 +205,11 @@ func (c *Client) callError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("tool plugin call: %w", context.Cause(ctx))
 	}
+	// The plugin holds the same deadline and may end the stream a moment
+	// before this side's timer fires.
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return fmt.Errorf("tool plugin call: %w", context.DeadlineExceeded)
+	}
 	if c.pc.Exited() || status.Code(err) == codes.Unavailable {
 		return fmt.Errorf("%w: %w", ErrExited, err)
 	}
