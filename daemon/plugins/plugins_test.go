@@ -93,3 +93,34 @@ func TestDecode(t *testing.T) {
 		t.Error("a removed tool is still served")
 	}
 }
+
+// Inspect tells a tool that would start from one whose tree changed since
+// install or whose approval the configuration no longer covers.
+func TestInspect(t *testing.T) {
+	s := store(t, `{"type":"object"}`)
+	err := s.Update(func(l *toolstore.Lock) error {
+		sum, err := toolstore.TreeHash(s.Tree(l.Tools["echo"]))
+		l.Tools["echo"].Checksum = sum
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	hs, err := Inspect(s, cfg)
+	if err != nil || len(hs) != 1 || !hs[0].OK || len(hs[0].Permissions) == 0 {
+		t.Fatalf("a sound tool: %+v %v", hs, err)
+	}
+	cfg.Plugins.Workspace = "none"
+	if hs, _ := Inspect(s, cfg); hs[0].OK {
+		t.Errorf("a tool approved for the workspace under workspace = none: %+v", hs[0])
+	}
+	cfg = config.Default()
+	l, _ := s.Load()
+	if err := os.WriteFile(filepath.Join(s.Tree(l.Tools["echo"]), "planted"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if hs, _ := Inspect(s, cfg); hs[0].OK || !errors.Is(s.Verify(l.Tools["echo"]), catalog.ErrPolicy) {
+		t.Errorf("a changed tree: %+v", hs[0])
+	}
+}

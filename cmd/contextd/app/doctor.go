@@ -29,6 +29,7 @@ configured embedding endpoint, which it then probes with one short text.`,
 			failed := 0
 			cfg, cfgErr := configcheck.Load(cfgPath)
 			checks := append(sandbox.Diagnose(c.Context()), cacheModeCheck(cfg, cfgErr), egressCheck(c.Context(), cfg, cfgErr), memorySearchCheck(c.Context(), cfg, cfgErr))
+			checks = append(checks, toolChecks(cfg, cfgErr)...)
 			for _, ch := range checks {
 				if !ch.OK && ch.Required {
 					failed++
@@ -46,6 +47,29 @@ configured embedding endpoint, which it then probes with one short text.`,
 	}
 	cmd.Flags().StringVar(&cfgPath, "config", "", "configuration file (default $XDG_CONFIG_HOME/contextd/config.toml)")
 	return cmd
+}
+
+// toolChecks check each installed plugin tool as its instance's start
+// would: not required (the other tools run without it), and each failure
+// says what to do.
+func toolChecks(cfg *config.Config, cfgErr error) []sandbox.Check {
+	if cfgErr != nil {
+		return nil
+	}
+	hs, note := pluginTools(cfg)
+	if note != "" {
+		return []sandbox.Check{{Layer: "plugin tools", Detail: note, Fix: "check $XDG_DATA_HOME/contextd/tools/tools.lock, or remove the tools and install them again"}}
+	}
+	checks := []sandbox.Check{}
+	for _, h := range hs {
+		ch := sandbox.Check{Layer: "plugin tool " + h.Name, OK: h.OK, Detail: h.Checksum + " from " + h.Source}
+		if !h.OK {
+			ch.Detail = h.Problem
+			ch.Fix = "`contextd tool update " + h.Name + "` (or `contextd tool remove " + h.Name + "` and install it again)"
+		}
+		checks = append(checks, ch)
+	}
+	return checks
 }
 
 // cacheModeCheck says how safe_bash shows the user's toolchain caches:

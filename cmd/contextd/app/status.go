@@ -21,11 +21,13 @@ import (
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/configcheck"
 	"github.com/contextd/contextd/daemon/embedding"
+	"github.com/contextd/contextd/daemon/plugins"
 	"github.com/contextd/contextd/daemon/sandbox"
 	"github.com/contextd/contextd/daemon/store/sqlite"
 	"github.com/contextd/contextd/proxy/client"
 	"github.com/contextd/contextd/proxy/install"
 	"github.com/contextd/contextd/sandboxinfo"
+	"github.com/contextd/contextd/toolstore"
 )
 
 // bytesPerToken turns raw output sizes into token estimates for "tokens
@@ -42,6 +44,10 @@ type Report struct {
 	Store   StoreState   `json:"store"`
 	Sandbox []LayerState `json:"sandbox"`
 	Project ProjectState `json:"project"`
+	// Tools are the installed plugin tools (contextd tool install).
+	Tools []plugins.Health `json:"tools"`
+	// ToolsNote says why they could not be listed.
+	ToolsNote string `json:"tools_note,omitempty"`
 }
 
 // ProjectState is the current project's agents as install wired them.
@@ -170,6 +176,7 @@ It does not start the daemon: a socket-waiting daemon stays asleep.`,
 					Note: fmt.Sprintf("configuration: %v; fix it (docs/config.md lists every key)", cfgErr)}
 			} else {
 				r.Store = storeState(cfg)
+				r.Tools, r.ToolsNote = pluginTools(cfg)
 			}
 			if !noSandbox {
 				for _, ch := range sandbox.Diagnose(ctx) {
@@ -417,6 +424,7 @@ func (r *Report) print(w io.Writer) {
 			fmt.Fprintf(w, "  %s  %-9s %s, %s (%s)\n", checkMark(a.MCP && a.BuiltinsOff, false), a.Agent, mcp, off, a.Detail)
 		}
 	}
+	printTools(w, r.Tools, r.ToolsNote)
 	if len(r.Sandbox) > 0 {
 		fmt.Fprintln(w, "sandbox:")
 		for _, l := range r.Sandbox {
@@ -425,6 +433,44 @@ func (r *Report) print(w io.Writer) {
 				fmt.Fprintf(w, "        fix: %s\n", l.Fix)
 			}
 		}
+	}
+}
+
+// pluginTools are the installed plugin tools' health, or why they could
+// not be read.
+func pluginTools(cfg *config.Config) ([]plugins.Health, string) {
+	store, err := toolstore.Default()
+	if err == nil {
+		var hs []plugins.Health
+		if hs, err = plugins.Inspect(store, cfg); err == nil {
+			return hs, ""
+		}
+	}
+	return nil, fmt.Sprintf("the tool store cannot be read: %v", err)
+}
+
+// printTools lists the installed plugin tools, each with what it may do
+// and whether it would start.
+func printTools(w io.Writer, hs []plugins.Health, note string) {
+	if note != "" {
+		fmt.Fprintf(w, "tools:    %s\n", note)
+		return
+	}
+	if len(hs) == 0 {
+		fmt.Fprintln(w, "tools:    no plugin tools installed (contextd tool install SOURCE)")
+		return
+	}
+	fmt.Fprintf(w, "tools:    %d plugin tool(s) installed\n", len(hs))
+	for _, h := range hs {
+		v := h.Version
+		if v == "" {
+			v = "-"
+		}
+		fmt.Fprintf(w, "  %s  %-20s %s  %s  (%s)\n", checkMark(h.OK, true), h.Name, v, h.Checksum, h.Source)
+		if h.Problem != "" {
+			fmt.Fprintf(w, "        problem: %s\n", h.Problem)
+		}
+		fmt.Fprintf(w, "        may: %s\n", strings.Join(h.Permissions, "; "))
 	}
 }
 
