@@ -111,9 +111,9 @@ func TestInspect(t *testing.T) {
 	if err != nil || len(hs) != 1 || !hs[0].OK || len(hs[0].Permissions) == 0 {
 		t.Fatalf("a sound tool: %+v %v", hs, err)
 	}
-	cfg.Plugins.Workspace = "none"
+	cfg.Plugins.MaxMemory = 128 << 20
 	if hs, _ := Inspect(s, cfg); hs[0].OK {
-		t.Errorf("a tool approved for the workspace under workspace = none: %+v", hs[0])
+		t.Errorf("a tool approved for 256 MiB under max_memory = 128MiB: %+v", hs[0])
 	}
 	cfg = config.Default()
 	l, _ := s.Load()
