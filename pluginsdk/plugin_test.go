@@ -291,3 +291,20 @@ func TestHostOverBroker(t *testing.T) {
 		t.Errorf("no host: final %v, err %v", fin, err)
 	}
 }
+
+// The SDK's writer scrubs before a frame leaves the plugin: the daemon's
+// scrub is the second layer, not the only one.
+func TestOutputScrubbedInside(t *testing.T) {
+	c := start(t, "examples/tools/smoke")
+	const key = "AKIAQYLPMN5HHHFPZAM2"
+	text, fin, err := collect(t.Context(), c, toolplugin.Call{Input: []byte(`{"text":"aws_access_key_id = ` + key + `","lines":3}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(text, key) || !strings.Contains(text, "[REDACTED:") {
+		t.Errorf("the plugin's frames carry the key: %q", text)
+	}
+	if !strings.Contains(text, "line 3 of 3") || fin.GetExitCode() != 0 {
+		t.Errorf("the rest of the output: %q, final %v", text, fin)
+	}
+}

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/contextd/contextd/scrub"
 	"github.com/contextd/contextd/wire/toolplugin"
 )
 
@@ -85,13 +87,27 @@ func (s *server) Execute(req *toolplugin.ExecuteRequest, stream toolplugin.Tool_
 			err = status.Errorf(codes.Internal, "tool panicked: %v", p)
 		}
 	}()
-	res, terr := s.tool.Execute(ctx, req.GetInputJson(), &output{stream: stream})
+	out, err := newOutput(stream)
+	if err != nil {
+		return err
+	}
+	res, terr := s.tool.Execute(ctx, req.GetInputJson(), out)
+	if err := out.Close(); err != nil && terr == nil {
+		terr = err
+	}
 	fin, err := final(res, terr)
 	if err != nil {
 		return err
 	}
+	fin.Error = string(out.scrub([]byte(fin.Error)))
+	fin.DataJson = out.scrub(fin.DataJson)
 	return stream.Send(&toolplugin.Frame{Kind: &toolplugin.Frame_Final{Final: fin}})
 }
+
+// scrubber is the SDK's own scrub, the first of a plugin's two: a secret
+// the tool writes is replaced before it leaves the plugin, and the daemon
+// scrubs again what arrives.
+var scrubber = sync.OnceValues(func() (*scrub.Scrubber, error) { return scrub.New(nil) })
 
 // final turns what Execute returned into the last frame.
 func final(res Result, err error) (*toolplugin.Final, error) {
@@ -112,18 +128,60 @@ func final(res Result, err error) (*toolplugin.Final, error) {
 	return fin, nil
 }
 
-// output sends each write as a text frame.
+// output sends what the tool writes as text frames, scrubbed: a secret is
+// replaced by a marker naming its rule ([REDACTED:rule:N]) before the frame
+// leaves the plugin. Whole lines are scrubbed, so a write that ends mid-line
+// waits for the rest of its line (or the end of the call).
 type output struct {
+	sc     *scrub.Scrubber
 	stream toolplugin.Tool_ExecuteServer
+	st     *scrub.Stream
+	n      int // findings so far, numbering the markers
+}
+
+func newOutput(stream toolplugin.Tool_ExecuteServer) (*output, error) {
+	sc, err := scrubber()
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "pluginsdk: scrubber: %v", err)
+	}
+	o := &output{sc: sc, stream: stream}
+	o.st = scrub.NewStream(sc, o.emit)
+	return o, nil
 }
 
 func (o *output) Write(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	// The frame is marshalled before Send returns, so p may be reused.
-	if err := o.stream.Send(&toolplugin.Frame{Kind: &toolplugin.Frame_Text{Text: p}}); err != nil {
+	if _, err := o.st.Write(p); err != nil {
 		return 0, fmt.Errorf("pluginsdk: output: %w", err)
 	}
 	return len(p), nil
+}
+
+// Close sends what is left of an unfinished last line.
+func (o *output) Close() error { return o.st.Close() }
+
+func (o *output) emit(text []byte, fs []scrub.Finding) error {
+	if len(text) == 0 {
+		return nil
+	}
+	if len(fs) > 0 {
+		text = scrub.Replace(text, fs, o.marker)
+	}
+	// The frame is marshalled before Send returns, so text may be reused.
+	return o.stream.Send(&toolplugin.Frame{Kind: &toolplugin.Frame_Text{Text: text}})
+}
+
+func (o *output) marker(f scrub.Finding) string {
+	o.n++
+	return fmt.Sprintf("[REDACTED:%s:%d]", f.Rule, o.n)
+}
+
+// scrub replaces the secrets in b (the result's data and error).
+func (o *output) scrub(b []byte) []byte {
+	if len(b) == 0 {
+		return b
+	}
+	if fs := o.sc.Find(b); len(fs) > 0 {
+		return scrub.Replace(b, fs, o.marker)
+	}
+	return b
 }
