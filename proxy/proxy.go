@@ -116,10 +116,11 @@ Through a symlink named after a tool (installed by "install"), it is that tool:
   checkpoint_save --summary S    checkpoint_restore [ID]        branch DESCRIPTION / return SUMMARY
 
 By its own name:
-  contextd-proxy install [--agent auto|claude|codex|gemini|opencode|none] [--project DIR] [--force] [--no-trust] [TOOLS-DIR]
+  contextd-proxy install [--agent auto|claude|codex|gemini|opencode|none] [--project DIR] [--force] [--no-trust] [--tools NAME,...|--no-plugins] [TOOLS-DIR]
                                  wire the project for its agents (default auto: every agent whose
                                  configuration or CLI is found, else claude): the MCP server, the
-                                 built-in tools off, CLAUDE.md/AGENTS.md/GEMINI.md (docs/cli.md)
+                                 built-in tools off, CLAUDE.md/AGENTS.md/GEMINI.md (docs/cli.md);
+                                 the installed plugin tools it enables (default all) beside contextd's
   contextd-proxy uninstall [--project DIR]
                                  take back exactly what install added
   contextd-proxy hook            Claude Code's PreToolUse hook (reads its JSON on stdin)
