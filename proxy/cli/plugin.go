@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/contextd/contextd/catalog"
 )
@@ -26,8 +27,11 @@ import (
 // MaxSchema bounds a plugin tool's schema.json.
 const MaxSchema = 1 << 20
 
-// optionName is what a property's name must look like to be an option.
-var optionName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+// optionName is what a property's name must look like to be an option;
+// compiled on first use, as most runs of the proxy are a built-in's.
+var optionName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+})
 
 // Plugin is a plugin tool's command line.
 type Plugin struct {
@@ -131,7 +135,7 @@ func NewPlugin(tool string, schema []byte) (*Plugin, error) {
 	}
 	pl := &Plugin{Tool: tool, Description: strings.TrimSpace(s.Description), flags: map[string]flagSpec{}}
 	for name, raw := range s.Properties {
-		if !optionName.MatchString(name) || slices.ContainsFunc(CommonFlags, func(f Flag) bool { return f.Name == name }) || name == "h" {
+		if !optionName().MatchString(name) || slices.ContainsFunc(CommonFlags, func(f Flag) bool { return f.Name == name }) || name == "h" {
 			continue
 		}
 		var p schemaProp
