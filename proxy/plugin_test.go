@@ -2,7 +2,9 @@ package proxy_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -166,5 +168,42 @@ func TestPluginWithoutDaemon(t *testing.T) {
 	}
 	if r := run(t, "", hello, "--name", "x"); r.code != catalog.ExitUnavailable || !strings.HasPrefix(r.stderr, "CTXD-E080: ") || !strings.Contains(r.stderr, "install again") {
 		t.Errorf("without schema.json: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// The built proxy, started through a plugin tool's symlink by path and
+// through PATH by name alone (argv[0] as a shell leaves it), sends the
+// tool's call.
+func TestPluginSymlinkBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds contextd-proxy")
+	}
+	bin := filepath.Join(t.TempDir(), "contextd-proxy")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/contextd/contextd/cmd/contextd-proxy").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	dir := filepath.Join(t.TempDir(), "tools")
+	if _, err := install.Install(dir, bin, install.Plugin{Name: "hello", Schema: []byte(helloSchema)}); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *lite.Call, 2)
+	sock := daemontest.Fake(t, func(c *lite.Call) ([]byte, *lite.Result) {
+		got <- c
+		return []byte("hi " + c.Tool + "\n"), &lite.Result{ExitCode: 5}
+	})
+	link := filepath.Join(dir, "hello", "hello")
+	for _, argv0 := range []string{link, "hello"} {
+		cmd := exec.Command(link, "--name", "ann")
+		cmd.Args[0] = argv0 // as a shell that found it on PATH sets it
+		cmd.Env = append(os.Environ(), "CONTEXTD_SOCKET="+sock, "PATH="+filepath.Join(dir, "hello"))
+		out, err := cmd.Output()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 5 || string(out) != "hi hello\n" {
+			t.Errorf("%s: %v, stdout %q; want exit 5 and the tool's output", argv0, err, out)
+			continue
+		}
+		if c := <-got; c.Tool != "hello" || string(c.Input) != `{"name":"ann"}` {
+			t.Errorf("%s: call %+v", argv0, c)
+		}
 	}
 }
