@@ -26,6 +26,7 @@ func (s *service) account(ctx context.Context, adm *admission, o toolcall.Outcom
 		ran = ans.refilled // no tool ran, but a hole of the output may have been read again
 	}
 	rec.Sandbox, rec.Egress = auditNet(ran, o.Egress)
+	rec.Plugin = o.Plugin
 	if ans.err != nil {
 		rec.Error, rec.ExitCode = catalog.ClassOf(ans.err).Code, catalog.ExitCode(ans.err)
 		adm.log.Info("call", "code", rec.Error, "err", s.resp.redact(ans.err))

@@ -10,6 +10,7 @@ import (
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/audit"
 	"github.com/contextd/contextd/daemon/peer"
+	"github.com/contextd/contextd/daemon/plugins"
 	"github.com/contextd/contextd/daemon/session"
 	"github.com/contextd/contextd/daemon/state"
 	"github.com/contextd/contextd/daemon/store"
@@ -33,6 +34,7 @@ type admission struct {
 	// for a page.
 	sandboxed toolcall.Call[*tools.Env]
 	state     toolcall.Call[*state.Env]
+	plugin    *plugins.Call
 	store     store.Store    // a state tool's store
 	warnings  []string       // admit's own, for the Result (the tool adds its own)
 	tokens    int            // the response budget
@@ -66,7 +68,11 @@ func (s *service) admit(ctx context.Context, c Call, cred peer.Cred) (*admission
 		}
 	}
 	adm.log = s.opts.Logger.With("tool", c.Tool, "peer_pid", cred.PID, "peer_uid", cred.UID, "session", adm.session)
-	tokens, warn, err := s.budgetFor(c.Tool, c.MaxTokens)
+	ceiling := s.opts.Config.MaxTokens(c.Tool)
+	if adm.plugin != nil {
+		ceiling = s.opts.Config.Plugins.MaxTokens
+	}
+	tokens, warn, err := budgetFor(c.Tool, ceiling, c.MaxTokens)
 	if err != nil {
 		return adm, err
 	}
@@ -90,9 +96,12 @@ func (s *service) admit(ctx context.Context, c Call, cred peer.Cred) (*admission
 // ones, and decodes its input.
 func (s *service) decode(adm *admission) error {
 	var err error
-	if s.opts.Tools.isState(adm.c.Tool) {
+	switch {
+	case s.opts.Tools.isState(adm.c.Tool):
 		adm.state, err = decodeWith(s.opts.Tools.State, adm.c)
-	} else {
+	case s.opts.Tools.isPlugin(adm.c.Tool):
+		adm.plugin, err = s.opts.Tools.Plugins.Decode(adm.c.Tool, adm.c.Input)
+	default:
 		adm.sandboxed, err = decodeWith(s.opts.Tools.Sandboxed, adm.c)
 	}
 	return err
@@ -106,10 +115,9 @@ func decodeWith[In any](r *toolcall.Registry[In], c Call) (toolcall.Call[In], er
 	return t.Decode(c.Input)
 }
 
-// budgetFor is the call's token budget: the tool's configured one, or less
-// if the call asks for less. More is not given; the call is told.
-func (s *service) budgetFor(tool string, asked int) (int, string, error) {
-	ceiling := s.opts.Config.MaxTokens(tool)
+// budgetFor is the call's token budget: the tool's configured ceiling, or
+// less if the call asks for less. More is not given; the call is told.
+func budgetFor(tool string, ceiling, asked int) (int, string, error) {
 	switch {
 	case asked < 0:
 		return 0, "", fmt.Errorf("max_tokens %d: %w", asked, catalog.ErrBadInput)

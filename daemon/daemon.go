@@ -25,6 +25,7 @@ import (
 	"github.com/contextd/contextd/daemon/homemount"
 	"github.com/contextd/contextd/daemon/netview"
 	"github.com/contextd/contextd/daemon/peer"
+	"github.com/contextd/contextd/daemon/plugins"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/sandbox"
 	"github.com/contextd/contextd/daemon/sandboxenv"
@@ -34,6 +35,7 @@ import (
 	"github.com/contextd/contextd/daemon/toolcall"
 	"github.com/contextd/contextd/daemon/tools"
 	"github.com/contextd/contextd/ns"
+	"github.com/contextd/contextd/toolstore"
 )
 
 // Options configure Run. A nil *Options, and every zero field, means the default
@@ -126,6 +128,20 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 	home, _ := os.UserHomeDir()
 	sandboxes := &sandboxenv.Builder{Config: cfg, Home: o.Home, Net: o.Net, NetErr: o.NetErr, HomeDir: home}
 	sandboxes.ExpireCaches(ctx, log)
+	if o.Tools.Plugins == nil {
+		if store, err := toolstore.Default(); err != nil {
+			log.Warn("plugin tools unavailable", "err", err)
+		} else {
+			t := *o.Tools
+			t.Plugins = plugins.New(plugins.Options{Store: store, Runner: o.Runner, Sandbox: sandboxes, Config: cfg, Logger: log})
+			o.Tools = &t
+		}
+	}
+	if o.Tools.Plugins != nil {
+		// Deferred before the drain returns: the instances stop once no
+		// call is left to use them.
+		defer o.Tools.Plugins.Close()
+	}
 
 	// stopCalls cancels every call in flight; calls see ErrShuttingDown as the cause.
 	callsCtx, stopCalls := context.WithCancelCause(context.Background())
@@ -263,6 +279,10 @@ func (s *service) idleWatch(d time.Duration) <-chan struct{} {
 type Tools struct {
 	Sandboxed *tools.Registry
 	State     *toolcall.Registry[*state.Env]
+	// Plugins are the installed plugin tools (daemon/plugins), each in a
+	// sandbox of its own kept warm per workspace. Nil: none are served;
+	// Run makes the runtime over the user's tool store when none is given.
+	Plugins *plugins.Runtime
 }
 
 // Registry returns every tool: the sandboxed ones and the state tools, with
@@ -282,9 +302,21 @@ func (t *Tools) isState(name string) bool {
 	return err == nil
 }
 
+// isPlugin reports whether name is an installed plugin tool's (and no
+// tool of contextd's own: those are never shadowed).
+func (t *Tools) isPlugin(name string) bool {
+	if _, err := t.Sandboxed.Get(name); err == nil || t.isState(name) {
+		return false
+	}
+	return t.Plugins != nil && t.Plugins.Has(name)
+}
+
 // Names returns every tool's name, sorted.
 func (t *Tools) Names() []string {
 	names := append(t.Sandboxed.Names(), t.State.Names()...)
+	if t.Plugins != nil {
+		names = append(names, t.Plugins.Names()...)
+	}
 	slices.Sort(names)
 	return names
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/daemon/pages"
+	"github.com/contextd/contextd/daemon/plugins"
 	"github.com/contextd/contextd/daemon/state"
 	"github.com/contextd/contextd/daemon/toolcall"
 	"github.com/contextd/contextd/daemon/tools"
@@ -25,6 +26,10 @@ func (s *service) run(ctx context.Context, adm *admission, resp *response) toolc
 			Out: resp.pipe, Scrub: resp.layer.Scrub, Counter: s.resp.counter})
 	case adm.sandboxed != nil:
 		return adm.sandboxed.Run(ctx, s.sandboxEnv(adm, resp))
+	case adm.plugin != nil:
+		return adm.plugin.Run(ctx, &plugins.Env{Workspace: adm.place.Root, Session: adm.session, Out: resp.pipe,
+			Host: &pluginHost{log: adm.log, scrub: resp.layer.Scrub, store: s.stateStore, project: adm.place.Root,
+				session: adm.session, tool: adm.c.Tool}})
 	}
 	resp.refill = s.refill(ctx, adm, resp)
 	return toolcall.Outcome{}

@@ -16,3 +16,13 @@ type Layers struct {
 	ScopeNote  string `json:"scope_note,omitempty"` // why there was no scope, when there was none
 	Network    bool   `json:"network,omitempty"`    // host network shared (opt-in)
 }
+
+// Plugin names the installed plugin tool a call ran, for its audit record:
+// what the lock pinned when the tool was approved.
+type Plugin struct {
+	Version  string `json:"version,omitempty"`
+	Source   string `json:"source"`
+	Resolved string `json:"resolved"` // "git:<commit>", "sha256:<hex>" of an archive, "tree:<hex>"
+	Checksum string `json:"checksum"` // the installed tree's, checked before the instance started
+	Instance string `json:"instance,omitempty"`
+}

@@ -22,9 +22,12 @@ pkgs=(systemd dbus-user-session gcc libc6-dev pkg-config libseccomp-dev util-lin
 # bash-completion, zsh, fish. (nfpm comes from the Go module proxy: make nfpm.)
 pkgs+=(dpkg-dev binutils lintian apt-utils gnupg gpgv gzip man-db bash-completion zsh fish)
 # protobuf-compiler (protoc): `make generate` regenerates the gRPC code of
-# wire/ and wire/toolplugin/ with it (the generated code is committed, so
-# building and testing do not need it).
-pkgs+=(protobuf-compiler)
+# wire/ and wire/toolplugin/ with it; protobuf-compiler-grpc
+# (grpc_python_plugin) makes the Python modules of examples/tools/logscan-py.
+# The generated code is committed; the examples' tests check it is current.
+# python3-grpcio, python3-protobuf: logscan-py, the example tool in Python,
+# runs on them, and its tests start it.
+pkgs+=(protobuf-compiler protobuf-compiler-grpc python3-grpcio python3-protobuf)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -65,6 +65,9 @@ type Record struct {
 	// or refused and the rule or reason that decided. Records written
 	// before the proxy was named also have a warning per refused host.
 	Egress []sandboxinfo.Connection `json:"egress,omitempty"`
+	// Plugin is the plugin tool that ran: its version, source, what the
+	// lock pinned and its tree's checksum.
+	Plugin *sandboxinfo.Plugin `json:"plugin,omitempty"`
 
 	Reason string `json:"reason,omitempty"` // why a chain-reset or retention record was written
 

@@ -37,10 +37,26 @@ func servePluginIfAsked() {
 // to scrub a word, so that the broker's way back is used too.
 type nsTool struct{}
 
-func (nsTool) Execute(ctx context.Context, _ json.RawMessage, out pluginsdk.Output) (pluginsdk.Result, error) {
+// With an "op" in its input it is the victim of the runtime's tests
+// (pluginruntime_test.go): "pid" reports its pid namespace only, "sleep"
+// waits for its context, "hang" ignores it.
+func (nsTool) Execute(ctx context.Context, input json.RawMessage, out pluginsdk.Output) (pluginsdk.Result, error) {
 	pidNS, err := os.Readlink("/proc/self/ns/pid")
 	if err != nil {
 		return pluginsdk.Result{}, err
+	}
+	var in struct{ Op string }
+	json.Unmarshal(input, &in)
+	switch in.Op {
+	case "pid":
+		fmt.Fprintf(out, "pidns %s %s\n", pidNS, instanceID)
+		return pluginsdk.Result{}, nil
+	case "sleep":
+		fmt.Fprintf(out, "pidns %s %s\n", pidNS, instanceID)
+		<-ctx.Done()
+		return pluginsdk.Result{}, ctx.Err()
+	case "hang":
+		time.Sleep(time.Hour)
 	}
 	scrubbed, err := pluginsdk.CallOf(ctx).Host.Scrub(ctx, "secret")
 	if err != nil {
@@ -49,6 +65,10 @@ func (nsTool) Execute(ctx context.Context, _ json.RawMessage, out pluginsdk.Outp
 	fmt.Fprintf(out, "pid %d\n", os.Getpid())
 	return pluginsdk.Result{Data: map[string]string{"pidns": pidNS, "scrubbed": scrubbed}}, nil
 }
+
+// instanceID tells one run of the probe from another (a namespace's inode
+// number is used again once it is freed).
+var instanceID = fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())
 
 // redactor is the daemon's ToolHost in the test: it scrubs every text to a
 // fixed mark.

@@ -48,6 +48,8 @@ type Outcome struct {
 	// connection, allowed or refused, for the audit record, and the lines
 	// for the caller (how to allow a refused host), for the result only.
 	Egress *sandboxinfo.Egress
+	// Plugin names the plugin tool that ran (nil for contextd's own).
+	Plugin *sandboxinfo.Plugin
 	// Stages are the tool's own timings (ms since it started), for the
 	// debug log.
 	Stages map[string]float64

@@ -35,6 +35,10 @@ var (
 	ErrCallEnded = errors.New("no such call running in this plugin")
 )
 
+// deadlineSkew is how much sooner than the daemon's a call's deadline may
+// end the plugin's side of it.
+const deadlineSkew = time.Second
+
 // stderrTail bounds how much of a plugin's stderr a start error quotes.
 const stderrTail = 2048
 
@@ -204,6 +208,20 @@ func (c *Client) Execute(ctx context.Context, call Call, text func([]byte) error
 func (c *Client) callError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("tool plugin call: %w", context.Cause(ctx))
+	}
+	if code := status.Code(err); code == codes.DeadlineExceeded || code == codes.Canceled {
+		// The deadline crossed as grpc-timeout, a little shorter than
+		// what is left here when it was sent: the plugin's side can end
+		// the stream just before this side's context does. Let it.
+		if _, ok := ctx.Deadline(); ok {
+			t := time.NewTimer(deadlineSkew)
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("tool plugin call: %w", context.Cause(ctx))
+			case <-t.C:
+			}
+		}
 	}
 	if c.pc.Exited() || status.Code(err) == codes.Unavailable {
 		return fmt.Errorf("%w: %w", ErrExited, err)

@@ -281,6 +281,23 @@ func (p *process) HostToPlugin(network, addr string) (string, string, error) {
 	return network, clean, nil
 }
 
+// Ended says how the instance's sandbox ended; ok is false while it runs
+// (or before it started).
+func (s *Starter) Ended() (exit runner.Exit, err error, ok bool) {
+	s.mu.Lock()
+	p := s.proc
+	s.mu.Unlock()
+	if p == nil || p.done == nil {
+		return runner.Exit{}, nil, false
+	}
+	select {
+	case <-p.done:
+		return p.exit, p.err, true
+	default:
+		return runner.Exit{}, nil, false
+	}
+}
+
 // Layers is what the runner applied to the instance, once it started.
 func (s *Starter) Layers() sandboxinfo.Layers {
 	s.mu.Lock()
