@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/contextd/contextd/proxy/install"
 	"github.com/contextd/contextd/sandboxinfo"
 	"github.com/contextd/contextd/toolspec"
+	"github.com/contextd/contextd/toolstore"
 	"github.com/contextd/contextd/wire/lite"
 )
 
@@ -55,19 +57,51 @@ func Main(ctx context.Context, argv []string, sio IO) int {
 	return code
 }
 
-// ToolName returns the tool argv0 names, if it names one.
+// ToolName returns the tool argv0 names, if it names one: a built-in by its
+// name, a plugin tool only when install laid it out where argv0 points (see
+// pluginDir); any other name stays unknown.
 func ToolName(argv0 string) (string, bool) {
-	name := filepath.Base(argv0)
-	_, ok := toolspec.Get(name)
+	name, _, ok := toolOf(argv0)
 	return name, ok
+}
+
+// toolOf is ToolName with a plugin tool's directory ("" for a built-in).
+func toolOf(argv0 string) (name, dir string, ok bool) {
+	name = filepath.Base(argv0)
+	if _, ok := toolspec.Get(name); ok {
+		return name, "", true
+	}
+	dir = pluginDir(argv0, name)
+	return name, dir, dir != ""
+}
+
+// pluginDir is the directory of the plugin tool name that argv0 started, or
+// "". A plugin tool's symlink is DIR/<name>/<name>, and the tools
+// directory DIR holds install's record of the plugin tools it laid out
+// there: without it, the name is not taken as a tool.
+func pluginDir(argv0, name string) string {
+	path := argv0
+	if !strings.Contains(path, "/") {
+		// Started through PATH, which is where the kernel found it.
+		p, err := exec.LookPath(path)
+		if err != nil {
+			return ""
+		}
+		path = p
+	}
+	dir := filepath.Dir(path)
+	if filepath.Base(dir) != name || !install.PluginLaidOut(filepath.Dir(dir), name) {
+		return ""
+	}
+	return dir
 }
 
 func run(ctx context.Context, argv []string, sio IO) (int, error) {
 	if len(argv) == 0 {
 		return 0, fmt.Errorf("no argv[0]: %w", catalog.ErrUsage)
 	}
-	if tool, ok := ToolName(argv[0]); ok {
-		return runTool(ctx, tool, argv[1:], sio)
+	if tool, dir, ok := toolOf(argv[0]); ok {
+		return runTool(ctx, tool, dir, argv[1:], sio)
 	}
 	args := argv[1:]
 	if len(args) == 0 {
@@ -103,7 +137,7 @@ func run(ctx context.Context, argv []string, sio IO) (int, error) {
 		return 0, nil
 	}
 	if _, ok := toolspec.Get(args[0]); ok {
-		return runTool(ctx, args[0], args[1:], sio)
+		return runTool(ctx, args[0], "", args[1:], sio)
 	}
 	return 0, fmt.Errorf("unknown command %q (see contextd-proxy help): %w", args[0], catalog.ErrUsage)
 }
@@ -116,10 +150,11 @@ Through a symlink named after a tool (installed by "install"), it is that tool:
   checkpoint_save --summary S    checkpoint_restore [ID]        branch DESCRIPTION / return SUMMARY
 
 By its own name:
-  contextd-proxy install [--agent auto|claude|codex|gemini|opencode|none] [--project DIR] [--force] [--no-trust] [TOOLS-DIR]
+  contextd-proxy install [--agent auto|claude|codex|gemini|opencode|none] [--project DIR] [--force] [--no-trust] [--tools NAME,...|--no-plugins] [TOOLS-DIR]
                                  wire the project for its agents (default auto: every agent whose
                                  configuration or CLI is found, else claude): the MCP server, the
-                                 built-in tools off, CLAUDE.md/AGENTS.md/GEMINI.md (docs/cli.md)
+                                 built-in tools off, CLAUDE.md/AGENTS.md/GEMINI.md (docs/cli.md);
+                                 the installed plugin tools it enables (default all) beside contextd's
   contextd-proxy uninstall [--project DIR]
                                  take back exactly what install added
   contextd-proxy hook            Claude Code's PreToolUse hook (reads its JSON on stdin)
@@ -211,9 +246,19 @@ func NewCall(tool string, input json.RawMessage, cont string, maxTokens int) (*l
 	}, nil
 }
 
-func runTool(ctx context.Context, tool string, args []string, sio IO) (int, error) {
-	inv, err := cli.Parse(tool, args, cli.Stdin{R: sio.Stdin, IsTerminal: sio.StdinIsTerm})
-	if err != nil {
+// runTool runs the tool named tool: a built-in, or the plugin tool laid
+// out in dir (its schema.json and TOOL.md sit beside its symlink).
+func runTool(ctx context.Context, tool, dir string, args []string, sio IO) (int, error) {
+	stdin := cli.Stdin{R: sio.Stdin, IsTerminal: sio.StdinIsTerm}
+	builtin := dir == ""
+	var inv *cli.Invocation
+	var err error
+	if builtin {
+		inv, err = cli.Parse(tool, args, stdin)
+	} else {
+		inv, err = parsePlugin(tool, dir, args, stdin, sio.Stdout)
+	}
+	if err != nil || inv == nil {
 		return 0, err
 	}
 	if inv.Help {
@@ -248,17 +293,58 @@ func runTool(ctx context.Context, tool string, args []string, sio IO) (int, erro
 	for _, w := range res.Warnings {
 		fmt.Fprintf(sio.Stderr, "contextd: warning: %s\n", w)
 	}
+	// A plugin tool's result has an exit status, as safe_bash's does.
+	withStatus := tool == "safe_bash" || !builtin
 	toolErr := catalog.FromDetail(res.Error)
 	switch {
-	case toolErr != nil && tool == "safe_bash" && errors.Is(toolErr, catalog.ErrTimeout):
+	case toolErr != nil && withStatus && errors.Is(toolErr, catalog.ErrTimeout):
 		fmt.Fprintln(sio.Stderr, catalog.Format(toolErr))
 		return catalog.ExitTimeout, nil
 	case toolErr != nil:
 		return 0, toolErr
-	case tool == "safe_bash":
+	case withStatus:
 		return int(res.ExitCode), nil
 	}
 	return 0, nil
+}
+
+// parsePlugin parses the command line of the plugin tool laid out in dir,
+// from the schema.json beside its symlink; --help is printed here, and
+// then the invocation is nil.
+func parsePlugin(tool, dir string, args []string, stdin cli.Stdin, stdout io.Writer) (*cli.Invocation, error) {
+	schema, err := readSmall(filepath.Join(dir, toolstore.SchemaName), cli.MaxSchema)
+	if err != nil {
+		return nil, fmt.Errorf("%s: its %s beside the symlink cannot be read (%v); run contextd-proxy install again: %w", tool, toolstore.SchemaName, err, catalog.ErrNotInstalled)
+	}
+	pl, err := cli.NewPlugin(tool, schema)
+	if err != nil {
+		return nil, err
+	}
+	inv, err := pl.Parse(args, stdin)
+	if err != nil || !inv.Help {
+		return inv, err
+	}
+	doc, _ := readSmall(filepath.Join(dir, toolstore.DocName), 1<<20)
+	fmt.Fprint(stdout, pl.Help(doc))
+	return nil, nil
+}
+
+// readSmall reads the regular file at path, of at most max bytes, without
+// following a symbolic link in its last component.
+func readSmall(path string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err == nil && int64(len(b)) > max {
+		err = fmt.Errorf("%s is over %d bytes", path, max)
+	}
+	return b, err
 }
 
 // resultSink prints a result in one of the two formats.

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -13,12 +14,16 @@ import (
 	"github.com/contextd/contextd/internal/bytesize"
 )
 
+// The patterns are compiled on first use: the proxy links this package
+// (through the tool store) and starts on every tool call, most of which
+// never read a manifest; compiled at init, the bounded repetitions cost it
+// about half a millisecond each start.
 var (
 	// toolName is short and safe as a file name, a symlink and an MCP
 	// tool's name alike.
-	toolName      = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
-	toolchainName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
-	envName       = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+	toolName      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`) })
+	toolchainName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`) })
+	envName       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`) })
 )
 
 // Bounds of the lists, so that a manifest stays something a person reads
@@ -35,7 +40,7 @@ func checkName(s string) (string, error) {
 	if s == "" {
 		return "", bad("name", "missing; name the tool (lower-case letters, digits, - and _, starting with a letter)")
 	}
-	if !toolName.MatchString(s) {
+	if !toolName().MatchString(s) {
 		return "", bad("name", "%q is not a tool name: lower-case letters, digits, - and _, starting with a letter, at most 32", s)
 	}
 	return s, nil

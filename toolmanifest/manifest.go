@@ -227,7 +227,7 @@ func (b *fileBuild) build() (*Build, error) {
 	if err != nil {
 		return nil, err
 	}
-	tcs, err := checkNames("build.toolchains", b.Toolchains, toolchainName, "a preset's name such as \"go\" or \"python\"")
+	tcs, err := checkNames("build.toolchains", b.Toolchains, toolchainName(), "a preset's name such as \"go\" or \"python\"")
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +263,7 @@ func (p *filePerms) permissions() (Perms, error) {
 	if out.Egress, err = checkEgress(p.Egress); err != nil {
 		return out, err
 	}
-	if out.Credentials, err = checkNames("permissions.credentials", p.Credentials, envName, "an environment variable's name such as GITHUB_TOKEN"); err != nil {
+	if out.Credentials, err = checkNames("permissions.credentials", p.Credentials, envName(), "an environment variable's name such as GITHUB_TOKEN"); err != nil {
 		return out, err
 	}
 	if p.Memory != nil {

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -105,12 +106,14 @@ func (l *Lock) Get(name string) (*Tool, error) {
 	return nil, fmt.Errorf("%w: %q (contextd tool list shows what is installed): %w", ErrNotInstalled, name, catalog.ErrNotFound)
 }
 
-var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
+// nameRE is compiled on first use, for the proxy's start (see
+// toolmanifest's patterns).
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`) })
 
 // CheckName refuses a name that cannot be a tool's: not a safe file name,
 // or one of contextd's own tools.
 func CheckName(name string) error {
-	if !nameRE.MatchString(name) {
+	if !nameRE().MatchString(name) {
 		return fmt.Errorf("tool name %q: use lower-case letters, digits, _ and -, starting with a letter, at most 63: %w", name, catalog.ErrBadInput)
 	}
 	if _, ok := toolspec.Get(name); ok {

@@ -54,6 +54,10 @@ type flagSpec struct {
 	// set, when not nil, makes a flag that takes no value and sets key to it
 	// (--global is "scope":"global"); two such flags for one key must agree.
 	set any
+	// conv, when not nil, turns the value into its JSON value (a plugin
+	// tool's flags, typed by its schema): a list then takes one item per
+	// flag, and a switch may be given a value (--verbose=false).
+	conv func(string) (any, error)
 }
 
 // toolFlags are each tool's own flags; --json, --format, --continue and --help
@@ -166,6 +170,7 @@ func Parse(tool string, args []string, stdin Stdin) (*Invocation, error) {
 type parser struct {
 	tool  string
 	flags map[string]flagSpec
+	usage string // the usage line errors show; "" for a built-in's (Usage)
 	args  []string
 	i     int // index in args of the argument being read
 
@@ -175,6 +180,14 @@ type parser struct {
 	pos          []string       // positional arguments, in order
 	dashdash     bool           // "--" was read: all that follows is positional
 	optionsAfter bool           // options follow a command line given as one argument
+}
+
+// fail is a usage error of the tool being parsed.
+func (p *parser) fail(format string, a ...any) error {
+	if p.usage == "" {
+		return usageErr(p.tool, format, a...)
+	}
+	return fmt.Errorf("%s: %s; usage: %s: %w", p.tool, fmt.Sprintf(format, a...), p.usage, catalog.ErrUsage)
 }
 
 // scan reads args into p; it stops early at --help, which ends parsing.
@@ -210,7 +223,7 @@ func (p *parser) positional(a string) bool {
 func (p *parser) option(a string) error {
 	name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
 	if !strings.HasPrefix(a, "--") && name != "h" {
-		return usageErr(p.tool, "unknown option %s (options are long: --name VALUE)", a)
+		return p.fail("unknown option %s (options are long: --name VALUE)", a)
 	}
 	switch name {
 	case "help", "h":
@@ -225,10 +238,10 @@ func (p *parser) option(a string) error {
 	}
 	spec, ok := p.flags[name]
 	if !ok {
-		return usageErr(p.tool, "unknown option --%s", name)
+		return p.fail("unknown option --%s", name)
 	}
 	if spec.isBool || spec.set != nil {
-		return p.toolSwitch(name, spec, hasVal)
+		return p.toolSwitch(name, spec, val, hasVal)
 	}
 	v, err := p.value(name, val, hasVal)
 	if err != nil {
@@ -244,7 +257,7 @@ func (p *parser) value(name, val string, hasVal bool) (string, error) {
 		return val, nil
 	}
 	if p.i+1 >= len(p.args) {
-		return "", usageErr(p.tool, "option --%s needs a value", name)
+		return "", p.fail("option --%s needs a value", name)
 	}
 	p.i++
 	return p.args[p.i], nil
@@ -262,17 +275,17 @@ func (p *parser) common(name, v string) error {
 		case "json":
 			p.inv.Format = JSON
 		default:
-			return usageErr(p.tool, "--format must be text or json, not %q", v)
+			return p.fail("--format must be text or json, not %q", v)
 		}
 	case "max-tokens":
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return usageErr(p.tool, "--max-tokens needs a positive whole number, not %q", v)
+			return p.fail("--max-tokens needs a positive whole number, not %q", v)
 		}
 		p.inv.MaxTokens = n
 	case "continue":
 		if v == "" {
-			return usageErr(p.tool, "--continue needs a reference")
+			return p.fail("--continue needs a reference")
 		}
 		p.inv.Continue = v
 	}
@@ -280,16 +293,22 @@ func (p *parser) common(name, v string) error {
 }
 
 // toolSwitch sets the tool's option name, one that takes no value.
-func (p *parser) toolSwitch(name string, spec flagSpec, hasVal bool) error {
-	if hasVal {
-		return usageErr(p.tool, "option --%s takes no value", name)
-	}
+func (p *parser) toolSwitch(name string, spec flagSpec, val string, hasVal bool) error {
 	v := spec.set
 	if spec.isBool {
 		v = true
 	}
+	switch {
+	case hasVal && spec.conv != nil:
+		var err error
+		if v, err = spec.conv(val); err != nil {
+			return p.fail("--%s %v", name, err)
+		}
+	case hasVal:
+		return p.fail("option --%s takes no value", name)
+	}
 	if prev, dup := p.input[spec.key]; dup && prev != v {
-		return usageErr(p.tool, "option --%s contradicts an earlier option", name)
+		return p.fail("option --%s contradicts an earlier option", name)
 	}
 	p.input[spec.key] = v
 	return nil
@@ -297,6 +316,9 @@ func (p *parser) toolSwitch(name string, spec flagSpec, hasVal bool) error {
 
 // toolValue sets the tool's option name to v: appended to a list, else once.
 func (p *parser) toolValue(name string, spec flagSpec, v string) error {
+	if spec.conv != nil {
+		return p.typedValue(name, spec, v)
+	}
 	if spec.isList {
 		list, _ := p.input[spec.key].([]string)
 		for _, item := range strings.Split(v, ",") {
@@ -305,18 +327,18 @@ func (p *parser) toolValue(name string, spec flagSpec, v string) error {
 			}
 		}
 		if len(list) == 0 {
-			return usageErr(p.tool, "option --%s needs a value", name)
+			return p.fail("option --%s needs a value", name)
 		}
 		p.input[spec.key] = list
 		return nil
 	}
 	if _, dup := p.input[spec.key]; dup {
-		return usageErr(p.tool, "option --%s given twice", name)
+		return p.fail("option --%s given twice", name)
 	}
 	if spec.isInt {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return usageErr(p.tool, "--%s needs a positive whole number, not %q", name, v)
+			return p.fail("--%s needs a positive whole number, not %q", name, v)
 		}
 		p.input[spec.key] = n
 	} else {
@@ -325,10 +347,29 @@ func (p *parser) toolValue(name string, spec flagSpec, v string) error {
 	return nil
 }
 
+// typedValue sets the plugin tool's option name to v converted by its
+// schema's type: one more item of a list, else once.
+func (p *parser) typedValue(name string, spec flagSpec, v string) error {
+	val, err := spec.conv(v)
+	if err != nil {
+		return p.fail("--%s %v", name, err)
+	}
+	if spec.isList {
+		list, _ := p.input[spec.key].([]any)
+		p.input[spec.key] = append(list, val)
+		return nil
+	}
+	if _, dup := p.input[spec.key]; dup {
+		return p.fail("option --%s given twice", name)
+	}
+	p.input[spec.key] = val
+	return nil
+}
+
 // continuation is the invocation of --continue, which stands alone.
 func (p *parser) continuation() (*Invocation, error) {
 	if p.rawJSON != nil || len(p.pos) > 0 || len(p.input) > 0 {
-		return nil, usageErr(p.tool, "--continue takes no other input")
+		return nil, p.fail("--continue takes no other input")
 	}
 	return p.inv, nil
 }
@@ -336,7 +377,7 @@ func (p *parser) continuation() (*Invocation, error) {
 // jsonInput is the invocation of --json, whose value is the whole input.
 func (p *parser) jsonInput() (*Invocation, error) {
 	if len(p.pos) > 0 || len(p.input) > 0 {
-		return nil, usageErr(p.tool, "--json takes the whole input; give no other arguments or tool options")
+		return nil, p.fail("--json takes the whole input; give no other arguments or tool options")
 	}
 	if !json.Valid([]byte(*p.rawJSON)) {
 		return nil, fmt.Errorf("%s: --json is not valid JSON: %w", p.tool, catalog.ErrBadInput)

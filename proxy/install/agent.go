@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/contextd/contextd/proxy/cli"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/toolstore"
 	"github.com/contextd/contextd/workspace"
 )
 
@@ -96,9 +98,72 @@ type Options struct {
 	// answer; nil (no terminal) refuses them unless Yes.
 	Confirm func(foreign []string) bool
 	// StateDir keeps the record of the agent files install wrote, outside
-	// any project (a sandboxed agent cannot forge it). Default:
+	// any project (a sandboxed agent cannot forge it), and which plugin
+	// tools the project enables (toolstore.EnabledName). Default:
 	// $XDG_STATE_HOME/contextd, else ~/.local/state/contextd.
 	StateDir string
+	// Tools are the installed plugin tools the project enables (--tools).
+	// Default: every installed one.
+	Tools []string
+	// NoPlugins enables no plugin tool (--no-plugins).
+	NoPlugins bool
+	// ToolStore is the tool store plugin tools come from. Default:
+	// toolstore.Default().
+	ToolStore string
+}
+
+// choice is the plugin tools the options enable.
+func (o *Options) choice() toolstore.Choice {
+	switch {
+	case o.NoPlugins:
+		return toolstore.Choice{}
+	case o.Tools != nil:
+		return toolstore.Choice{Tools: slices.Clone(o.Tools)}
+	}
+	return toolstore.Choice{All: true}
+}
+
+func (o *Options) store() (toolstore.Store, error) {
+	if o.ToolStore != "" {
+		return toolstore.Store{Root: o.ToolStore}, nil
+	}
+	return toolstore.Default()
+}
+
+// enablement is the record of which plugin tools each project enables.
+func (o *Options) enablement() (toolstore.Enablement, bool) {
+	dir := o.stateDir()
+	return toolstore.Enablement{Path: filepath.Join(dir, toolstore.EnabledName)}, dir != ""
+}
+
+// plugins reads the plugin tools the project enables from the store.
+func (o *Options) plugins(rep *AgentReport) ([]Plugin, error) {
+	store, err := o.store()
+	if err != nil {
+		return nil, err
+	}
+	plugins, warnings, err := StorePlugins(store, o.choice())
+	for _, w := range warnings {
+		rep.warn("%s", w)
+	}
+	return plugins, err
+}
+
+// recordChoice records which plugin tools the project enables, for the MCP
+// server and the daemon; an unchanged choice writes nothing.
+func (o *Options) recordChoice(root string, rep *AgentReport) {
+	e, ok := o.enablement()
+	if !ok {
+		rep.warn("no place outside the project to record which plugin tools it enables (HOME and XDG_STATE_HOME are unset or relative); the MCP server serves every installed one")
+		return
+	}
+	c := o.choice()
+	if cur, err := e.Of(root); err == nil && cur.All == c.All && slices.Equal(cur.Tools, slices.Compact(slices.Sorted(slices.Values(c.Tools)))) {
+		return
+	}
+	if err := e.Set(root, c); err != nil {
+		rep.warn("could not record which plugin tools the project enables: %v", err)
+	}
 }
 
 // AgentReport is what Setup or Uninstall did.
@@ -252,6 +317,10 @@ func Setup(ctx context.Context, o Options) (*AgentReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	plugins, err := o.plugins(rep)
+	if err != nil {
+		return rep, err
+	}
 
 	// Configuration contextd did not write is adopted (and the project
 	// trusted) only with the user's consent.
@@ -273,10 +342,11 @@ func Setup(ctx context.Context, o Options) (*AgentReport, error) {
 	if err := recordSeen(root, o, cfg, accepted); err != nil {
 		rep.warn("could not record the agents' files install wrote (%v); the next install asks about them again", err)
 	}
+	o.recordChoice(root, rep)
 	var toolErr error
 	if withTools {
 		td := toolsDir(root, o.ToolsDir)
-		trep, err := installTools(root, td, o.Proxy)
+		trep, err := installTools(root, td, o.Proxy, plugins)
 		if trep != nil {
 			summarize(rep, root, td, trep.Actions)
 		}
@@ -475,7 +545,7 @@ func summarize(rep *AgentReport, root, dir string, as []Action) {
 		}
 	}()
 	for _, a := range as {
-		if strings.HasPrefix(a.What, "kept") || a.Path == "." {
+		if strings.HasPrefix(a.What, "kept") || a.What == refusedName || a.Path == "." {
 			single = append(single, a)
 			continue
 		}
@@ -564,6 +634,11 @@ func Uninstall(ctx context.Context, o Options) (*AgentReport, error) {
 	left.MCP = left.MCP || m.MCP && left.ClaudeLocal
 	if err := forgetSeen(root, o); err != nil {
 		rep.warn("could not update the record of the agents' files (%v)", err)
+	}
+	if e, ok := o.enablement(); ok {
+		if err := e.Forget(root); err != nil {
+			rep.warn("could not update the record of the plugin tools the project enables (%v)", err)
+		}
 	}
 	mp := filepath.Join(root, AgentManifestName)
 	if len(left.JSON) > 0 || len(left.TOML) > 0 || len(left.Markdown) > 0 || len(left.ToolsDirs) > 0 {
@@ -1289,6 +1364,31 @@ func RemoveTools(dir string) (*Report, error) {
 	return removeTools("", dir)
 }
 
+// removeIfOurs removes relp's last component from sub when it is still as
+// install wrote it (want, from the manifest), saying what it did: "" when
+// nothing is there.
+func removeIfOurs(sub *dirAt, relp, want string) (string, error) {
+	name := filepath.Base(relp)
+	ours := false
+	switch typ, err := sub.lstat(name); {
+	case err != nil || typ == 0:
+		return "", nil
+	case typ == unix.S_IFLNK:
+		cur, err := sub.readlink(name)
+		ours = err == nil && want == "link:"+cur
+	case typ == unix.S_IFREG:
+		data, err := sub.readFile(name)
+		ours = err == nil && want == "sha256:"+sum(data)
+	}
+	if !ours {
+		return "kept (changed since install)", nil
+	}
+	if err := sub.remove(name); err != nil {
+		return "", err
+	}
+	return "removed", nil
+}
+
 // removeTools is RemoveTools for the project at root ("" for none): a tools
 // directory inside it is reached only beneath its root.
 func removeTools(root, dir string) (*Report, error) {
@@ -1312,57 +1412,12 @@ func removeTools(root, dir string) (*Report, error) {
 	if json.Unmarshal(b, &m) != nil || m.Files == nil {
 		return rep, fmt.Errorf("%s in %s is damaged; remove the tools by hand: %w", ManifestName, dir, catalog.ErrConflict)
 	}
-	paths := make([]string, 0, len(m.Files))
-	for p := range m.Files {
-		paths = append(paths, p)
-	}
-	slices.Sort(paths)
-	subdirs := map[string]bool{}
-	for _, relp := range paths {
-		if !filepath.IsLocal(relp) {
-			continue // a manifest never names paths outside dir
-		}
-		subdirs[filepath.Dir(relp)] = true
-		sub, err := walkDir(d, filepath.Dir(relp), false)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			return rep, err
-		}
-		name := filepath.Base(relp)
-		want := m.Files[relp]
-		ours := false
-		switch typ, err := sub.lstat(name); {
-		case err != nil || typ == 0:
-			sub.close()
-			continue
-		case typ == unix.S_IFLNK:
-			cur, err := sub.readlink(name)
-			ours = err == nil && want == "link:"+cur
-		case typ == unix.S_IFREG:
-			data, err := sub.readFile(name)
-			ours = err == nil && want == "sha256:"+sum(data)
-		}
-		if !ours {
-			sub.close()
-			rep.Actions = append(rep.Actions, Action{relp, "kept (changed since install)"})
-			continue
-		}
-		err = sub.remove(name)
-		sub.close()
-		if err != nil {
-			return rep, fmt.Errorf("remove %s: %v: %w", filepath.Join(dir, relp), err, catalog.ErrIO)
-		}
-		rep.Actions = append(rep.Actions, Action{relp, "removed"})
+	paths := slices.Sorted(maps.Keys(m.Files))
+	if err := removeOurs(d, dir, &m, paths, rep); err != nil {
+		return rep, err
 	}
 	if err := d.remove(ManifestName); err != nil {
 		return rep, fmt.Errorf("remove %s: %v: %w", ManifestName, err, catalog.ErrIO)
-	}
-	for sd := range subdirs {
-		if sd != "." && filepath.IsLocal(sd) && !strings.Contains(sd, "/") {
-			d.rmdir(sd) // only succeeds when empty
-		}
 	}
 	if root != "" {
 		if r, in, _ := projectPath(root, dir); in && r != "." {

@@ -114,7 +114,8 @@ func sameTree(t *testing.T, what string, got, want map[string]string) {
 func opts(root, bin string) install.Options {
 	// Yes: these tests merge into the user's own configuration, which the
 	// user agreed to (attack_test.go asks).
-	return install.Options{Project: root, Proxy: bin, NoClaudeCLI: true, Yes: true, StateDir: filepath.Join(filepath.Dir(root), "state")}
+	return install.Options{Project: root, Proxy: bin, NoClaudeCLI: true, Yes: true, StateDir: filepath.Join(filepath.Dir(root), "state"),
+		ToolStore: filepath.Join(filepath.Dir(root), "store")}
 }
 
 func decode(t *testing.T, what, s string) map[string]any {

@@ -7,11 +7,12 @@ import (
 	"strings"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/toolstore"
 )
 
 // InstallUsage and UninstallUsage are the synopses the errors and help print.
 const (
-	InstallUsage   = "contextd-proxy install [--agent auto|claude|codex|gemini|opencode|none] [--project DIR] [--force] [--no-trust] [--yes] [TOOLS-DIR]"
+	InstallUsage   = "contextd-proxy install [--agent auto|claude|codex|gemini|opencode|none] [--project DIR] [--force] [--no-trust] [--yes] [--tools NAME,... | --no-plugins] [TOOLS-DIR]"
 	UninstallUsage = "contextd-proxy uninstall [--project DIR]"
 )
 
@@ -84,11 +85,32 @@ func parseArgs(args []string, install bool) (Options, bool, error) {
 			o.NoTrust = true
 		case install && name == "--yes" && !hasVal:
 			o.Yes = true
+		case install && name == "--no-plugins" && !hasVal:
+			o.NoPlugins = true
+		case install && name == "--tools":
+			v, ok := value()
+			if !ok {
+				return bad("--tools needs the plugin tools to enable, NAME,NAME (--no-plugins for none)")
+			}
+			for _, n := range strings.Split(v, ",") {
+				if n = strings.TrimSpace(n); n == "" {
+					continue
+				}
+				if err := toolstore.CheckName(n); err != nil {
+					return bad("--tools: %v", err)
+				}
+				o.Tools = append(o.Tools, n)
+			}
+			if o.Tools == nil {
+				return bad("--tools needs the plugin tools to enable, NAME,NAME (--no-plugins for none)")
+			}
 		default:
 			return bad("unknown option %s", a)
 		}
 	}
 	switch {
+	case o.NoPlugins && o.Tools != nil:
+		return bad("--tools and --no-plugins contradict each other")
 	case len(positional) > 1 || (!install && len(positional) > 0):
 		return bad("too many arguments")
 	case len(positional) == 1:

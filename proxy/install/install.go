@@ -19,6 +19,7 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/toolspec"
+	"github.com/contextd/contextd/toolstore"
 )
 
 // ManifestName is the file in DIR that lists what install wrote.
@@ -32,6 +33,10 @@ const DefaultDir = ".claude/tools"
 type manifest struct {
 	Version int               `json:"version"`
 	Files   map[string]string `json:"files"`
+	// Plugins are the plugin tools whose symlink install laid out here
+	// (sorted): the proxy takes a name it does not know as a tool only
+	// when it is listed here, beside the symlink it was started through.
+	Plugins []string `json:"plugins,omitempty"`
 }
 
 // Action is one thing install did or refused to do.
@@ -47,12 +52,14 @@ type Report struct {
 	Conflicts []string // paths left alone because the user owns them
 }
 
-// Install writes every tool into dir, pointing the symlinks at proxy (an absolute
-// path). Files that exist and were not written by install (or were changed since)
-// are left alone and listed in Conflicts; the error then wraps ErrConflict, after
-// everything else was installed.
-func Install(dir, proxy string) (*Report, error) {
-	return installTools("", dir, proxy)
+// Install writes every built-in tool and each of plugins into dir, pointing
+// the symlinks at proxy (an absolute path). A plugin tool laid out by an
+// earlier install and not among plugins is removed. Files that exist and
+// were not written by install (or were changed since) are left alone and
+// listed in Conflicts; the error then wraps ErrConflict, after everything
+// else was installed.
+func Install(dir, proxy string, plugins ...Plugin) (*Report, error) {
+	return installTools("", dir, proxy, plugins)
 }
 
 // toolsDirAt opens the tools directory: beneath the project root when it lies
@@ -79,7 +86,7 @@ func toolsDirAt(root, dir string, create bool) (*dirAt, error) {
 }
 
 // installTools is Install for the project at root ("" for none).
-func installTools(root, dir, proxy string) (*Report, error) {
+func installTools(root, dir, proxy string, plugins []Plugin) (*Report, error) {
 	if !filepath.IsAbs(proxy) {
 		return nil, fmt.Errorf("proxy path %q is not absolute: %w", proxy, catalog.ErrInternal)
 	}
@@ -93,43 +100,20 @@ func installTools(root, dir, proxy string) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Dir: dir}
+	plugins = layable(plugins, rep)
+	tools := make([]Plugin, 0, len(toolspec.All())+len(plugins))
 	for _, spec := range toolspec.All() {
-		sub, err := walkDir(d, spec.Name, true)
-		if err != nil {
+		tools = append(tools, Plugin{Name: spec.Name, Schema: spec.Schema, Doc: spec.Doc})
+	}
+	for _, tf := range append(tools, plugins...) {
+		if err := placeTool(d, tf, proxy, m, rep); err != nil {
 			writeManifest(d, m)
 			return rep, err
 		}
-		items := []struct {
-			name string
-			link string
-			data []byte
-		}{
-			{name: spec.Name, link: proxy},
-			{name: "schema.json", data: spec.Schema},
-			{name: "TOOL.md", data: spec.Doc},
-		}
-		for _, it := range items {
-			rel := filepath.Join(spec.Name, it.name)
-			var act Action
-			var err error
-			if it.link != "" {
-				act, err = placeLink(sub, rel, it.name, it.link, m)
-			} else {
-				act, err = placeFile(sub, rel, it.name, it.data, m)
-			}
-			if errors.Is(err, catalog.ErrConflict) {
-				rep.Conflicts = append(rep.Conflicts, rel)
-				rep.Actions = append(rep.Actions, Action{rel, "kept (not written by contextd)"})
-				continue
-			}
-			if err != nil {
-				sub.close()
-				writeManifest(d, m)
-				return rep, err
-			}
-			rep.Actions = append(rep.Actions, act)
-		}
-		sub.close()
+	}
+	if err := m.replacePlugins(d, dir, plugins, rep); err != nil {
+		writeManifest(d, m)
+		return rep, err
 	}
 	if err := writeManifest(d, m); err != nil {
 		return rep, err
@@ -138,6 +122,48 @@ func installTools(root, dir, proxy string) (*Report, error) {
 		return rep, fmt.Errorf("left %d file(s) in %s alone: %s: %w", len(rep.Conflicts), dir, strings.Join(rep.Conflicts, ", "), catalog.ErrConflict)
 	}
 	return rep, nil
+}
+
+// placeTool writes one tool's directory: its symlink to proxy, its
+// schema.json and, when it has one, its TOOL.md.
+func placeTool(d *dirAt, tf Plugin, proxy string, m *manifest, rep *Report) error {
+	sub, err := walkDir(d, tf.Name, true)
+	if err != nil {
+		return err
+	}
+	defer sub.close()
+	items := []struct {
+		name string
+		link string
+		data []byte
+	}{
+		{name: tf.Name, link: proxy},
+		{name: toolstore.SchemaName, data: tf.Schema},
+		{name: toolstore.DocName, data: tf.Doc},
+	}
+	for _, it := range items {
+		if it.link == "" && it.data == nil {
+			continue
+		}
+		rel := filepath.Join(tf.Name, it.name)
+		var act Action
+		var err error
+		if it.link != "" {
+			act, err = placeLink(sub, rel, it.name, it.link, m)
+		} else {
+			act, err = placeFile(sub, rel, it.name, it.data, m)
+		}
+		if errors.Is(err, catalog.ErrConflict) {
+			rep.Conflicts = append(rep.Conflicts, rel)
+			rep.Actions = append(rep.Actions, Action{rel, "kept (not written by contextd)"})
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		rep.Actions = append(rep.Actions, act)
+	}
+	return nil
 }
 
 func placeLink(d *dirAt, rel, name, target string, m *manifest) (Action, error) {

@@ -18,13 +18,19 @@ import (
 // maxRef bounds a reference from the model; the daemon's are under 60 bytes.
 const maxRef = 256
 
+// builtinTool says whether tool is one of contextd's own.
+func builtinTool(tool string) bool {
+	_, ok := toolspec.Get(tool)
+	return ok
+}
+
 // formatRef is the reference to give the model for the daemon's ref.
 func formatRef(tool, ref string) string { return tool + ":" + ref }
 
 // parseRef splits a reference the model passed back. It checks only what this
-// side needs (a tool that exists and a non-empty rest without spaces); the
+// side needs (a tool known says is served, and a non-empty rest without spaces); the
 // daemon checks the rest and answers CTXD-E040 for a reference it does not know.
-func parseRef(s string) (tool, ref string, err error) {
+func parseRef(s string, known func(string) bool) (tool, ref string, err error) {
 	bad := func(why string) (string, string, error) {
 		if len(s) > 80 {
 			s = s[:80] + "…"
@@ -38,7 +44,7 @@ func parseRef(s string) (tool, ref string, err error) {
 	if !ok || ref == "" {
 		return bad("is not of the form tool:ref")
 	}
-	if _, known := toolspec.Get(tool); !known {
+	if !known(tool) {
 		return bad("names no tool")
 	}
 	if strings.ContainsFunc(ref, func(r rune) bool { return r <= ' ' || r == 0x7f }) {

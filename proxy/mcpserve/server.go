@@ -21,6 +21,7 @@ import (
 	"github.com/contextd/contextd/internal/ids"
 	"github.com/contextd/contextd/proxy"
 	"github.com/contextd/contextd/proxy/client"
+	"github.com/contextd/contextd/toolspec"
 	"github.com/contextd/contextd/wire/lite"
 )
 
@@ -36,9 +37,19 @@ type Options struct {
 	// per-user default, looked up at each call like the symlinks do.
 	Socket string
 	// Notes receives what is meant for a person rather than the model (a
-	// sandbox running without a systemd scope). Nil: discarded. Main passes
-	// standard error, which MCP clients keep in their server log.
+	// sandbox running without a systemd scope, a plugin tool not served).
+	// Nil: discarded. Main passes standard error, which MCP clients keep in
+	// their server log.
 	Notes io.Writer
+	// Root is the workspace whose enabled plugin tools are served. Empty:
+	// the working directory's (its nearest ancestor holding .git), as
+	// install finds it.
+	Root string
+	// ToolStore is the tool store's root. Empty: toolstore.Default().
+	ToolStore string
+	// Enablement is the record of each project's plugin tools. Empty:
+	// toolstore.DefaultEnablement().
+	Enablement string
 }
 
 // Server serves contextd's tools to one MCP connection.
@@ -48,6 +59,7 @@ type Server struct {
 	socket  string
 	notes   io.Writer
 	noted   sync.Once
+	plugins map[string]bool // the plugin tools served
 }
 
 const instructions = "contextd runs commands and file access in a sandbox, redacts secrets from results and cuts them to a token budget; use these tools instead of a built-in shell or file tools."
@@ -71,7 +83,7 @@ func New(opts *Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcp: %v: %w", err, catalog.ErrInternal)
 	}
-	s := &Server{session: o.Session, socket: o.Socket, notes: o.Notes}
+	s := &Server{session: o.Session, socket: o.Socket, notes: o.Notes, plugins: map[string]bool{}}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "contextd", Version: proxy.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		// No logging capability: nothing is logged to the client. The tools
@@ -81,6 +93,15 @@ func New(opts *Options) (*Server, error) {
 	for _, n := range names {
 		c := specs[n]
 		s.mcp.AddTool(&mcp.Tool{Name: n, Description: c.Description, InputSchema: c.Schema}, s.handler(n))
+	}
+	pnames, pspecs := plugins(&o, o.Notes)
+	for _, n := range pnames {
+		c := pspecs[n]
+		if err := addTool(s.mcp, &mcp.Tool{Name: n, Description: c.Description, InputSchema: c.Schema}, s.handler(n)); err != nil {
+			fmt.Fprintf(o.Notes, "contextd: note: plugin tool %s not served: %v\n", n, err)
+			continue
+		}
+		s.plugins[n] = true
 	}
 	return s, nil
 }
@@ -109,7 +130,7 @@ func (s *Server) handler(tool string) mcp.ToolHandler {
 		}
 		name, cont := tool, ""
 		if tool == continueTool {
-			if name, cont, err = continueArgs(input); err != nil {
+			if name, cont, err = continueArgs(input, s.known); err != nil {
 				return failure(err, nil), nil
 			}
 			input = nil
@@ -121,6 +142,12 @@ func (s *Server) handler(tool string) mcp.ToolHandler {
 		call.Session = s.session
 		return s.call(ctx, call), nil
 	}
+}
+
+// known says whether tool is one the server serves (continue aside).
+func (s *Server) known(tool string) bool {
+	_, builtin := toolspec.Get(tool)
+	return builtin || s.plugins[tool]
 }
 
 // objectArgs returns the arguments as the tool's JSON input: absent or null is
@@ -137,7 +164,7 @@ func objectArgs(raw json.RawMessage) (json.RawMessage, error) {
 }
 
 // continueArgs reads continue's input: exactly {"ref": "..."}.
-func continueArgs(input json.RawMessage) (tool, ref string, err error) {
+func continueArgs(input json.RawMessage, known func(string) bool) (tool, ref string, err error) {
 	var in struct {
 		Ref *string `json:"ref"`
 	}
@@ -149,7 +176,7 @@ func continueArgs(input json.RawMessage) (tool, ref string, err error) {
 	if in.Ref == nil {
 		return "", "", fmt.Errorf("continue: ref is required: %w", catalog.ErrBadInput)
 	}
-	return parseRef(*in.Ref)
+	return parseRef(*in.Ref, known)
 }
 
 // call runs one call on its own connection to the daemon (calls of one MCP
@@ -191,8 +218,8 @@ func failure(err error, out []byte) *mcp.CallToolResult {
 }
 
 // render turns the daemon's result into the MCP result: the output, then a
-// line for each of safe_bash's exit status (not on a page: the first part
-// said it), the warnings, and how to get the rest of a cut result. A failure
+// line for each of safe_bash's exit status, and a plugin tool's when it is
+// not 0 (not on a page: the first part said it), the warnings, and how to get the rest of a cut result. A failure
 // of the tool (a catalog error in the result) is an isError result whose text
 // starts with its code.
 func render(tool string, page bool, out []byte, res *lite.Result) *mcp.CallToolResult {
@@ -209,7 +236,8 @@ func render(tool string, page bool, out []byte, res *lite.Result) *mcp.CallToolR
 		}
 		fmt.Fprintf(&b, format+"\n", a...)
 	}
-	if tool == "safe_bash" && !page && toolErr == nil {
+	_, builtin := toolspec.Get(tool)
+	if !page && toolErr == nil && (tool == "safe_bash" || !builtin && res.ExitCode != 0) {
 		line("[exit status %d]", res.ExitCode)
 	}
 	for _, w := range res.Warnings {

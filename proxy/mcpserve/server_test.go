@@ -251,7 +251,7 @@ func TestParseRef(t *testing.T) {
 		{"safe_bash:" + strings.Repeat("a", maxRef), "", "", catalog.ErrUnknownContinuation},
 	}
 	for _, tt := range tests {
-		tool, rf, err := parseRef(tt.in)
+		tool, rf, err := parseRef(tt.in, builtinTool)
 		if !errors.Is(err, tt.err) || tool != tt.tool || rf != tt.rf {
 			t.Errorf("parseRef(%q) = %q, %q, %v; want %q, %q, %v", tt.in, tool, rf, err, tt.tool, tt.rf, tt.err)
 		}
@@ -265,7 +265,7 @@ func FuzzParseRef(f *testing.F) {
 	f.Add(":")
 	f.Add("memory_get:\x00")
 	f.Fuzz(func(t *testing.T, s string) {
-		tool, ref, err := parseRef(s)
+		tool, ref, err := parseRef(s, builtinTool)
 		if err != nil {
 			if !errors.Is(err, catalog.ErrUnknownContinuation) {
 				t.Fatalf("parseRef(%q): unclassified error %v", s, err)
@@ -292,7 +292,7 @@ func TestContinueArgs(t *testing.T) {
 		{`{"ref":"cabc"}`, "", catalog.ErrUnknownContinuation},
 	}
 	for _, tt := range tests {
-		tool, _, err := continueArgs(json.RawMessage(tt.in))
+		tool, _, err := continueArgs(json.RawMessage(tt.in), builtinTool)
 		if !errors.Is(err, tt.err) || tool != tt.tool {
 			t.Errorf("continueArgs(%s) = %q, %v; want %q, %v", tt.in, tool, err, tt.tool, tt.err)
 		}
@@ -314,7 +314,7 @@ func FuzzArgs(f *testing.F) {
 		if !json.Valid(in) || in[0] != '{' {
 			t.Fatalf("objectArgs(%q) = %q", b, in)
 		}
-		tool, ref, err := continueArgs(in)
+		tool, ref, err := continueArgs(in, builtinTool)
 		if err != nil {
 			if !errors.Is(err, catalog.ErrBadInput) && !errors.Is(err, catalog.ErrUnknownContinuation) {
 				t.Fatalf("continueArgs(%q): unclassified error %v", in, err)
@@ -347,6 +347,11 @@ func TestRender(t *testing.T) {
 			"head\n[truncated: call continue with {\"ref\":\"safe_read:cabc\"} for the next part]\n"},
 		{"tool failure", "safe_bash", false, "partial\n", lite.Result{ExitCode: 124, Error: timeout}, true,
 			catalog.Format(catalog.FromDetail(timeout)) + "\npartial\n"},
+		{"plugin success", "hello", false, "hi\n", lite.Result{}, false, "hi\n"},
+		{"plugin exit status", "hello", false, "hi", lite.Result{ExitCode: 4}, false, "hi\n[exit status 4]\n"},
+		{"plugin page", "hello", true, "rest", lite.Result{ExitCode: 4}, false, "rest"},
+		{"plugin cut", "hello", false, "a\n", lite.Result{Truncated: true, Continue: "c1"}, false,
+			"a\n[truncated: call continue with {\"ref\":\"hello:c1\"} for the next part]\n"},
 	}
 	for _, tt := range tests {
 		r := render(tt.tool, tt.page, []byte(tt.out), &tt.res)
