@@ -66,6 +66,11 @@ func (s *service) admit(ctx context.Context, c Call, cred peer.Cred) (*admission
 		if adm.place, err = workspace.Find(c.Cwd, s.opts.Config.WorkspaceMarkers); err != nil {
 			return adm, err
 		}
+		if adm.plugin != nil {
+			if err = s.opts.Tools.Plugins.Enabled(c.Tool, adm.place.Root); err != nil {
+				return adm, err
+			}
+		}
 	}
 	adm.log = s.opts.Logger.With("tool", c.Tool, "peer_pid", cred.PID, "peer_uid", cred.UID, "session", adm.session)
 	ceiling := s.opts.Config.MaxTokens(c.Tool)

@@ -133,7 +133,13 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 			log.Warn("plugin tools unavailable", "err", err)
 		} else {
 			t := *o.Tools
-			t.Plugins = plugins.New(plugins.Options{Store: store, Runner: o.Runner, Sandbox: sandboxes, Config: cfg, Logger: log})
+			popts := plugins.Options{Store: store, Runner: o.Runner, Sandbox: sandboxes, Config: cfg, Logger: log}
+			if en, err := toolstore.DefaultEnablement(); err == nil {
+				popts.Enablement = &en
+			} else {
+				log.Warn("plugin tools: no record of the projects' choices; every installed tool is served everywhere", "err", err)
+			}
+			t.Plugins = plugins.New(popts)
 			o.Tools = &t
 		}
 	}

@@ -61,11 +61,14 @@ func CompileEgress(name string, rules []string) ([]egress.Rule, error) {
 
 // Options are what the runtime needs of the daemon.
 type Options struct {
-	Store   toolstore.Store
-	Runner  runner.Runner
-	Sandbox *sandboxenv.Builder
-	Config  *config.Config
-	Logger  *slog.Logger
+	Store toolstore.Store
+	// Enablement records which installed tools each project enables
+	// (contextd-proxy install --tools); nil: every tool everywhere.
+	Enablement *toolstore.Enablement
+	Runner     runner.Runner
+	Sandbox    *sandboxenv.Builder
+	Config     *config.Config
+	Logger     *slog.Logger
 	// RunDir holds the instances' socket and scratch directories. It must
 	// be short: a unix socket's path is at most 107 bytes. Default:
 	// $XDG_RUNTIME_DIR/contextd/p.
@@ -240,6 +243,23 @@ func (r *Runtime) Decode(name string, input []byte) (*Call, error) {
 		return nil, fmt.Errorf("%s: input does not match its schema.json: %v: %w", name, err, catalog.ErrBadInput)
 	}
 	return &Call{rt: r, e: e, input: in}, nil
+}
+
+// Enabled refuses a call of name in the workspace root when the project
+// chose not to enable it. The choice is read from the user's state
+// directory, never from the project, whose files the agent can write.
+func (r *Runtime) Enabled(name, root string) error {
+	if r.opts.Enablement == nil {
+		return nil
+	}
+	c, err := r.opts.Enablement.Of(root)
+	if err != nil {
+		return fmt.Errorf("tool %s: which tools %s enables cannot be read: %w", name, root, err)
+	}
+	if !c.Enables(name) {
+		return fmt.Errorf("tool %s is installed but not enabled in %s (contextd-proxy install --tools %s, in the project): %w", name, root, name, catalog.ErrPolicy)
+	}
+	return nil
 }
 
 // Close stops every instance and waits until their sandboxes are gone.

@@ -124,3 +124,22 @@ func TestInspect(t *testing.T) {
 		t.Errorf("a changed tree: %+v", hs[0])
 	}
 }
+
+// A project that enables other tools gets this one refused, whatever its
+// own tools directory says.
+func TestEnabled(t *testing.T) {
+	en := toolstore.Enablement{Path: filepath.Join(t.TempDir(), "contextd", toolstore.EnabledName)}
+	rt := New(Options{Store: store(t, `{"type":"object"}`), Config: config.Default(), Enablement: &en})
+	if err := rt.Enabled("echo", "/p"); err != nil {
+		t.Errorf("a project with no record: %v", err)
+	}
+	if err := en.Set("/p", toolstore.Choice{Tools: []string{"other"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Enabled("echo", "/p"); !errors.Is(err, catalog.ErrPolicy) {
+		t.Errorf("a project enabling other tools: %v, want ErrPolicy", err)
+	}
+	if err := rt.Enabled("echo", "/q"); err != nil {
+		t.Errorf("another project: %v", err)
+	}
+}
