@@ -9,6 +9,9 @@
 //     what that Go program needs, including the execve that starts it.
 //   - mcp-server.json: a third-party MCP server launched by `mcp wrap`;
 //     safe_bash's deny-list and a few groups a server has no use for.
+//   - tool_fetch.json, tool_build.json: the fetch of a plugin tool's source
+//     (go-getter, and git under it) and its one-time build at install;
+//     mcp-server's list, for the same reason: programs of unknown origin.
 //   - no_exec.json: a small default-allow profile that forbids execve and
 //     execveat. A file tool loads it first thing on start (filters stack, the
 //     stricter answer wins), taking back the exec that its own profile had
