@@ -208,6 +208,11 @@ var rules = []rule{
 		why:    "the daemon's side of mcp wrap launches a server through the runner's interface with the call's views and filters it with mcp/: it links neither the tools, the state, nor the sandbox's implementation",
 	},
 	{
+		from: []string{"daemon/toolfetch"}, deep: true,
+		forbid: []string{"daemon/tools/...", "daemon/state", "daemon/store/...", "daemon/embedding/...", "daemon/sandbox", "daemon/scope", "daemon/respond", "daemon/plugins/...", "ns"},
+		why:    "installing a tool fetches and builds it through the runner's interface with views of its own, then checks and commits what came out: it links neither the tools, the state, the plugin runtime nor the sandbox's implementation",
+	},
+	{
 		from: []string{"daemon/plugins/..."}, deep: true,
 		forbid: []string{"daemon/tools/...", "daemon/state", "daemon/store/...", "daemon/embedding/...", "daemon/sandbox", "daemon/scope", "daemon/respond"},
 		why:    "tool plugins are started through the runner's interface with the spec their caller built: the plugin side links neither the built-in tools, the state, nor the sandbox's implementation",

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +37,10 @@ type Op struct {
 	MaxBytes int64         `json:"max_bytes"`
 	MaxFiles int           `json:"max_files"`
 	Timeout  time.Duration `json:"timeout"`
+	// Env is the fetch's whole environment (PATH, HOME, the proxy's
+	// variables): a function-mode sandbox init keeps the one it started
+	// with, so Main puts this one in its place.
+	Env []string `json:"env,omitempty"`
 }
 
 // Result is what a fetch reports.
@@ -192,6 +197,10 @@ var gitEnv = [][2]string{
 	{"GIT_DIR", ""},
 	{"GIT_WORK_TREE", ""},
 	{"GIT_SSH_COMMAND", "/bin/false"},
+	// In the sandbox the egress proxy is the only way out, the source's
+	// host on the host's loopback included: nothing is exempt from it.
+	{"NO_PROXY", ""},
+	{"no_proxy", ""},
 }
 
 var gitConfig = [][2]string{
@@ -282,7 +291,7 @@ func sep(u string) string {
 // redirect to another host.
 func download(ctx context.Context, src *toolsrc.Source, dst string, op Op) error {
 	client := &http.Client{
-		Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true,
+		Transport: &http.Transport{Proxy: proxyAlways, ForceAttemptHTTP2: true,
 			TLSHandshakeTimeout: 30 * time.Second, ResponseHeaderTimeout: time.Minute},
 		CheckRedirect: func(r *http.Request, via []*http.Request) error {
 			if len(via) >= 5 || !strings.EqualFold(r.URL.Host, via[0].URL.Host) || r.URL.Scheme != via[0].URL.Scheme {
@@ -314,6 +323,21 @@ func download(ctx context.Context, src *toolsrc.Source, dst string, op Op) error
 		return fmt.Errorf("http: %s gave no file: %w", src.URL, catalog.ErrIO)
 	}
 	return nil
+}
+
+// proxyAlways sends every request through the proxy the environment
+// names, loopback hosts included (http.ProxyFromEnvironment sends those
+// direct, which in the sandbox is its own loopback, where nothing listens).
+func proxyAlways(r *http.Request) (*url.URL, error) {
+	for _, k := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"} {
+		if r.URL.Scheme == "http" && strings.HasPrefix(strings.ToLower(k), "https") {
+			continue
+		}
+		if v := os.Getenv(k); v != "" {
+			return url.Parse(v)
+		}
+	}
+	return nil, nil
 }
 
 // fetchErr is a getter's failure: a timeout, or the source unreachable.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 
 	"github.com/contextd/contextd/catalog"
 )
@@ -30,6 +32,14 @@ func run(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	var op Op
 	if err := json.NewDecoder(io.LimitReader(stdin, 1<<20)).Decode(&op); err != nil {
 		return fmt.Errorf("tool fetch: decode operation: %v: %w", err, catalog.ErrInternal)
+	}
+	os.Clearenv()
+	for _, kv := range op.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			if err := os.Setenv(k, v); err != nil {
+				return fmt.Errorf("tool fetch: environment: %v: %w", err, catalog.ErrInternal)
+			}
+		}
 	}
 	res, err := Fetch(ctx, op)
 	if err != nil {

@@ -228,6 +228,21 @@ func (s *Source) local(src, raw string, q url.Values, cwd string) (*Source, erro
 	return s, nil
 }
 
+// LocalPath is the path on this machine a source reads, which its
+// sandbox must show read-only: a local source's, or a git file:// URL's;
+// "" for a network source.
+func (s *Source) LocalPath() string {
+	switch {
+	case s.Kind == Local:
+		return s.URL
+	case s.Kind == Git && strings.HasPrefix(s.URL, "file://"):
+		if u, err := url.Parse(s.URL); err == nil {
+			return u.Path
+		}
+	}
+	return ""
+}
+
 // Rule is the egress rule that lets a network source's sandbox reach its
 // host, and nothing else; "" for a source on this machine.
 func (s *Source) Rule() string {
