@@ -180,7 +180,7 @@ func (in *Installer) install(ctx context.Context, src *toolsrc.Source, name, wan
 		if t, ok := lock.Tools[m.Name]; ok {
 			if t.Source != src.Locked() {
 				return nil, fmt.Errorf("tool %s is installed from %s, not %s: run `contextd tool update %s`, or `contextd tool remove %s` first: %w",
-					m.Name, t.Source, src.Locked(), m.Name, m.Name, catalog.ErrConflict)
+					m.Name, t.Source, src.Locked(), m.Name, m.Name, catalog.ErrUsage)
 			}
 			old = t
 		}

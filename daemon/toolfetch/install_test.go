@@ -111,6 +111,9 @@ func installer(t *testing.T) (*Installer, *[]string) {
 			return nil
 		},
 		Log: t.Logf}
+	// Before the temporary directory's own removal: the installed trees
+	// are read-only.
+	t.Cleanup(func() { removeAll(in.Store.Root) })
 	in.Net, in.NetErr = sandboxenv.NewNet(cfg, nil)
 	if in.NetErr != nil {
 		t.Fatalf("egress proxy: %v", in.NetErr)
@@ -216,8 +219,8 @@ func TestInstallGitAndHTTP(t *testing.T) {
 		t.Fatalf("install with a wrong checksum=: %v, want %v", err, catalog.ErrChecksum)
 	}
 	// The same name from another source.
-	if _, err := in.Install(ctx, Request{Source: "git::file://" + repo + "?ref=v1", Name: "hello"}); !errors.Is(err, catalog.ErrConflict) {
-		t.Fatalf("install over another source: %v, want %v", err, catalog.ErrConflict)
+	if _, err := in.Install(ctx, Request{Source: "git::file://" + repo + "?ref=v1", Name: "hello"}); !errors.Is(err, catalog.ErrUsage) {
+		t.Fatalf("install over another source: %v, want %v", err, catalog.ErrUsage)
 	}
 
 	tools, err := List(in.Store)

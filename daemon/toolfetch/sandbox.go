@@ -15,8 +15,8 @@ import (
 	"github.com/contextd/contextd/daemon/netview"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/toolfetch/toolsrc"
-	"github.com/contextd/contextd/scrub"
 	"github.com/contextd/contextd/sandboxinfo"
+	"github.com/contextd/contextd/scrub"
 )
 
 // The sandboxes' tool names: their seccomp profiles and scopes.
@@ -24,26 +24,6 @@ const (
 	FetchTool = "tool_fetch"
 	BuildTool = "tool_build"
 )
-
-// fetchOp mirrors the fetch's operation (daemon/toolfetch/inside.Op),
-// which only the sandbox's binary links.
-type fetchOp struct {
-	Source   string        `json:"source"`
-	Dest     string        `json:"dest"`
-	Work     string        `json:"work"`
-	MaxBytes int64         `json:"max_bytes"`
-	MaxFiles int           `json:"max_files"`
-	Timeout  time.Duration `json:"timeout"`
-	Env      []string      `json:"env,omitempty"`
-}
-
-// fetchResult mirrors inside.Result.
-type fetchResult struct {
-	Resolved string `json:"resolved"`
-	Files    int    `json:"files"`
-	Dirs     int    `json:"dirs"`
-	Bytes    int64  `json:"bytes"`
-}
 
 // sandboxLimits bound the fetch's and the build's sandboxes; their /tmp is
 // charged to the memory bound too.
@@ -56,10 +36,10 @@ const basePath = "/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin"
 // fetch runs the fetch of src in a sandbox whose only way out is src's
 // host:port (none for a local source, which is shown read-only instead),
 // into st's tree.
-func (in *Installer) fetch(ctx context.Context, src *toolsrc.Source, st *staging) (fetchResult, error) {
-	var res fetchResult
+func (in *Installer) fetch(ctx context.Context, src *toolsrc.Source, st *staging) (toolsrc.Result, error) {
+	var res toolsrc.Result
 	lim := in.Config.Plugins
-	op := fetchOp{Source: src.Locked(), Dest: st.tree, Work: st.work, MaxBytes: int64(lim.FetchMaxBytes),
+	op := toolsrc.Op{Source: src.Locked(), Dest: st.tree, Work: st.work, MaxBytes: int64(lim.FetchMaxBytes),
 		MaxFiles: lim.FetchMaxFiles, Timeout: lim.FetchTimeout.Duration}
 	var out, errOut bytes.Buffer
 	spec := runner.Spec{Tool: FetchTool, Mode: runner.Tool, Args: []string{FetchTool},
@@ -207,4 +187,3 @@ func lookPath(name, tree string) (string, error) {
 	}
 	return "", fmt.Errorf("tool build: %q is not on the build's PATH (%s): %w", name, basePath, catalog.ErrNotFound)
 }
-

@@ -25,34 +25,6 @@ import (
 	"github.com/contextd/contextd/internal/safeunpack"
 )
 
-// Op is one fetch, as the host hands it to the sandbox.
-type Op struct {
-	// Source is toolsrc.Source.Locked(): absolute, without a checksum.
-	Source string `json:"source"`
-	// Dest is the staging tree: an empty directory the fetch fills.
-	Dest string `json:"dest"`
-	// Work is an empty directory for the download or the clone, left
-	// behind for the host to remove.
-	Work     string        `json:"work"`
-	MaxBytes int64         `json:"max_bytes"`
-	MaxFiles int           `json:"max_files"`
-	Timeout  time.Duration `json:"timeout"`
-	// Env is the fetch's whole environment (PATH, HOME, the proxy's
-	// variables): a function-mode sandbox init keeps the one it started
-	// with, so Main puts this one in its place.
-	Env []string `json:"env,omitempty"`
-}
-
-// Result is what a fetch reports.
-type Result struct {
-	// Resolved pins what came: "git:<commit>", "sha256:<hex>" of an
-	// archive, or "" for a local directory (the host hashes the tree).
-	Resolved string `json:"resolved"`
-	Files    int    `json:"files"`
-	Dirs     int    `json:"dirs"`
-	Bytes    int64  `json:"bytes"`
-}
-
 // refusals are safeunpack's reasons to refuse a source.
 var refusals = []error{safeunpack.ErrEscape, safeunpack.ErrLink, safeunpack.ErrSpecial, safeunpack.ErrTooLarge,
 	safeunpack.ErrTooMany, safeunpack.ErrBadName, safeunpack.ErrDuplicate, safeunpack.ErrFormat}
@@ -68,8 +40,11 @@ func refused(err error) error {
 	return err
 }
 
+// Result is what a fetch reports (toolsrc.Result).
+type Result = toolsrc.Result
+
 // Fetch fetches op's source into op.Dest.
-func Fetch(ctx context.Context, op Op) (Result, error) {
+func Fetch(ctx context.Context, op toolsrc.Op) (Result, error) {
 	src, err := toolsrc.Parse(op.Source, "")
 	if err != nil {
 		return Result{}, err
@@ -119,7 +94,7 @@ func Fetch(ctx context.Context, op Op) (Result, error) {
 // op.Dest when there is no subdirectory (root "", the report in res), else
 // into a directory of op.Work, returned as the root to copy the
 // subdirectory from.
-func unpack(archive, subdir string, op Op, lim safeunpack.Limits, res *Result) (root string, err error) {
+func unpack(archive, subdir string, op toolsrc.Op, lim safeunpack.Limits, res *Result) (root string, err error) {
 	f, err := os.Open(archive)
 	if err != nil {
 		return "", fmt.Errorf("archive: %v: %w", err, catalog.ErrIO)
@@ -289,7 +264,7 @@ func sep(u string) string {
 // bounded by op.MaxBytes, with no decompressor (safeunpack unpacks) and no
 // X-Terraform-Get, through the sandbox's proxy (the environment's), and no
 // redirect to another host.
-func download(ctx context.Context, src *toolsrc.Source, dst string, op Op) error {
+func download(ctx context.Context, src *toolsrc.Source, dst string, op toolsrc.Op) error {
 	client := &http.Client{
 		Transport: &http.Transport{Proxy: proxyAlways, ForceAttemptHTTP2: true,
 			TLSHandshakeTimeout: 30 * time.Second, ResponseHeaderTimeout: time.Minute},

@@ -17,15 +17,16 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/toolfetch/toolsrc"
 	"github.com/contextd/contextd/internal/safeunpack"
 )
 
 // dirs makes a fetch's staging tree and scratch directory side by side
 // under a parent whose other content the test checks stays empty.
-func dirs(t *testing.T) (parent string, op Op) {
+func dirs(t *testing.T) (parent string, op toolsrc.Op) {
 	t.Helper()
 	parent = t.TempDir()
-	op = Op{Dest: filepath.Join(parent, "stage"), Work: filepath.Join(parent, "work"), MaxBytes: 1 << 20, MaxFiles: 100, Timeout: time.Minute}
+	op = toolsrc.Op{Dest: filepath.Join(parent, "stage"), Work: filepath.Join(parent, "work"), MaxBytes: 1 << 20, MaxFiles: 100, Timeout: time.Minute}
 	for _, d := range []string{op.Dest, op.Work} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			t.Fatal(err)
@@ -132,7 +133,7 @@ func TestArchivesRefused(t *testing.T) {
 		name  string
 		data  func(t *testing.T) []byte
 		want  error
-		limit func(*Op)
+		limit func(*toolsrc.Op)
 	}{
 		{"zip slip", func(t *testing.T) []byte { return zipOf(t, "ok.txt", "../x") }, safeunpack.ErrEscape, nil},
 		{"symlink to ssh key", func(t *testing.T) []byte {
@@ -148,7 +149,7 @@ func TestArchivesRefused(t *testing.T) {
 			return tarOf(t, true, member{name: "zeros", size: 300 << 20})
 		}, safeunpack.ErrTooLarge, nil},
 		{"too many files", func(t *testing.T) []byte { return tarOf(t, false, many...) }, safeunpack.ErrTooMany,
-			func(op *Op) { op.MaxFiles = 3 }},
+			func(op *toolsrc.Op) { op.MaxFiles = 3 }},
 	}
 	for _, c := range cases {
 		data := c.data(t)

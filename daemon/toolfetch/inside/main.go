@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/toolfetch/toolsrc"
 )
 
 // OpName is the tool mode operation (argv[1] of the sandbox's function)
@@ -29,7 +30,7 @@ func Main(stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func run(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
-	var op Op
+	var op toolsrc.Op
 	if err := json.NewDecoder(io.LimitReader(stdin, 1<<20)).Decode(&op); err != nil {
 		return fmt.Errorf("tool fetch: decode operation: %v: %w", err, catalog.ErrInternal)
 	}

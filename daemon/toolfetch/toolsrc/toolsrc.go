@@ -1,4 +1,4 @@
-// Package toolsrc reads the SOURCE of `contextd tool install`: which getter fetches it, from where, at which ref and subdirectory, and what checksum it must have; the host and the sandboxed fetch read it the same way.
+// Package toolsrc reads the SOURCE of `contextd tool install` (which getter fetches it, from where, at which ref and subdirectory, with what checksum) and holds the fetch's operation and report, so that the host and the sandboxed fetch share one reading.
 package toolsrc
 
 import (
