@@ -267,3 +267,43 @@ func TestInstallRefusedInSandbox(t *testing.T) {
 		t.Errorf("staging directories left: %v", ents)
 	}
 }
+
+// TestUpdateWidening: an update whose manifest asks for more is approved
+// again, shown only what is new; one that asks for no more applies
+// without asking.
+func TestUpdateWidening(t *testing.T) {
+	in, asked := installer(t)
+	ctx := context.Background()
+	src := filepath.Join(t.TempDir(), "tool")
+	writeTree(t, src, toolFiles("1"))
+	if _, err := in.Install(ctx, Request{Source: src}); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, src, map[string]string{"contextd-tool.toml": strings.Replace(fmt.Sprintf(manifest, "2"), "read-only", "read-write", 1)})
+	out, err := in.Update(ctx, "hello", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(*asked) != 2 || !strings.Contains((*asked)[1], "widened=true: read and write the workspace") || strings.Contains((*asked)[1], "memory") {
+		t.Errorf("the widening update asked %q", *asked)
+	}
+	if out.Tool.Version != "2" {
+		t.Errorf("updated to %+v", out.Tool)
+	}
+	writeTree(t, src, map[string]string{"contextd-tool.toml": strings.Replace(fmt.Sprintf(manifest, "3"), "read-only", "none", 1)})
+	if out, err = in.Update(ctx, "hello", ""); err != nil || out.Tool.Version != "3" {
+		t.Fatalf("narrowing update: %+v, %v", out, err)
+	}
+	if len(*asked) != 2 {
+		t.Errorf("a narrowing update asked again: %q", *asked)
+	}
+	// Refused at the question: nothing changes.
+	writeTree(t, src, map[string]string{"contextd-tool.toml": fmt.Sprintf(manifest, "4")})
+	in.Approve = func(string, []string, bool) error { return catalog.ErrApproval }
+	if _, err := in.Update(ctx, "hello", ""); !errors.Is(err, catalog.ErrApproval) {
+		t.Fatalf("refused update: %v", err)
+	}
+	if l, _ := in.Store.Load(); l.Tools["hello"].Version != "3" {
+		t.Errorf("a refused update changed the lock: %+v", l.Tools["hello"])
+	}
+}

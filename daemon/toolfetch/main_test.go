@@ -18,7 +18,7 @@ import (
 // says so.
 const (
 	innerEnv = "CONTEXTD_TOOLFETCH_INNER"
-	testUser = "ctxd-sandbox"
+	testUser = "ctxd-toolfetch"
 )
 
 func TestMain(m *testing.M) {
