@@ -129,19 +129,9 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 	sandboxes := &sandboxenv.Builder{Config: cfg, Home: o.Home, Net: o.Net, NetErr: o.NetErr, HomeDir: home}
 	sandboxes.ExpireCaches(ctx, log)
 	if o.Tools.Plugins == nil {
-		if store, err := toolstore.Default(); err != nil {
-			log.Warn("plugin tools unavailable", "err", err)
-		} else {
-			t := *o.Tools
-			popts := plugins.Options{Store: store, Runner: o.Runner, Sandbox: sandboxes, Config: cfg, Logger: log}
-			if en, err := toolstore.DefaultEnablement(); err == nil {
-				popts.Enablement = &en
-			} else {
-				log.Warn("plugin tools: no record of the projects' choices; every installed tool is served everywhere", "err", err)
-			}
-			t.Plugins = plugins.New(popts)
-			o.Tools = &t
-		}
+		t := *o.Tools
+		t.Plugins = pluginRuntime(o.Runner, sandboxes, cfg, log)
+		o.Tools = &t
 	}
 	if o.Tools.Plugins != nil {
 		// Deferred before the drain returns: the instances stop once no
@@ -306,6 +296,23 @@ func Registry(cfg *config.Config) *Tools {
 func (t *Tools) isState(name string) bool {
 	_, err := t.State.Get(name)
 	return err == nil
+}
+
+// pluginRuntime runs the user's installed plugin tools with the daemon's
+// runner and sandboxes; nil (none served) without a tool store.
+func pluginRuntime(r runner.Runner, sandboxes *sandboxenv.Builder, cfg *config.Config, log *slog.Logger) *plugins.Runtime {
+	store, err := toolstore.Default()
+	if err != nil {
+		log.Warn("plugin tools unavailable", "err", err)
+		return nil
+	}
+	popts := plugins.Options{Store: store, Runner: r, Sandbox: sandboxes, Config: cfg, Logger: log}
+	if en, err := toolstore.DefaultEnablement(); err == nil {
+		popts.Enablement = &en
+	} else {
+		log.Warn("plugin tools: no record of the projects' choices; every installed tool is served everywhere", "err", err)
+	}
+	return plugins.New(popts)
 }
 
 // isPlugin reports whether name is an installed plugin tool's (and no

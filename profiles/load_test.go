@@ -13,7 +13,7 @@ import (
 )
 
 func TestTools(t *testing.T) {
-	want := []string{"mcp-server", "no_exec", "plugin", "safe_bash", "safe_read", "safe_write"}
+	want := []string{"mcp-server", "no_exec", "plugin", "safe_bash", "safe_read", "safe_write", "tool_build", "tool_fetch"}
 	if got := Tools(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Tools() = %v, want %v", got, want)
 	}

@@ -11,6 +11,9 @@
 //     safe_bash's deny-list and a few groups a server has no use for.
 //   - plugin.json: a plugin tool (`contextd tool install`), kept warm per
 //     workspace; mcp-server's groups, under a name of its own.
+//   - tool_fetch.json, tool_build.json: the fetch of a plugin tool's source
+//     (go-getter, and git under it) and its one-time build at install;
+//     mcp-server's list, for the same reason: programs of unknown origin.
 //   - no_exec.json: a small default-allow profile that forbids execve and
 //     execveat. A file tool loads it first thing on start (filters stack, the
 //     stricter answer wins), taking back the exec that its own profile had

@@ -67,6 +67,11 @@ var rules = []rule{
 		why:    "the tools' inside half is linked only by the binary that is re-executed as the sandbox's init, and by internal/daemontest, which re-runs a test binary as that init; the daemon reaches it through daemon/tools/toolproto alone",
 	},
 	{
+		from: []string{"..."}, except: []string{"cmd/contextd/..."}, span: true,
+		forbid: []string{"daemon/toolfetch/inside"},
+		why:    "a tool source's fetch runs only in its sandbox, as the binary re-executed as the sandbox's init: the host reaches it through the operation's JSON alone",
+	},
+	{
 		from: []string{"daemon/..."}, deep: true, span: true,
 		forbid: []string{"cmd/...", "proxy/...", "inspect", "bench/...", "e2e/...", "packaging/..."},
 		why:    "the daemon shares only the protocols and the leaves with its binaries, the proxy, the inspector and the drivers",
@@ -203,6 +208,11 @@ var rules = []rule{
 		why:    "the daemon's side of mcp wrap launches a server through the runner's interface with the call's views and filters it with mcp/: it links neither the tools, the state, nor the sandbox's implementation",
 	},
 	{
+		from: []string{"daemon/toolfetch"}, deep: true,
+		forbid: []string{"daemon/tools/...", "daemon/state", "daemon/store/...", "daemon/embedding/...", "daemon/sandbox", "daemon/scope", "daemon/respond", "daemon/plugins/...", "ns"},
+		why:    "installing a tool fetches and builds it through the runner's interface with views of its own, then checks and commits what came out: it links neither the tools, the state, the plugin runtime nor the sandbox's implementation",
+	},
+	{
 		from: []string{"daemon/plugins/..."}, deep: true,
 		forbid: []string{"daemon/tools/...", "daemon/state", "daemon/store/...", "daemon/embedding/...", "daemon/sandbox", "daemon/scope", "daemon/respond"},
 		why:    "tool plugins are started through the runner's interface with the spec their caller built: the plugin side links neither the built-in tools, the state, nor the sandbox's implementation",
@@ -217,6 +227,12 @@ var rules = []rule{
 		from: []string{"ns", "seccomp", "profiles"}, deep: true,
 		forbid: []string{"daemon/...", "proxy/...", "mcp/...", "wire/...", "cmd/...", "inspect"},
 		why:    "the sandbox's init and its seccomp programs run before and under the profile: they link nothing of the daemon, the proxy or the protocols",
+	},
+	{
+		from: []string{"daemon/toolfetch/inside", "daemon/toolfetch/toolsrc"}, deep: true,
+		forbid: []string{"daemon/...", "mcp/...", "wire/...", "proxy/...", "cmd/...", "ns", "inspect"},
+		allow:  []string{"daemon/toolfetch/toolsrc"},
+		why:    "the fetch of a tool's source runs in its sandbox with go-getter and the safe unpacker: it links nothing of the daemon's, and reads the source as the host does",
 	},
 	{
 		from: []string{"daemon/tools/inside"}, deep: true,

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/contextd/contextd/catalog"
+	fetchinside "github.com/contextd/contextd/daemon/toolfetch/inside"
 	"github.com/contextd/contextd/daemon/tools/inside"
 	"github.com/contextd/contextd/profiles"
 )
@@ -18,6 +19,10 @@ func ToolMode(args []string) int {
 	if len(args) > 0 && args[0] == "safe_bash" {
 		// safe_bash starts the shell: its deny-list profile allows exec.
 		return inside.Main(args, os.Stdin, os.Stdout, os.Stderr)
+	}
+	if len(args) > 0 && args[0] == fetchinside.OpName {
+		// A tool's fetch starts git: its profile (tool_fetch) allows exec.
+		return fetchinside.Main(os.Stdin, os.Stdout, os.Stderr)
 	}
 	p, err := profiles.Embedded("no_exec")
 	if err == nil {
