@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/plugins/pluginpolicy"
 	"github.com/contextd/contextd/toolmanifest"
 	"github.com/contextd/contextd/toolstore"
 )
@@ -35,7 +36,7 @@ func Inspect(store toolstore.Store, cfg *config.Config) ([]Health, error) {
 	if err != nil {
 		return nil, err
 	}
-	pol := Policy(&cfg.Plugins)
+	pol := pluginpolicy.Of(&cfg.Plugins)
 	var out []Health
 	for _, name := range lock.Names() {
 		t := lock.Tools[name]
@@ -53,7 +54,7 @@ func inspectOne(store toolstore.Store, pol toolmanifest.Policy, t *toolstore.Too
 		return err.Error()
 	}
 	h.Permissions = toolmanifest.Permissions(m)
-	if _, err := CompileEgress(t.Name, m.Permissions.Egress); err != nil {
+	if _, err := pluginpolicy.CompileEgress(t.Name, m.Permissions.Egress); err != nil {
 		return err.Error()
 	}
 	if err := pol.Check(m); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/plugins/pluginpolicy"
 	"github.com/contextd/contextd/daemon/plugins/pluginrun"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/sandboxenv"
@@ -126,7 +127,7 @@ func (r *Runtime) start(k poolKey, e *entry) (*instance, error) {
 	if err := r.opts.Store.Verify(t); err != nil {
 		return nil, err
 	}
-	if err := Policy(&r.opts.Config.Plugins).Check(m); err != nil {
+	if err := pluginpolicy.Of(&r.opts.Config.Plugins).Check(m); err != nil {
 		return nil, fmt.Errorf("tool %s was approved for more than [plugins] allows now (install it again, or widen the configuration): %w", t.Name, err)
 	}
 	if err := os.MkdirAll(r.opts.RunDir, 0o700); err != nil {

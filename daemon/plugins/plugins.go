@@ -16,48 +16,12 @@ import (
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/egress"
+	"github.com/contextd/contextd/daemon/plugins/pluginpolicy"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/sandboxenv"
 	"github.com/contextd/contextd/toolmanifest"
 	"github.com/contextd/contextd/toolstore"
 )
-
-// Policy is the most [plugins] lets a tool's manifest ask for: the
-// installer checks a manifest against it, and an instance is started only
-// while its approved manifest still fits (the configuration may have
-// narrowed since).
-func Policy(p *config.Plugins) toolmanifest.Policy {
-	access := toolmanifest.AccessReadWrite
-	switch p.Workspace {
-	case "none":
-		access = toolmanifest.AccessNone
-	case "read-only":
-		access = toolmanifest.AccessReadOnly
-	}
-	return toolmanifest.Policy{
-		MaxWorkspace:       access,
-		AllowEgress:        p.AllowEgress,
-		AllowedCredentials: p.AllowCredentials,
-		AllowedReadOnly:    p.AllowReadOnly,
-		MaxMemory:          uint64(p.MaxMemory),
-		MaxTasks:           p.MaxTasks,
-		MaxTimeout:         p.MaxTimeout.Duration,
-	}
-}
-
-// CompileEgress turns a manifest's egress rules into the proxy's, each
-// naming the tool as its source.
-func CompileEgress(name string, rules []string) ([]egress.Rule, error) {
-	out := make([]egress.Rule, 0, len(rules))
-	for _, s := range rules {
-		r, err := egress.ParseRule(s, "tool "+name)
-		if err != nil {
-			return nil, fmt.Errorf("%s: permissions.egress %q: %v: %w", toolmanifest.FileName, s, err, catalog.ErrBadInput)
-		}
-		out = append(out, r)
-	}
-	return out, nil
-}
 
 // Options are what the runtime needs of the daemon.
 type Options struct {
@@ -195,7 +159,7 @@ func (r *Runtime) load(t *toolstore.Tool) (*entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: %s: %w", t.Name, toolstore.SchemaName, err)
 	}
-	rules, err := CompileEgress(t.Name, m.Permissions.Egress)
+	rules, err := pluginpolicy.CompileEgress(t.Name, m.Permissions.Egress)
 	if err != nil {
 		return nil, err
 	}

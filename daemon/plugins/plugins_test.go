@@ -9,6 +9,7 @@ import (
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/plugins/pluginpolicy"
 	"github.com/contextd/contextd/toolmanifest"
 	"github.com/contextd/contextd/toolstore"
 )
@@ -18,7 +19,7 @@ func TestPolicyFromConfig(t *testing.T) {
 		p := config.Default().Plugins
 		p.Workspace = ws
 		p.AllowEgress = []string{"*.example.com"}
-		pol := Policy(&p)
+		pol := pluginpolicy.Of(&p)
 		if pol.MaxWorkspace != want || pol.AllowEgress[0] != "*.example.com" || pol.MaxMemory != uint64(p.MaxMemory) || pol.MaxTimeout != p.MaxTimeout.Duration {
 			t.Errorf("%s: %+v", ws, pol)
 		}
@@ -29,17 +30,17 @@ func TestPolicyFromConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	def := config.Default().Plugins
-	if err := Policy(&def).Check(m); !errors.Is(err, catalog.ErrPolicy) {
+	if err := pluginpolicy.Of(&def).Check(m); !errors.Is(err, catalog.ErrPolicy) {
 		t.Errorf("egress under the default policy: %v, want ErrPolicy", err)
 	}
 }
 
 func TestCompileEgress(t *testing.T) {
-	rules, err := CompileEgress("x", []string{"api.example.com:443 GET", "*.example.org"})
+	rules, err := pluginpolicy.CompileEgress("x", []string{"api.example.com:443 GET", "*.example.org"})
 	if err != nil || len(rules) != 2 || rules[0].Host != "api.example.com" {
 		t.Fatalf("%+v %v", rules, err)
 	}
-	if _, err := CompileEgress("x", []string{"http://bad/"}); !errors.Is(err, catalog.ErrBadInput) {
+	if _, err := pluginpolicy.CompileEgress("x", []string{"http://bad/"}); !errors.Is(err, catalog.ErrBadInput) {
 		t.Errorf("a URL as a rule: %v, want ErrBadInput", err)
 	}
 }

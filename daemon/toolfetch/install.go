@@ -1,3 +1,4 @@
+// Package toolfetch is the host's side of `contextd tool install | update | remove`: the fetch and the build each in a sandbox of their own, what came out checked as untrusted, the user's approval, and the commit into the tool store and its lock.
 package toolfetch
 
 import (
@@ -16,6 +17,7 @@ import (
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/netview"
+	"github.com/contextd/contextd/daemon/plugins/pluginpolicy"
 	"github.com/contextd/contextd/daemon/runner"
 	"github.com/contextd/contextd/daemon/toolfetch/toolsrc"
 	"github.com/contextd/contextd/internal/safeunpack"
@@ -269,10 +271,10 @@ func (in *Installer) inspect(tree, name string) (*staged, error) {
 	if err := toolstore.CheckName(m.Name); err != nil {
 		return nil, err
 	}
-	if err := Policy(&in.Config.Plugins).Check(m); err != nil {
+	if err := pluginpolicy.Of(&in.Config.Plugins).Check(m); err != nil {
 		return nil, err
 	}
-	if _, err := CompileEgress(m); err != nil {
+	if _, err := pluginpolicy.CompileEgress(m.Name, m.Permissions.Egress); err != nil {
 		return nil, err
 	}
 	s := &staged{manifest: m}

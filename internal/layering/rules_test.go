@@ -209,8 +209,8 @@ var rules = []rule{
 	},
 	{
 		from: []string{"daemon/toolfetch"}, deep: true,
-		forbid: []string{"daemon/tools/...", "daemon/state", "daemon/store/...", "daemon/embedding/...", "daemon/sandbox", "daemon/scope", "daemon/respond", "daemon/plugins/...", "ns"},
-		why:    "installing a tool fetches and builds it through the runner's interface with views of its own, then checks and commits what came out: it links neither the tools, the state, the plugin runtime nor the sandbox's implementation",
+		forbid: []string{"daemon/tools/...", "daemon/state", "daemon/store/...", "daemon/embedding/...", "daemon/sandbox", "daemon/scope", "daemon/respond", "daemon/plugins", "daemon/plugins/pluginrun", "ns"},
+		why:    "installing a tool fetches and builds it through the runner's interface with views of its own, then checks and commits what came out against the plugins' policy: it links neither the tools, the state, the plugin runtime nor the sandbox's implementation",
 	},
 	{
 		from: []string{"daemon/plugins/..."}, deep: true,
