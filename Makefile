@@ -86,7 +86,7 @@ bench:
 	$(GO) test -count=1 -run '^$$' -bench ScanKinds -benchtime 10x -v ./salience
 	$(GO) test -count=1 -run '^$$' -bench HookStart -benchtime 1x -v ./bench/hookstart
 	$(GO) test -count=1 -run '^$$' -bench HookParse -benchmem -v ./bench/hookstart
-	$(SUDO) $(GO) test -tags e2e -count=1 -run '^$$' -bench 'RoundTrip|Burst|SafeRead10MB|Salience10MB|Wrap|DevWarm' -benchtime 1x -v ./e2e
+	$(SUDO) $(GO) test -tags e2e -count=1 -run '^$$' -bench 'RoundTrip|Burst|SafeRead10MB|Salience10MB|Wrap|DevWarm|Plugin' -benchtime 1x -v ./e2e
 
 # Regenerate the gRPC code and docs/errors.md.
 generate: tools

@@ -327,7 +327,7 @@ func mustContain(t testing.TB, what, s string, subs ...string) {
 // and stops the daemon, so that the next call starts one that reads it (and
 // the user's toolchain files) afresh; the cleanup puts the suite's
 // configuration back and stops that daemon too. It returns the suite's.
-func swapConfig(t *testing.T, edit func(orig string) string) string {
+func swapConfig(t testing.TB, edit func(orig string) string) string {
 	t.Helper()
 	orig, err := os.ReadFile(filepath.Join(env.home, ".config", "contextd", "config.toml"))
 	if err != nil {
@@ -345,7 +345,7 @@ func swapConfig(t *testing.T, edit func(orig string) string) string {
 }
 
 // withConfig appends toml to the suite's configuration (swapConfig).
-func withConfig(t *testing.T, toml string) {
+func withConfig(t testing.TB, toml string) {
 	t.Helper()
 	swapConfig(t, func(orig string) string { return orig + "\n" + toml + "\n" })
 }

@@ -46,6 +46,7 @@ func main() {
 	reader := flag.String("safe-read", ".claude/tools/safe_read/safe_read", "path of the safe_read symlink")
 	burstN := flag.Int("burst", 0, "instead: start this many `safe_bash \"echo out-N\"` at once, and as many scope+bwrap sandboxes, and compare wall times and failures")
 	rounds := flag.Int("rounds", 3, "with -burst: bursts of each, alternating which goes first")
+	plugin := flag.String("plugin", "", "instead: measure the plugin tool whose symlink this is, called with the arguments, against `safe_bash true`")
 	sockets := flag.String("sockets", "", "instead: run the command the arguments name through each daemon of NAME=SOCKET,... (CONTEXTD_SOCKET), the first against the others")
 	flag.Parse()
 	if *burstN > 0 {
@@ -71,6 +72,13 @@ func main() {
 		cmds = cmds[:0]
 		cmds = append(cmds, command{"safe_read " + *read, []string{*reader, *read}, nil},
 			command{"cat " + *read, []string{"cat", *read}, nil}, command{"true", []string{"true"}, nil})
+		*withBwrap = false
+	}
+	if *plugin != "" {
+		cmds = []command{
+			{"plugin " + strings.Join(append([]string{*plugin}, flag.Args()...), " "), append([]string{*plugin}, flag.Args()...), nil},
+			{"safe_bash true", []string{*tool, "true"}, nil},
+		}
 		*withBwrap = false
 	}
 	if *sockets != "" {

@@ -467,6 +467,28 @@ func (c Call) ruleKey() (section, key string) {
 	return "[tools.safe_bash]", "egress_allow"
 }
 
+// Registries are the package registries the user's toolchain
+// configuration names (and their defaults), read-only: what a plugin
+// tool's build may reach. None when egress.registries is off.
+func (s *Setup) Registries() []egress.Rule {
+	var out []egress.Rule
+	for _, r := range s.base {
+		if len(r.Methods) > 0 && slices.Contains(s.registrySources(), r.Source) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// registrySources are the sources of the registries' rules.
+func (s *Setup) registrySources() []string {
+	var out []string
+	for _, r := range s.found.Registries {
+		out = append(out, r.Source)
+	}
+	return out
+}
+
 // Plan is what Prepare gives the call's sandbox, without a proxy to serve
 // it (contextd sandbox show): Serve, Finish and Sofar are nil. Without a
 // Vault, no credential is put in.

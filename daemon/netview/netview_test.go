@@ -214,3 +214,34 @@ func TestOnlyRules(t *testing.T) {
 		t.Errorf("safe_bash's rules: %+v, want egress.allow and its own", full.Rules)
 	}
 }
+
+// Registries are the read-only registry rules, never egress.allow's.
+func TestRegistriesOnly(t *testing.T) {
+	home := t.TempDir()
+	cfg := config.Default()
+	cfg.Egress.Allow = []string{"everyone.example:443"}
+	dirs := Dirs{CA: filepath.Join(t.TempDir(), "ca"), Runtime: t.TempDir()}
+	s, err := NewSetup(cfg, &homeview.Host{Home: home, Env: map[string]string{"PATH": "/usr/bin", "GOPROXY": "https://proxy.example.test"}}, dirs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	regs := s.Registries()
+	if len(regs) == 0 {
+		t.Fatal("no registry found, not even GOPROXY's")
+	}
+	found := false
+	for _, r := range regs {
+		if r.Host == "everyone.example" || !slices.Equal(r.Methods, []string{"GET", "HEAD"}) {
+			t.Errorf("a registry rule that is not a read-only registry: %+v", r)
+		}
+		found = found || r.Host == "proxy.example.test"
+	}
+	if !found {
+		t.Errorf("GOPROXY's host is not among %+v", regs)
+	}
+	cfg.Egress.Registries = false
+	off, _ := NewSetup(cfg, &homeview.Host{Home: home, Env: map[string]string{"PATH": "/usr/bin", "GOPROXY": "https://proxy.example.test"}}, dirs, nil)
+	if got := off.Registries(); len(got) != 0 {
+		t.Errorf("registries off: %+v", got)
+	}
+}

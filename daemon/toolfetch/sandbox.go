@@ -157,6 +157,19 @@ func (in *Installer) build(ctx context.Context, argv []string, st *staging) erro
 	spec := runner.Spec{Tool: BuildTool, Mode: runner.Exec, Path: prog, Args: argv, Dir: st.tree,
 		Workspace: st.tree, Home: in.Home, HomeDir: home, Env: env, Output: &out,
 		Timeout: in.Config.Plugins.BuildTimeout.Duration, Limits: sandboxLimits}
+	// The build's way out: the package registries, read-only, and nothing
+	// else (no proxy at all when none is configured or found).
+	if in.Net != nil {
+		if regs := in.Net.Registries(); len(regs) > 0 {
+			n, err := in.Net.Prepare(netview.Call{Tool: BuildTool, Vault: scrub.NewVault(), Extra: regs, Only: true,
+				AllowHint: "a tool's build reaches the package registries only (read-only); vendor what it needs"})
+			if err != nil {
+				return err
+			}
+			spec.Env = n.Apply(&spec, spec.Env)
+			defer n.Finish()
+		}
+	}
 	ex, err := in.run(ctx, spec)
 	if err != nil {
 		return err
