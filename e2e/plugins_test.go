@@ -412,4 +412,3 @@ func tarGz(extra map[string]tarEntry, dir string) []byte {
 	fail(gz.Close())
 	return buf.Bytes()
 }
-
