@@ -33,7 +33,7 @@ func BenchmarkPluginRoundTrip(b *testing.B) {
 	}
 	link := filepath.Join(dir, ".claude", "tools", "smoke", "smoke")
 	for i := 0; i < b.N; i++ {
-		r := runAs(b, dir, nil, "", env.bin+"/roundtrip", "-n", "200", "-json", "-plugin", link, "--text", "x")
+		r := runAs(b, dir, nil, "", env.bin+"/roundtrip", "-n", "200", "-json", "-plugin", link, "--", "--text", "x")
 		if r.code != 0 {
 			b.Fatalf("roundtrip -plugin: %s", r)
 		}
