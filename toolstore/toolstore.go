@@ -304,3 +304,23 @@ func SumBytes(data []byte) string {
 	h := sha256.Sum256(data)
 	return "sha256:" + hex.EncodeToString(h[:])
 }
+
+// RemoveTree removes path, a tree whose directories may have been made
+// unwritable or unreadable (an installed tool's, made read-only; or what a
+// plugin left in its scratch, to outlast it): its directories are made the
+// owner's first. A link is removed, never followed.
+func RemoveTree(path string) error {
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	if err := os.RemoveAll(path); err != nil {
+		return fmt.Errorf("remove %s: %v: %w", path, err, catalog.ErrIO)
+	}
+	return nil
+}

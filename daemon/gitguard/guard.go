@@ -282,6 +282,14 @@ func (r Report) Err() error {
 // quarantineDir (made when first needed). It closes the snapshot.
 func (s *Snapshot) Check(quarantineDir string) Report {
 	defer s.Close()
+	return s.Recheck(quarantineDir)
+}
+
+// Recheck is Check, keeping the snapshot open for the next one: what a
+// long-lived program (a plugin tool's instance) changed is put back after
+// each of its calls, always to the state before it ever ran. Not safe for
+// concurrent use.
+func (s *Snapshot) Recheck(quarantineDir string) Report {
 	r := Report{Root: s.root}
 	rfd, err := openRoot(s.root)
 	if err != nil {

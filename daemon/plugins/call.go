@@ -46,9 +46,9 @@ func (c *Call) Tool() string { return c.e.tool.Name }
 // it if needed, and streams its output into env.Out. The call's deadline
 // is the manifest's timeout (within [plugins] max_timeout); a tool that
 // overruns it by hangGrace is killed with its whole sandbox.
-func (c *Call) Run(ctx context.Context, env *Env) toolcall.Outcome {
+func (c *Call) Run(ctx context.Context, env *Env) (o toolcall.Outcome) {
 	t := c.e.tool
-	o := toolcall.Outcome{Plugin: &sandboxinfo.Plugin{Version: t.Version, Source: t.Source, Resolved: t.Resolved, Checksum: t.Checksum}}
+	o = toolcall.Outcome{Plugin: &sandboxinfo.Plugin{Version: t.Version, Source: t.Source, Resolved: t.Resolved, Checksum: t.Checksum}}
 	inst, note, err := c.rt.get(ctx, c.e, env.Workspace)
 	if note != "" {
 		o.Warnings = append(o.Warnings, note)
@@ -67,6 +67,13 @@ func (c *Call) Run(ctx context.Context, env *Env) toolcall.Outcome {
 	go watchdog(cctx, done, inst)
 	fin, err := inst.client.Execute(cctx, toolplugin.Call{Input: c.input, Session: env.Session, Workspace: env.Workspace, Host: env.Host},
 		func(b []byte) error { _, err := env.Out.Write(b); return err })
+	defer func() {
+		ws, gerr := inst.afterCall()
+		o.Warnings = append(o.Warnings, ws...)
+		if gerr != nil && o.Err == nil {
+			o.Err = gerr
+		}
+	}()
 	switch {
 	case err == nil:
 		c.final(fin, env.Out, &o)

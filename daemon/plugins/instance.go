@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/gitguard"
 	"github.com/contextd/contextd/daemon/plugins/pluginpolicy"
 	"github.com/contextd/contextd/daemon/plugins/pluginrun"
 	"github.com/contextd/contextd/daemon/runner"
@@ -16,6 +17,7 @@ import (
 	"github.com/contextd/contextd/sandboxinfo"
 	"github.com/contextd/contextd/scrub"
 	"github.com/contextd/contextd/toolmanifest"
+	"github.com/contextd/contextd/toolstore"
 	"github.com/contextd/contextd/wire/toolplugin"
 )
 
@@ -52,13 +54,20 @@ type instance struct {
 	scratch string
 	started time.Time
 
+	// guard is the git guard's snapshot of a read-write workspace, taken
+	// before the plugin ran: after each call what it changed of what git
+	// runs is put back (guardMu: one check at a time). Nil otherwise.
+	guard   *gitguard.Snapshot
+	guardMu sync.Mutex
+
 	mu       sync.Mutex
 	inflight int
 	calls    int
 	last     time.Time
 	idle     *time.Timer
 	stopped  bool
-	why      string // why it was stopped
+	why      string        // why it was stopped
+	gone     chan struct{} // closed once kill has ended the sandbox
 }
 
 // get is the running instance of e for workspace, started when there is
@@ -146,6 +155,15 @@ func (r *Runtime) start(k poolKey, e *entry) (*instance, error) {
 		os.RemoveAll(scratch)
 		return nil, fmt.Errorf("tool %s: %w", t.Name, err)
 	}
+	var guard *gitguard.Snapshot
+	if m.Permissions.Workspace == toolmanifest.AccessReadWrite {
+		// Before the plugin runs: the state every call is put back to.
+		if guard, err = gitguard.TakeLayout(k.workspace, env.Git); err != nil {
+			env.Release(nil)
+			toolstore.RemoveTree(scratch)
+			return nil, fmt.Errorf("tool %s: %w", t.Name, err)
+		}
+	}
 	argv := append([]string{filepath.Join(sandboxenv.ToolRoot, m.Run.Command[0])}, m.Run.Command[1:]...)
 	dir := k.workspace
 	if m.Permissions.Workspace == toolmanifest.AccessNone {
@@ -155,14 +173,15 @@ func (r *Runtime) start(k poolKey, e *entry) (*instance, error) {
 	env.Apply(&spec)
 	st := pluginrun.New(r.opts.Runner, spec, toolplugin.Handshake.MagicCookieKey)
 	client, err := toolplugin.Start(toolplugin.Config{StartTimeout: startTimeout,
-		Sandboxed: &toolplugin.Sandboxed{RunnerFunc: st.RunnerFunc, SocketBase: r.opts.RunDir, Dial: st.Dial}})
+		Sandboxed: &toolplugin.Sandboxed{RunnerFunc: st.RunnerFunc, SocketBase: r.opts.RunDir, Dial: st.Dial, Abort: st.Abort}})
 	if err != nil {
-		env.Finish()
-		env.Release(nil)
-		os.RemoveAll(scratch)
+		inst := &instance{rt: r, key: k, env: env, scratch: scratch, guard: guard}
+		inst.afterCall()
+		inst.release3()
 		return nil, fmt.Errorf("tool %s: %v: %w", t.Name, err, catalog.ErrPluginStart)
 	}
-	inst := &instance{rt: r, key: k, client: client, starter: st, env: env, scratch: scratch, started: time.Now()}
+	inst := &instance{rt: r, key: k, client: client, starter: st, env: env, scratch: scratch, guard: guard,
+		started: time.Now(), gone: make(chan struct{})}
 	r.log.Info("plugin tool started", "tool", t.Name, "workspace", k.workspace, "instance", inst.id(),
 		"layers", fmt.Sprintf("%+v", st.Layers()))
 	return inst, nil
@@ -221,11 +240,12 @@ func (i *instance) idleStop() {
 }
 
 // kill ends the instance with its whole sandbox and returns once it is
-// gone; the first reason given is kept.
+// gone, for every caller; the first reason given is kept.
 func (i *instance) kill(why string) {
 	i.mu.Lock()
 	if i.stopped {
 		i.mu.Unlock()
+		<-i.gone
 		return
 	}
 	i.stopped, i.why = true, why
@@ -233,13 +253,49 @@ func (i *instance) kill(why string) {
 		i.idle.Stop()
 	}
 	i.mu.Unlock()
+	defer close(i.gone)
+	// Bounded: a plugin that withholds its answer to the graceful stop
+	// has its sandbox ended (toolplugin.KillGrace).
 	i.client.Kill()
+	if ws, err := i.afterCall(); len(ws) > 0 || err != nil {
+		i.rt.log.Warn("plugin tool: put back what it changed in the workspace", "tool", i.key.tool, "warnings", ws, "err", err)
+	}
+	i.release3()
+	i.rt.log.Info("plugin tool stopped", "tool", i.key.tool, "workspace", i.key.workspace, "instance", i.id(), "why", why, "calls", i.calls)
+}
+
+// release3 lets go of the instance's proxy, views and scratch, once no
+// process of it is left.
+func (i *instance) release3() {
 	if sum := i.env.Finish(); sum != nil && len(sum.Lines) > 0 {
 		i.rt.log.Warn("plugin tool: egress refused", "tool", i.key.tool, "lines", sum.Lines)
 	}
+	i.guardMu.Lock()
+	if i.guard != nil {
+		i.guard.Close()
+		i.guard = nil
+	}
+	i.guardMu.Unlock()
 	i.env.Release(nil)
-	os.RemoveAll(i.scratch)
-	i.rt.log.Info("plugin tool stopped", "tool", i.key.tool, "workspace", i.key.workspace, "instance", i.id(), "why", why, "calls", i.calls)
+	if err := toolstore.RemoveTree(i.scratch); err != nil {
+		i.rt.log.Warn("plugin tool: its scratch directory stays", "tool", i.key.tool, "err", err)
+	}
+}
+
+// afterCall puts back what the instance changed, in a read-write
+// workspace, of what the host runs on its own: git's entries (to their
+// state before the plugin ran) and agent configuration created in nested
+// directories (set aside). It returns what it did, for the call's result.
+func (i *instance) afterCall() ([]string, error) {
+	i.guardMu.Lock()
+	defer i.guardMu.Unlock()
+	var ws []string
+	var err error
+	if i.guard != nil {
+		rep := i.guard.Recheck(gitguard.DefaultDir())
+		ws, err = rep.Warnings(), rep.Err()
+	}
+	return append(ws, i.env.SetAside()...), err
 }
 
 // endedNote says what became of an instance a call found ended.

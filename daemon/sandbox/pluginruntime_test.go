@@ -153,6 +153,10 @@ func runtimeVariant(t *testing.T, v variant) {
 	}
 	{
 		ws := workspace(t)
+		// A repository, whose git entries the guard watches.
+		if err := os.MkdirAll(filepath.Join(ws, ".git", "hooks"), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		store := installProbe(t)
 		cfg := config.Default()
 		cfg.Plugins.IdleStop = config.Duration{Duration: 2 * time.Second}
@@ -225,6 +229,27 @@ func runtimeVariant(t *testing.T, v variant) {
 			t.Fatalf("the call after the hang: %v", err)
 		}
 		last := pidnsOf(t, out)
+
+		// A planted commondir is put back after the call, and nested agent
+		// configuration it created is set aside; the call is told.
+		out, warns, err = probeCall(t, rt, ws, "plant")
+		if err != nil {
+			t.Fatalf("plant: %v", err)
+		}
+		if _, err := os.Lstat(filepath.Join(ws, ".git", "commondir")); err == nil {
+			t.Errorf("the planted .git/commondir stays after the call (output %q, warnings %q)", out, warns)
+		}
+		if _, err := os.Lstat(filepath.Join(ws, "sub", ".claude", "settings.json")); err == nil {
+			t.Errorf("the nested agent configuration stays after the call (warnings %q)", warns)
+		}
+		if len(warns) < 2 {
+			t.Errorf("the call was not told what was put back: %q", warns)
+		}
+		out, _, err = probeCall(t, rt, ws, "pid")
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = pidnsOf(t, out)
 
 		// Idle: the instance's processes are gone once idle_stop passed.
 		deadline := time.Now().Add(watchdog)

@@ -1,7 +1,6 @@
 package toolfetch
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -36,7 +35,7 @@ func (in *Installer) commit(st *staging, s *staged, src *toolsrc.Source, resolve
 	if old == nil || old.Dir != rel {
 		// A directory left by an install that died before its lock
 		// entry: nothing refers to it.
-		if err := removeAll(final); err != nil {
+		if err := toolstore.RemoveTree(final); err != nil {
 			return nil, false, err
 		}
 		if err := os.MkdirAll(final, 0o700); err != nil {
@@ -67,7 +66,7 @@ func (in *Installer) commit(st *staging, s *staged, src *toolsrc.Source, resolve
 		return nil, false, err
 	}
 	if old != nil && old.Dir != rel {
-		if err := removeAll(in.Store.Path(old)); err != nil {
+		if err := toolstore.RemoveTree(in.Store.Path(old)); err != nil {
 			return t, false, err
 		}
 	}
@@ -88,7 +87,7 @@ func (in *Installer) Remove(name string) (*toolstore.Tool, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if err := removeAll(in.Store.Path(gone)); err != nil {
+	if err := toolstore.RemoveTree(in.Store.Path(gone)); err != nil {
 		return gone, err
 	}
 	// The tool's own directory, empty once its last version is gone.
@@ -122,24 +121,6 @@ func readOnly(root string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("tool store: make the tree read-only: %v: %w", err, catalog.ErrIO)
-	}
-	return nil
-}
-
-// removeAll removes path, a tree readOnly may have locked: its
-// directories are made writable first. Links are not followed.
-func removeAll(path string) error {
-	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			os.Chmod(p, 0o700)
-		}
-		return nil
-	})
-	if err := os.RemoveAll(path); err != nil {
-		return fmt.Errorf("tool store: remove %s: %v: %w", path, err, catalog.ErrIO)
 	}
 	return nil
 }

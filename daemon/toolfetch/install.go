@@ -151,7 +151,7 @@ func (in *Installer) install(ctx context.Context, src *toolsrc.Source, name, wan
 	defer func() {
 		// Whatever happened, nothing of the fetch outlives it but the
 		// committed tree (moved out of the staging directory).
-		if rerr := removeAll(st.dir); rerr != nil && err == nil {
+		if rerr := toolstore.RemoveTree(st.dir); rerr != nil && err == nil {
 			err = rerr
 		}
 	}()

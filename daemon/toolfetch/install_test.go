@@ -113,7 +113,7 @@ func installer(t *testing.T) (*Installer, *[]string) {
 		Log: t.Logf}
 	// Before the temporary directory's own removal: the installed trees
 	// are read-only.
-	t.Cleanup(func() { removeAll(in.Store.Root) })
+	t.Cleanup(func() { toolstore.RemoveTree(in.Store.Root) })
 	in.Net, in.NetErr = sandboxenv.NewNet(cfg, nil)
 	if in.NetErr != nil {
 		t.Fatalf("egress proxy: %v", in.NetErr)

@@ -70,7 +70,20 @@ type Sandboxed struct {
 	// Dial, when set, replaces go-plugin's dialer of the plugin's address,
 	// to check what it connects to at the moment of the dial.
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// Abort ends the plugin's sandbox at once. Kill calls it when the
+	// plugin does not stop within KillGrace of being asked: go-plugin's
+	// graceful stop waits on the plugin's answer, which a plugin can
+	// withhold.
+	Abort func()
 }
+
+// KillGrace is how long a plugin has to stop when asked, before its
+// sandbox is ended.
+const KillGrace = 3 * time.Second
+
+// maxRecvMsg bounds one message from a plugin: go-plugin allows 2 GiB, in
+// the daemon's memory, not the plugin's.
+const maxRecvMsg = 4 << 20
 
 // Client is one started plugin. Calls may run on it concurrently.
 type Client struct {
@@ -78,6 +91,7 @@ type Client struct {
 	remote *Remote
 	hosts  *hostRouter
 	hostID uint32
+	abort  func()
 }
 
 // Start starts the plugin and completes the handshake; the plugin's protocol
@@ -106,24 +120,27 @@ func Start(cfg Config) (*Client, error) {
 		Stderr:           stderr,
 		Logger:           logger,
 	}
+	pcfg.GRPCDialOptions = []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvMsg))}
+	var abort func()
 	if sb := cfg.Sandboxed; sb != nil {
 		pcfg.Cmd = nil
 		pcfg.RunnerFunc = sb.RunnerFunc
 		pcfg.UnixSocketConfig = &plugin.UnixSocketConfig{TempDir: sb.SocketBase}
 		if sb.Dial != nil {
-			pcfg.GRPCDialOptions = []grpc.DialOption{grpc.WithContextDialer(sb.Dial)}
+			pcfg.GRPCDialOptions = append(pcfg.GRPCDialOptions, grpc.WithContextDialer(sb.Dial))
 		}
+		abort = sb.Abort
 	}
 	pc := plugin.NewClient(pcfg)
 	remote, err := dispense(pc, hs.ProtocolVersion)
 	if err != nil {
-		pc.Kill()
+		killWithin(pc, abort)
 		if msg := strings.TrimSpace(stderr.String()); msg != "" {
 			return nil, fmt.Errorf("%w: %w; its stderr: %s", ErrStart, err, msg)
 		}
 		return nil, fmt.Errorf("%w: %w", ErrStart, err)
 	}
-	c := &Client{pc: pc, remote: remote, hosts: &hostRouter{calls: map[string]ToolHostServer{}}}
+	c := &Client{pc: pc, remote: remote, hosts: &hostRouter{calls: map[string]ToolHostServer{}}, abort: abort}
 	c.hostID = remote.Broker.NextId()
 	go remote.Broker.AcceptAndServe(c.hostID, func(opts []grpc.ServerOption) *grpc.Server {
 		s := grpc.NewServer(opts...)
@@ -243,7 +260,29 @@ func (c *Client) Pid() int {
 
 // Kill stops the plugin (a graceful shutdown, then a kill) and returns once
 // its process is gone.
-func (c *Client) Kill() { c.pc.Kill() }
+func (c *Client) Kill() { killWithin(c.pc, c.abort) }
+
+// killWithin is go-plugin's Kill, bounded: past KillGrace the sandbox is
+// ended through abort, which also ends the graceful stop's wait.
+func killWithin(pc *plugin.Client, abort func()) {
+	done := make(chan struct{})
+	go func() {
+		pc.Kill()
+		close(done)
+	}()
+	if abort == nil {
+		<-done
+		return
+	}
+	t := time.NewTimer(KillGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		abort()
+		<-done
+	}
+}
 
 // tail keeps the last max bytes written to it.
 type tail struct {

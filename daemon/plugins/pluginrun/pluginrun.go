@@ -203,6 +203,8 @@ func (p *process) Start(ctx context.Context) error {
 			return nil
 		default:
 		}
+		outR.Close()
+		errR.Close()
 		if p.err != nil {
 			return fmt.Errorf("%w: %w", ErrEnded, p.err)
 		}
@@ -210,6 +212,8 @@ func (p *process) Start(ctx context.Context) error {
 	case <-ctx.Done():
 		cancel()
 		<-p.done
+		outR.Close()
+		errR.Close()
 		return fmt.Errorf("%w: %w", ErrEnded, ctx.Err())
 	}
 }
@@ -239,13 +243,15 @@ func (p *process) Wait(ctx context.Context) error {
 }
 
 // Kill ends the sandbox, and every process in it, and waits until it is
-// gone.
+// gone; the pipes' read ends go with it.
 func (p *process) Kill(context.Context) error {
 	if p.cancel == nil {
 		return nil
 	}
 	p.cancel()
 	<-p.done
+	p.stdout.Close()
+	p.stderr.Close()
 	return nil
 }
 
@@ -279,6 +285,17 @@ func (p *process) HostToPlugin(network, addr string) (string, string, error) {
 		return "", "", err
 	}
 	return network, clean, nil
+}
+
+// Abort ends the instance's sandbox without waiting (toolplugin's
+// Sandboxed.Abort): what go-plugin's graceful stop waits for then ends too.
+func (s *Starter) Abort() {
+	s.mu.Lock()
+	p := s.proc
+	s.mu.Unlock()
+	if p != nil && p.cancel != nil {
+		p.cancel()
+	}
 }
 
 // Ended says how the instance's sandbox ended; ok is false while it runs
