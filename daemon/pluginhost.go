@@ -32,6 +32,17 @@ type pluginHost struct {
 	tool    string
 }
 
+// maxPluginAttrs bounds the attributes of one log line.
+const maxPluginAttrs = 16
+
+// bounded is s cut to n bytes.
+func bounded(s string, n int) string {
+	if len(s) > n {
+		return strings.ToValidUTF8(s[:n], "")
+	}
+	return s
+}
+
 // maxPluginRecord bounds a memory's or a checkpoint's text a tool stores.
 const maxPluginRecord = 256 << 10
 
@@ -84,9 +95,12 @@ func (h *pluginHost) MemoryStore(ctx context.Context, req *toolplugin.MemoryStor
 	if err != nil {
 		return nil, err
 	}
+	// Scrubbed whole before it is cut: a secret across the cut would no
+	// longer match its rule.
+	text = h.scrubbed(text)
 	title, _, _ := strings.Cut(text, "\n")
 	if len(title) > 120 {
-		title = title[:120]
+		title = strings.ToValidUTF8(title[:120], "")
 	}
 	var tags []string
 	for _, t := range req.GetTags() {
@@ -160,7 +174,10 @@ func (h *pluginHost) Log(_ context.Context, req *toolplugin.LogRequest) (*toolpl
 	}
 	attrs := []any{}
 	for k, v := range req.GetAttrs() {
-		attrs = append(attrs, "plugin."+k, string(h.scrub([]byte(v))))
+		if len(attrs) >= 2*maxPluginAttrs {
+			break
+		}
+		attrs = append(attrs, "plugin."+bounded(h.scrubbed(k), 64), bounded(h.scrubbed(v), 512))
 	}
 	h.log.Log(context.Background(), level, "plugin: "+string(h.scrub([]byte(msg))), attrs...)
 	return &toolplugin.LogReply{}, nil

@@ -55,24 +55,41 @@ type enabledFile struct {
 	Projects map[string]Choice `json:"projects"`
 }
 
-// Of is root's choice. A project install never recorded enables every
-// installed tool, the default of `contextd-proxy install`.
+// Of is root's choice: the one recorded for root or, failing that, for
+// its nearest recorded ancestor (a repository made inside a project is
+// still that project's). Paths are compared resolved, so a project reached
+// through a symbolic link has one choice, whichever way it is named. A
+// project install never recorded enables every installed tool, the
+// default of `contextd-proxy install`.
 func (e Enablement) Of(root string) (Choice, error) {
 	f, err := e.read()
 	if err != nil {
 		return Choice{}, err
 	}
-	if c, ok := f.Projects[root]; ok {
-		return c, nil
+	for p := resolved(root); ; p = filepath.Dir(p) {
+		if c, ok := f.Projects[p]; ok {
+			return c, nil
+		}
+		if p == filepath.Dir(p) {
+			return Choice{All: true}, nil
+		}
 	}
-	return Choice{All: true}, nil
+}
+
+// resolved is root with its symbolic links resolved, or as given when it
+// cannot be (then it is also recorded so).
+func resolved(root string) string {
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		return r
+	}
+	return filepath.Clean(root)
 }
 
 // Set records root's choice; Forget drops it. Both hold an exclusive lock
 // beside the file, so two installs of different projects keep each other's.
 func (e Enablement) Set(root string, c Choice) error {
 	c.Tools = slices.Compact(slices.Sorted(slices.Values(c.Tools)))
-	return e.update(func(f *enabledFile) { f.Projects[root] = c })
+	return e.update(func(f *enabledFile) { f.Projects[resolved(root)] = c })
 }
 
 // Forget drops root's choice (uninstall).
@@ -80,7 +97,7 @@ func (e Enablement) Forget(root string) error {
 	if _, err := os.Lstat(e.Path); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	return e.update(func(f *enabledFile) { delete(f.Projects, root) })
+	return e.update(func(f *enabledFile) { delete(f.Projects, resolved(root)) })
 }
 
 func (e Enablement) read() (*enabledFile, error) {

@@ -110,3 +110,31 @@ func TestDefaultEnablement(t *testing.T) {
 		t.Errorf("with a relative XDG_STATE_HOME: %+v %v", e, err)
 	}
 }
+
+// A project named through a symbolic link, or a repository made inside it,
+// has the project's choice: the daemon (which resolves) and the installer
+// (which names it as the user does) read the same record.
+func TestEnablementResolvesAndInherits(t *testing.T) {
+	base := t.TempDir()
+	real := filepath.Join(base, "real")
+	if err := os.MkdirAll(filepath.Join(real, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	e := toolstore.Enablement{Path: filepath.Join(base, "state", toolstore.EnabledName)}
+	if err := e.Set(link, toolstore.Choice{Tools: []string{"a"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, root := range []string{real, link, filepath.Join(real, "sub")} {
+		c, err := e.Of(root)
+		if err != nil || c.All || !c.Enables("a") || c.Enables("b") {
+			t.Errorf("Of(%s) = %+v, %v; want only a", root, c, err)
+		}
+	}
+	if c, _ := e.Of(base); !c.All {
+		t.Errorf("an unrecorded project: %+v, want every tool", c)
+	}
+}

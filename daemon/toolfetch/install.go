@@ -210,6 +210,12 @@ func (in *Installer) install(ctx context.Context, src *toolsrc.Source, name, wan
 		if err := in.build(ctx, m.Build.Command, st); err != nil {
 			return nil, err
 		}
+		// The build ran the tool's own code: what it left is held to the
+		// fetch's bounds too (no link, no special file, no flood).
+		lim := safeunpack.Limits{MaxBytes: int64(in.Config.Plugins.FetchMaxBytes), MaxFiles: in.Config.Plugins.FetchMaxFiles}
+		if _, err := safeunpack.ScanTree(st.tree, lim); err != nil {
+			return nil, fmt.Errorf("after its build: %w", refusal(err))
+		}
 	}
 	t, unchanged, err := in.commit(st, staged, src, res.Resolved, old)
 	if err != nil {
