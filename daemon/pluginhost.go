@@ -11,6 +11,7 @@ import (
 
 	"github.com/contextd/contextd/daemon/state"
 	"github.com/contextd/contextd/daemon/store"
+	"github.com/contextd/contextd/toolmanifest"
 	"github.com/contextd/contextd/wire/toolplugin"
 )
 
@@ -30,6 +31,17 @@ type pluginHost struct {
 	project string
 	session string
 	tool    string
+	// allow are the services the tool's approved manifest names in
+	// permissions.host; scrub and log need none.
+	allow []string
+}
+
+// may refuses a service the tool was not approved for.
+func (h *pluginHost) may(service string) error {
+	if slices.Contains(h.allow, service) {
+		return nil
+	}
+	return status.Errorf(codes.PermissionDenied, "tool %s was not approved for %s: its manifest's permissions.host does not name it", h.tool, service)
 }
 
 // maxPluginAttrs bounds the attributes of one log line.
@@ -58,6 +70,9 @@ func (h *pluginHost) opened(ctx context.Context) (store.Store, error) {
 }
 
 func (h *pluginHost) MemorySearch(ctx context.Context, req *toolplugin.MemorySearchRequest) (*toolplugin.MemorySearchReply, error) {
+	if err := h.may(toolmanifest.HostMemoryRead); err != nil {
+		return nil, err
+	}
 	st, err := h.opened(ctx)
 	if err != nil {
 		return nil, err
@@ -87,6 +102,9 @@ func (h *pluginHost) MemorySearch(ctx context.Context, req *toolplugin.MemorySea
 }
 
 func (h *pluginHost) MemoryStore(ctx context.Context, req *toolplugin.MemoryStoreRequest) (*toolplugin.MemoryStoreReply, error) {
+	if err := h.may(toolmanifest.HostMemoryWrite); err != nil {
+		return nil, err
+	}
 	text := strings.TrimSpace(req.GetText())
 	if text == "" || len(text) > maxPluginRecord {
 		return nil, status.Errorf(codes.InvalidArgument, "a memory's text must be 1 to %d bytes", maxPluginRecord)
@@ -118,6 +136,9 @@ func (h *pluginHost) MemoryStore(ctx context.Context, req *toolplugin.MemoryStor
 }
 
 func (h *pluginHost) CheckpointSave(ctx context.Context, req *toolplugin.CheckpointSaveRequest) (*toolplugin.CheckpointSaveReply, error) {
+	if err := h.may(toolmanifest.HostCheckpoints); err != nil {
+		return nil, err
+	}
 	if len(req.GetStateJson()) > maxPluginRecord {
 		return nil, status.Errorf(codes.InvalidArgument, "a checkpoint's state is at most %d bytes", maxPluginRecord)
 	}
@@ -134,6 +155,9 @@ func (h *pluginHost) CheckpointSave(ctx context.Context, req *toolplugin.Checkpo
 }
 
 func (h *pluginHost) CheckpointRestore(ctx context.Context, req *toolplugin.CheckpointRestoreRequest) (*toolplugin.CheckpointRestoreReply, error) {
+	if err := h.may(toolmanifest.HostCheckpoints); err != nil {
+		return nil, err
+	}
 	st, err := h.opened(ctx)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/contextd/contextd/daemon/store"
 	"github.com/contextd/contextd/daemon/store/sqlite"
+	"github.com/contextd/contextd/toolmanifest"
 	"github.com/contextd/contextd/wire/toolplugin"
 )
 
@@ -29,6 +30,7 @@ func TestPluginHostScopesAndScrubs(t *testing.T) {
 	var logged bytes.Buffer
 	host := func(project string) *pluginHost {
 		return &pluginHost{log: slog.New(slog.NewTextHandler(&logged, nil)), scrub: scrub, project: project, session: "s1", tool: "probe",
+			allow: toolmanifest.HostServices,
 			store: func(context.Context) (store.Store, error) { return st, nil }}
 	}
 	ctx := context.Background()
@@ -79,5 +81,22 @@ func TestPluginHostScopesAndScrubs(t *testing.T) {
 	}
 	if _, err := a.Log(ctx, &toolplugin.LogRequest{Level: "loud"}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("unknown level: %v", err)
+	}
+
+	// A tool approved for none of them is refused each, scrub and log
+	// still served.
+	none := host("/proj/a")
+	none.allow = nil
+	if _, err := none.MemorySearch(ctx, &toolplugin.MemorySearchRequest{Query: "staging"}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("memory search without memory-read: %v", err)
+	}
+	if _, err := none.MemoryStore(ctx, &toolplugin.MemoryStoreRequest{Text: "x"}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("memory store without memory-write: %v", err)
+	}
+	if _, err := none.CheckpointRestore(ctx, &toolplugin.CheckpointRestoreRequest{Id: cp.GetId()}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("checkpoint restore without checkpoints: %v", err)
+	}
+	if _, err := none.Scrub(ctx, &toolplugin.ScrubRequest{Text: []byte(secret)}); err != nil {
+		t.Errorf("scrub: %v", err)
 	}
 }

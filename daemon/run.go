@@ -29,7 +29,7 @@ func (s *service) run(ctx context.Context, adm *admission, resp *response) toolc
 	case adm.plugin != nil:
 		return adm.plugin.Run(ctx, &plugins.Env{Workspace: adm.place.Root, Session: adm.session, Out: resp.pipe,
 			Host: &pluginHost{log: adm.log, scrub: resp.layer.Scrub, store: s.stateStore, project: adm.place.Root,
-				session: adm.session, tool: adm.c.Tool}})
+				session: adm.session, tool: adm.c.Tool, allow: adm.plugin.Host()}})
 	}
 	resp.refill = s.refill(ctx, adm, resp)
 	return toolcall.Outcome{}

@@ -33,6 +33,7 @@ func Encode(m *Manifest) ([]byte, error) {
 		ReadOnly:    p.ReadOnly,
 		Egress:      p.Egress,
 		Credentials: p.Credentials,
+		Host:        p.Host,
 		Memory:      int64(p.Memory),
 		Tasks:       &tasks,
 		Timeout:     p.Timeout.String(),

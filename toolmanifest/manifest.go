@@ -4,6 +4,7 @@ package toolmanifest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -91,10 +92,29 @@ type Perms struct {
 	// Credentials name variables of the daemon's environment the tool sees
 	// as placeholders, as safe_bash does.
 	Credentials []string
-	Memory      uint64 // bytes, for the whole instance
-	Tasks       uint64 // processes and threads of the instance
-	Timeout     time.Duration
+	// Host are the daemon's services the tool may use during a call
+	// beyond scrubbing and logging, which every tool has: HostMemoryRead,
+	// HostMemoryWrite, HostCheckpoints.
+	Host    []string
+	Memory  uint64 // bytes, for the whole instance
+	Tasks   uint64 // processes and threads of the instance
+	Timeout time.Duration
 }
+
+// The daemon's services a tool may ask for in permissions.host.
+const (
+	// HostMemoryRead: search the project's (and the global) memories.
+	HostMemoryRead = "memory-read"
+	// HostMemoryWrite: store memories in the project, which later
+	// sessions' agents read.
+	HostMemoryWrite = "memory-write"
+	// HostCheckpoints: save checkpoints in the project, and restore its
+	// checkpoints by id.
+	HostCheckpoints = "checkpoints"
+)
+
+// HostServices are the values of permissions.host.
+var HostServices = []string{HostMemoryRead, HostMemoryWrite, HostCheckpoints}
 
 // Defaults and bounds of the limits. The minima are those of a sandboxed
 // tool in the configuration; the maxima keep a typo from asking for the
@@ -137,6 +157,7 @@ type filePerms struct {
 	ReadOnly    []string `toml:"read_only,omitempty"`
 	Egress      []string `toml:"egress,omitempty"`
 	Credentials []string `toml:"credentials,omitempty"`
+	Host        []string `toml:"host,omitempty"`
 	Memory      any      `toml:"memory,omitempty"`
 	Tasks       *int64   `toml:"tasks,omitempty"`
 	Timeout     string   `toml:"timeout,omitempty"`
@@ -264,6 +285,14 @@ func (p *filePerms) permissions() (Perms, error) {
 		return out, err
 	}
 	if out.Credentials, err = checkNames("permissions.credentials", p.Credentials, envName(), "an environment variable's name such as GITHUB_TOKEN"); err != nil {
+		return out, err
+	}
+	if out.Host, err = checkList("permissions.host", p.Host, func(h string) (string, error) {
+		if !slices.Contains(HostServices, h) {
+			return "", bad("permissions.host", "%q is not one of %s", h, strings.Join(HostServices, ", "))
+		}
+		return h, nil
+	}); err != nil {
 		return out, err
 	}
 	if p.Memory != nil {

@@ -25,6 +25,9 @@ func Permissions(m *Manifest) []string {
 	for _, c := range p.Credentials {
 		out = append(out, credentialSentence(c))
 	}
+	for _, h := range p.Host {
+		out = append(out, hostSentence(h))
+	}
 	out = append(out, memorySentence(p.Memory), tasksSentence(p.Tasks), timeoutSentence(p.Timeout))
 	if m.Build != nil {
 		out = append(out, buildSentence(m.Build))
@@ -54,6 +57,11 @@ func Widens(old, next *Manifest) []string {
 	for _, c := range n.Credentials {
 		if !slices.Contains(o.Credentials, c) {
 			out = append(out, credentialSentence(c))
+		}
+	}
+	for _, h := range n.Host {
+		if !slices.Contains(o.Host, h) {
+			out = append(out, hostSentence(h))
 		}
 	}
 	if n.Memory > o.Memory {
@@ -106,6 +114,18 @@ func egressSentence(r string) string { return fmt.Sprintf("connect to %s", r) }
 
 func credentialSentence(c string) string {
 	return fmt.Sprintf("use the credential %s (it sees a placeholder; the egress proxy sends the value)", c)
+}
+
+func hostSentence(h string) string {
+	switch h {
+	case HostMemoryRead:
+		return "read the project's memories (and the global ones) during a call"
+	case HostMemoryWrite:
+		return "store memories in the project, which later sessions' agents read"
+	case HostCheckpoints:
+		return "save the project's checkpoints and restore them by id"
+	}
+	return "use the daemon's " + h
 }
 
 func memorySentence(n uint64) string { return fmt.Sprintf("use up to %s of memory", sizeText(n)) }

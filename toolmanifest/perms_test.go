@@ -166,3 +166,34 @@ func TestPolicyAnyHost(t *testing.T) {
 		t.Errorf("the default policy refuses a workspace tool: %v", err)
 	}
 }
+
+// permissions.host names the daemon's services a tool may use; an update
+// adding one widens.
+func TestHostPermission(t *testing.T) {
+	base := "name = \"x\"\ndescription = \"d\"\nschema = '{\"type\":\"object\"}'\n[run]\ncommand = [\"x\"]\n[permissions]\n"
+	old, err := toolmanifest.Parse([]byte(base + "host = [\"memory-read\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := toolmanifest.Parse([]byte(base + "host = [\"memory-read\", \"checkpoints\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := toolmanifest.Widens(old, next); len(w) != 1 || !strings.Contains(w[0], "checkpoints") {
+		t.Errorf("adding checkpoints widens by %q", w)
+	}
+	if w := toolmanifest.Widens(next, old); len(w) != 0 {
+		t.Errorf("dropping one widens by %q", w)
+	}
+	if _, err := toolmanifest.Parse([]byte(base + "host = [\"shell\"]\n")); !errors.Is(err, catalog.ErrBadInput) || !strings.Contains(err.Error(), "permissions.host") {
+		t.Errorf("an unknown service: %v", err)
+	}
+	enc, err := toolmanifest.Encode(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := toolmanifest.Parse(enc)
+	if err != nil || len(back.Permissions.Host) != 2 {
+		t.Errorf("encoded and read back: %+v %v", back, err)
+	}
+}

@@ -39,6 +39,10 @@ type Call struct {
 	input []byte
 }
 
+// Host are the daemon's services the tool's approved manifest lets it use
+// (permissions.host).
+func (c *Call) Host() []string { return c.e.m.Permissions.Host }
+
 // Tool is the call's tool name.
 func (c *Call) Tool() string { return c.e.tool.Name }
 
