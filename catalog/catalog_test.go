@@ -159,3 +159,33 @@ func TestErrorsDocUpToDate(t *testing.T) {
 		}
 	}
 }
+
+// Every class has an HTTP status of its own kind, and a wrapped error
+// keeps its code through ToProblem.
+func TestHTTPStatus(t *testing.T) {
+	for _, c := range catalog.All() {
+		s := catalog.HTTPStatus(c)
+		if s < 400 || s > 599 {
+			t.Errorf("%s: HTTP status %d is not an error's", c.Code, s)
+		}
+	}
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{fmt.Errorf("x: %w", catalog.ErrBadInput), 400},
+		{fmt.Errorf("x: %w", catalog.ErrUnknownTool), 404},
+		{fmt.Errorf("x: %w", catalog.ErrPolicy), 403},
+		{fmt.Errorf("x: %w", catalog.ErrSandbox), 503},
+		{fmt.Errorf("x: %w", catalog.ErrTimeout), 504},
+		{errors.New("unclassified"), 500},
+	} {
+		p := catalog.ToProblem(tc.err)
+		if p.Status != tc.want || p.Code != catalog.ClassOf(tc.err).Code || p.Type != "urn:contextd:error:"+p.Code || p.Detail != tc.err.Error() {
+			t.Errorf("%v: %+v, want status %d", tc.err, p, tc.want)
+		}
+	}
+	if catalog.ToProblem(nil) != nil {
+		t.Error("ToProblem(nil) is not nil")
+	}
+}
