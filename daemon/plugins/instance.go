@@ -36,6 +36,14 @@ type slot struct {
 	err   error
 }
 
+// failedStart is a start that failed, kept for Options.RetryStart: a
+// plugin that cannot start (or never completes its handshake) must not get
+// a sandbox made, and held for the start timeout, for every call.
+type failedStart struct {
+	at  time.Time
+	err error
+}
+
 // stop ends the slot's instance, once it started.
 func (s *slot) stop(why string) {
 	<-s.ready
@@ -97,6 +105,12 @@ func (r *Runtime) get(ctx context.Context, e *entry, workspace string) (inst *in
 			}
 		}
 		if s == nil {
+			if f, ok := r.failed[k]; ok && time.Since(f.at) < r.opts.RetryStart {
+				r.mu.Unlock()
+				return nil, note, fmt.Errorf("%w (the start %s ago failed so; the next is tried %s after it)",
+					f.err, time.Since(f.at).Round(time.Second), r.opts.RetryStart)
+			}
+			delete(r.failed, k)
 			s, mine = &slot{ready: make(chan struct{})}, true
 			r.pool[k] = s
 		}
@@ -109,6 +123,7 @@ func (r *Runtime) get(ctx context.Context, e *entry, workspace string) (inst *in
 				if r.pool[k] == s {
 					delete(r.pool, k)
 				}
+				r.failed[k] = failedStart{at: time.Now(), err: s.err}
 				r.mu.Unlock()
 				return nil, note, s.err
 			}

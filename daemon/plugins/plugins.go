@@ -37,6 +37,10 @@ type Options struct {
 	// be short: a unix socket's path is at most 107 bytes. Default:
 	// $XDG_RUNTIME_DIR/contextd/p.
 	RunDir string
+	// RetryStart is how long after a failed start the calls of that tool
+	// in that workspace get the same failure without another sandbox being
+	// made for them. Default: 10 s.
+	RetryStart time.Duration
 }
 
 // Runtime is the daemon's plugin tools: the installed ones, read from the
@@ -52,6 +56,7 @@ type Runtime struct {
 	tools  map[string]*entry
 	loaded error
 	pool   map[poolKey]*slot
+	failed map[poolKey]failedStart
 	closed bool
 }
 
@@ -71,7 +76,10 @@ func New(opts Options) *Runtime {
 	if opts.RunDir == "" {
 		opts.RunDir = filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "contextd", "p")
 	}
-	return &Runtime{opts: opts, log: opts.Logger, tools: map[string]*entry{}, pool: map[poolKey]*slot{}}
+	if opts.RetryStart == 0 {
+		opts.RetryStart = 10 * time.Second
+	}
+	return &Runtime{opts: opts, log: opts.Logger, tools: map[string]*entry{}, pool: map[poolKey]*slot{}, failed: map[poolKey]failedStart{}}
 }
 
 // Has reports whether name is an installed tool (reading the lock again if

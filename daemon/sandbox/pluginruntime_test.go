@@ -33,15 +33,22 @@ workspace = "read-write"
 timeout = "3s"
 `
 
-// installProbe lays out a tool store holding the probe, as install would.
+// installProbe lays out a tool store holding the probe, as install would,
+// and "broken", whose program is missing.
 func installProbe(t *testing.T) toolstore.Store {
 	t.Helper()
+	store := toolstore.Store{Root: t.TempDir()}
+	installTool(t, store, "probe", probeManifest)
+	installTool(t, store, "broken", strings.Replace(strings.Replace(probeManifest, `"bin/probe"`, `"bin/missing"`, 1), `"probe"`, `"broken"`, 1))
+	return store
+}
+
+func installTool(t *testing.T, store toolstore.Store, name, manifest string) {
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := toolstore.Store{Root: t.TempDir()}
-	dir := filepath.Join("probe", "v1")
+	dir := filepath.Join(name, "v1")
 	tree := filepath.Join(store.Root, dir, toolstore.TreeDir)
 	if err := os.MkdirAll(filepath.Join(tree, "bin"), 0o755); err != nil {
 		t.Fatal(err)
@@ -53,7 +60,7 @@ func installProbe(t *testing.T) toolstore.Store {
 	if err := os.WriteFile(filepath.Join(tree, "bin", "probe"), bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	m, err := toolmanifest.Parse([]byte(probeManifest))
+	m, err := toolmanifest.Parse([]byte(manifest))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,13 +78,12 @@ func installProbe(t *testing.T) toolstore.Store {
 		t.Fatal(err)
 	}
 	err = store.Update(func(l *toolstore.Lock) error {
-		l.Tools["probe"] = &toolstore.Tool{Name: "probe", Source: "test", Resolved: "tree:x", Checksum: sum, Dir: dir, Installed: time.Now()}
+		l.Tools[name] = &toolstore.Tool{Name: name, Source: "test", Resolved: "tree:x", Checksum: sum, Dir: dir, Installed: time.Now()}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return store
 }
 
 // probeCall runs one call of the probe and returns its outcome's error and
@@ -165,7 +171,7 @@ func runtimeVariant(t *testing.T, v variant) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { os.RemoveAll(runDir) })
-		rt := plugins.New(plugins.Options{Store: store, Runner: v.r, Config: cfg, RunDir: runDir,
+		rt := plugins.New(plugins.Options{Store: store, Runner: v.r, Config: cfg, RunDir: runDir, RetryStart: time.Hour,
 			Sandbox: &sandboxenv.Builder{Config: cfg, HomeDir: homeDir(t)}})
 		t.Cleanup(rt.Close)
 
@@ -259,8 +265,20 @@ func runtimeVariant(t *testing.T, v variant) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		if names := rt.Names(); len(names) != 1 || names[0] != "probe" {
+		if names := rt.Names(); len(names) != 2 {
 			t.Errorf("installed tools: %v", names)
+		}
+		// A tool that cannot start fails with CTXD-E090; the next call
+		// gets the same failure without another sandbox.
+		for i, want := range []string{"", "the start"} {
+			c, err := rt.Decode("broken", []byte(`{"op":"pid"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := c.Run(context.Background(), &plugins.Env{Workspace: ws, Session: "s1", Out: io.Discard})
+			if !errors.Is(o.Err, catalog.ErrPluginStart) || !strings.Contains(fmt.Sprint(o.Err), want) {
+				t.Errorf("call %d of a tool that cannot start: %v, want ErrPluginStart saying %q", i, o.Err, want)
+			}
 		}
 		// An input its schema refuses never reaches the plugin.
 		if _, err := rt.Decode("probe", []byte(`{"nope":1}`)); !errors.Is(err, catalog.ErrBadInput) {
