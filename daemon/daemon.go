@@ -67,6 +67,9 @@ type Options struct {
 	Notify func(state string) error
 	// Activated records that the listener came from socket activation (Status).
 	Activated bool
+	// HTTP is the HTTP API's listener (nil: none). Run closes it when it
+	// returns, as it does ln.
+	HTTP net.Listener
 	// Version is reported by Status. Default: "dev".
 	Version string
 }
@@ -104,6 +107,9 @@ const finalGrace = 5 * time.Second
 func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 	o := opts.withDefaults()
 	log := o.Logger
+	if o.HTTP != nil {
+		defer o.HTTP.Close()
+	}
 	cfg := o.Config
 
 	if o.Runner == nil {

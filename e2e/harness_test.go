@@ -119,7 +119,7 @@ func setup(m *testing.M) (int, error) {
 	// runs, and no ~/.npmrc (the tests that want one write their own; one left
 	// by an interrupted benchmark would turn the home view's scratch ~/.npmrc
 	// into a read-only scrubbed copy).
-	userSh(nil, "systemctl --user disable --now contextd.socket contextd.service 2>/dev/null; rm -rf ~/.config/contextd ~/.local/state/contextd ~/.local/share/contextd ~/proj-other ~/proj-dense-* ~/.config/systemd/user/contextd.* $XDG_RUNTIME_DIR/contextd-e2e.log ~/proj ~/.npmrc ~/.npmrc.bench; true")
+	userSh(nil, "systemctl --user disable --now contextd.socket contextd-http.socket contextd.service 2>/dev/null; rm -rf ~/.config/contextd ~/.local/state/contextd ~/.local/share/contextd ~/proj-other ~/proj-dense-* ~/.config/systemd/user/contextd.* ~/.config/systemd/user/contextd-http.* $XDG_RUNTIME_DIR/contextd-e2e.log ~/proj ~/.npmrc ~/.npmrc.bench; true")
 	// The default idle_timeout (10m): a daemon that exits while a test
 	// works between two calls would come back as another process, and a
 	// test that compares MainPIDs would see an attack or a crash that was
@@ -159,7 +159,7 @@ max_tokens = 100000
 	env.project = filepath.Join(env.home, "proj")
 	env.started = time.Now()
 	code := m.Run()
-	userSh(nil, "cp $XDG_RUNTIME_DIR/contextd-e2e.log /tmp/e2e-daemon.log; systemctl --user disable --now contextd.socket contextd.service; true")
+	userSh(nil, "cp $XDG_RUNTIME_DIR/contextd-e2e.log /tmp/e2e-daemon.log; systemctl --user disable --now contextd.socket contextd-http.socket contextd.service; true")
 	return code, nil
 }
 
@@ -336,8 +336,8 @@ func swapConfig(t testing.TB, edit func(orig string) string) string {
 	t.Cleanup(func() {
 		userSh(t, "cat > ~/.config/contextd/config.toml <<'EOF'\n"+string(orig)+"EOF")
 		systemctl(t, "stop", "contextd.service")
-		systemctl(t, "reset-failed", "contextd.service", "contextd.socket")
-		systemctl(t, "start", "contextd.socket")
+		systemctl(t, "reset-failed", "contextd.service", "contextd.socket", "contextd-http.socket")
+		systemctl(t, "start", "contextd.socket", "contextd-http.socket")
 	})
 	mustCode(t, userSh(t, "cat > ~/.config/contextd/config.toml <<'EOF'\n"+edit(string(orig))+"EOF"), 0)
 	mustCode(t, systemctl(t, "stop", "contextd.service"), 0)

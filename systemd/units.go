@@ -13,14 +13,18 @@ var socketUnit string
 //go:embed contextd.service
 var serviceUnit string
 
+//go:embed contextd-http.socket
+var httpSocketUnit string
+
 // Unit is one unit file.
 type Unit struct {
 	Name    string
 	Content string
 }
 
-// Units returns the unit files with ExecStart pointing at binary.
+// Units returns the unit files with ExecStart pointing at binary: the
+// daemon's socket, the HTTP API's socket and the service both start.
 func Units(binary string) []Unit {
 	svc := strings.Replace(serviceUnit, "ExecStart=/usr/bin/contextd serve", "ExecStart="+binary+" serve", 1)
-	return []Unit{{"contextd.socket", socketUnit}, {"contextd.service", svc}}
+	return []Unit{{"contextd.socket", socketUnit}, {"contextd-http.socket", httpSocketUnit}, {"contextd.service", svc}}
 }

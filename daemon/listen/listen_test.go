@@ -5,7 +5,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/contextd/contextd/catalog"
@@ -136,23 +135,5 @@ func TestForeignDirRefused(t *testing.T) {
 	_, err := Bind(filepath.Join(dir, "s.sock"))
 	if !errors.Is(err, catalog.ErrSocketPermission) {
 		t.Fatalf("Bind in another uid's directory: %v, want ErrSocketPermission", err)
-	}
-}
-
-func TestOpenWithoutActivationBinds(t *testing.T) {
-	t.Setenv("LISTEN_FDS", "")
-	t.Setenv("LISTEN_PID", "")
-	path := filepath.Join(t.TempDir(), "d", "s.sock")
-	l, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	if l.Activated || l.Path != path {
-		t.Fatalf("Open: activated=%v path=%s", l.Activated, l.Path)
-	}
-	var st syscall.Stat_t
-	if err := syscall.Stat(path, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFSOCK {
-		t.Fatalf("no socket at %s: %v", path, err)
 	}
 }

@@ -139,6 +139,11 @@ var rules = []rule{
 		why:    "the socket and a call's admission (its peer, its session) link only the protocol and the leaves: a connection is checked before anything of the daemon can be reached",
 	},
 	{
+		from: []string{"daemon/httpguard"}, deep: true,
+		forbid: []string{"daemon/...", "mcp/...", "ns", "seccomp", "profiles", "wire/..."},
+		why:    "the HTTP API's front door (token, Host, Origin, forwarding) links only the catalog and the leaves: a request is checked before anything of the daemon can be reached",
+	},
+	{
 		from: []string{"daemon/config"}, deep: true,
 		forbid: []string{"daemon/...", "mcp/...", "salience", "budget", "scrub", "outline", "ns", "seccomp", "profiles", "wire/...", "inspect"},
 		allow:  []string{"daemon/config", "mcp/interceptspec"},

@@ -179,21 +179,22 @@ func programs(dir string) ([]string, error) {
 
 // packagedUnits are the user units with ExecStart at the packaged binary: the
 // same source `contextd install-units` writes from, so the two cannot drift.
-// The rewrite is checked, never assumed.
+// The rewrite, and the names the daemon tells the sockets apart by, are
+// checked, never assumed.
 func packagedUnits() ([]systemd.Unit, error) {
 	units := systemd.Units(installedExec)
-	want := "\nExecStart=" + installedExec + " serve\n"
-	var sawService, sawSocket bool
+	want := map[string]string{
+		"contextd.service":     "\nExecStart=" + installedExec + " serve\n",
+		"contextd.socket":      "\nFileDescriptorName=contextd\n",
+		"contextd-http.socket": "\nFileDescriptorName=http\n",
+	}
 	for _, u := range units {
-		switch u.Name {
-		case "contextd.service":
-			sawService = strings.Contains(u.Content, want)
-		case "contextd.socket":
-			sawSocket = strings.Contains(u.Content, "\nListenStream=")
+		if strings.Contains(u.Content, want[u.Name]) {
+			delete(want, u.Name)
 		}
 	}
-	if !sawService || !sawSocket {
-		return nil, fmt.Errorf("systemd.Units did not give contextd.socket and a contextd.service with %q: %w", strings.TrimSpace(want), catalog.ErrInternal)
+	for name, line := range want {
+		return nil, fmt.Errorf("systemd.Units gave no %s with %q: %w", name, strings.TrimSpace(line), catalog.ErrInternal)
 	}
 	return units, nil
 }

@@ -23,8 +23,9 @@ func serveCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the daemon (normally started by contextd.socket)",
-		Long: `Run the daemon. Under systemd it serves the socket that contextd.socket passes in;
-run by hand it binds $XDG_RUNTIME_DIR/contextd/contextd.sock (or --socket) itself. It exits
+		Long: `Run the daemon. Under systemd it serves the sockets that contextd.socket and
+contextd-http.socket pass in; run by hand it binds $XDG_RUNTIME_DIR/contextd/contextd.sock
+(or --socket) and http.sock beside it itself. It exits
 by itself after idle_timeout without calls, and on SIGTERM drains calls in flight.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -40,17 +41,18 @@ by itself after idle_timeout without calls, and on SIGTERM drains calls in fligh
 			if socket == "" {
 				socket = cfg.Socket
 			}
-			ln, err := listen.Open(socket)
+			lns, err := listen.OpenAll(socket, "", log)
 			if err != nil {
 				return err
 			}
-			defer ln.Close()
+			defer lns.Close()
 			ctx, stop := signal.NotifyContext(c.Context(), unix.SIGTERM, unix.SIGINT)
 			defer stop()
-			return daemon.Run(ctx, ln, &daemon.Options{
+			return daemon.Run(ctx, lns.Main, &daemon.Options{
 				Config:    cfg,
 				Logger:    log,
-				Activated: ln.Activated,
+				Activated: lns.Main.Activated,
+				HTTP:      lns.HTTP,
 				Version:   Version,
 			})
 		},

@@ -23,10 +23,10 @@ func installUnitsCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "install-units",
 		Short: "Install the systemd user units for a from-source install",
-		Long: `Write contextd.socket and contextd.service into ~/.config/systemd/user (or --dir), with
-ExecStart pointing at this binary (or --binary). Files are replaced only when they are
-contextd's own units; with --enable it also runs systemctl --user daemon-reload and
-enable --now contextd.socket.`,
+		Long: `Write contextd.socket, contextd-http.socket (the HTTP API's) and contextd.service into
+~/.config/systemd/user (or --dir), with ExecStart pointing at this binary (or --binary). Files
+are replaced only when they are contextd's own units; with --enable it also runs systemctl
+--user daemon-reload and enable --now contextd.socket, which enables the HTTP socket too.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if dir == "" {
