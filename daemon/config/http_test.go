@@ -11,22 +11,13 @@ import (
 	"github.com/contextd/contextd/daemon/config"
 )
 
-func TestHTTPDefaults(t *testing.T) {
-	h := config.Default().HTTP
-	if h.Socket != "" || h.TCP != "" || len(h.AllowedOrigins) != 0 || h.AllowedOrigins == nil || h.MaxBodyBytes != 1<<20 {
-		t.Errorf("[http] defaults: %+v", h)
-	}
-	if a := config.Default().Automations; a == nil || len(a) != 0 {
-		t.Errorf("automations default: %#v", a)
-	}
-}
-
 func TestHTTPValidation(t *testing.T) {
 	for _, tt := range []struct {
 		name, toml string
 		want       config.HTTP // when err is ""
 		err        string      // a substring of the error
 	}{
+		{"defaults", "", config.HTTP{AllowedOrigins: []string{}, MaxBodyBytes: 1 << 20}, ""},
 		{"all set", "[http]\nsocket = \"/run/user/1/h.sock\"\ntcp = \"127.0.0.1:7070\"\nallowed_origins = [\"https://app.example.com\", \"http://localhost:3000\"]\nmax_body_bytes = \"4MiB\"",
 			config.HTTP{Socket: "/run/user/1/h.sock", TCP: "127.0.0.1:7070", AllowedOrigins: []string{"https://app.example.com", "http://localhost:3000"}, MaxBodyBytes: 4 << 20}, ""},
 		{"ipv6", "[http]\ntcp = \"[::1]:1\"\nmax_body_bytes = 1024",
@@ -73,6 +64,9 @@ memory = { title = "CI result", description = "when CI fails" }
 `
 
 func TestAutomations(t *testing.T) {
+	if a := config.Default().Automations; a == nil || len(a) != 0 {
+		t.Errorf("automations default: %#v", a)
+	}
 	c, err := config.Parse([]byte(ciHook + "[[automations]]\nname = \"std\"\nscheme = \"standard\"\nmax_body_bytes = 2048\nargs = { query = \"issue.title\" }\n"))
 	if err != nil {
 		t.Fatal(err)
