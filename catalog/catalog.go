@@ -74,7 +74,7 @@ func define(code, name string, exit int, grpc Status, hint string) *Class {
 // The catalog. Codes are grouped by tens: 00x command line and input, 01x reaching
 // the daemon, 02x files and the workspace, 03x running commands, 04x continuation,
 // 05x contextd itself, 06x configuration, 07x state services, 08x installation,
-// 09x plugin tools.
+// 09x plugin tools, 10x the HTTP API and automations.
 var (
 	ErrUsage = define("CTXD-E001", "usage error", ExitUsage, StatusInvalidArgument,
 		"run the tool with --help to see its arguments")
@@ -167,6 +167,27 @@ var (
 		"the source gave other bytes (or a tag moved) than the lock pins; check why with its author, then accept the new checksum with `contextd tool update NAME --checksum SUM` or remove and install the tool again")
 	ErrApproval = define("CTXD-E094", "the tool's permissions were not approved", ExitNoPerm, StatusPermissionDenied,
 		"read the permissions printed above, then run the command again with --yes (or from a terminal, and answer yes)")
+
+	ErrUnknownEndpoint = define("CTXD-E100", "unknown endpoint", ExitUsage, StatusNotFound,
+		"check the method and the path: every route is under /v1 and listed in GET /v1/openapi.json")
+	ErrBodyTooLarge = define("CTXD-E101", "request body too large", ExitDataErr, StatusResourceExhausted,
+		"send a smaller body: the bound is [http] max_body_bytes, or the automation's max_body_bytes for /v1/hooks/NAME; nothing of the request was used")
+	ErrToken = define("CTXD-E102", "missing or wrong bearer token", ExitNoPerm, StatusPermissionDenied,
+		"the TCP listener needs `Authorization: Bearer TOKEN` with the token in $XDG_STATE_HOME/contextd/http-token; the Unix socket needs none")
+	ErrHostRefused = define("CTXD-E103", "host or origin refused", ExitNoPerm, StatusPermissionDenied,
+		"send Host localhost, 127.0.0.1 or [::1], and no Origin unless it is listed in [http] allowed_origins; the Unix socket refuses forwarded requests outside /v1/hooks/")
+	ErrHookSignature = define("CTXD-E104", "webhook signature does not verify", ExitNoPerm, StatusPermissionDenied,
+		"the sender's secret must equal the automation's secret_file, and the signature must be over the raw body as sent (a proxy that re-encodes it breaks it); check the automation's scheme")
+	ErrHookReplay = define("CTXD-E105", "delivery already received", ExitDataErr, StatusAlreadyExists,
+		"this delivery id was accepted before; the message names its call, whose result GET /v1/calls/ID returns; a new delivery needs a new id")
+	ErrHookTimestamp = define("CTXD-E106", "webhook timestamp outside the window", ExitNoPerm, StatusPermissionDenied,
+		"the webhook-timestamp header is further from the daemon's clock than the automation's window: check both clocks (NTP), or widen window")
+	ErrRateLimited = define("CTXD-E107", "rate limited", ExitTempFail, StatusResourceExhausted,
+		"the automation's rate is spent: retry after the Retry-After seconds, or raise its rate in the configuration")
+	ErrUnknownAutomation = define("CTXD-E108", "unknown automation", ExitUsage, StatusNotFound,
+		"POST /v1/hooks/NAME needs an [[automations]] entry named NAME in the configuration; `contextd automations list` shows them")
+	ErrNoCall = define("CTXD-E109", "no such call or page", ExitNoInput, StatusNotFound,
+		"use a call id this daemon returned (202 or a call's answer) before its record expired ([pages] ttl), and a page number the call's answer lists")
 )
 
 // Lookup returns the class with the given code, or nil.

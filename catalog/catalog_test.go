@@ -69,6 +69,8 @@ var sentinels = []*catalog.Class{
 	catalog.ErrConfig,
 	catalog.ErrNoRecord, catalog.ErrBranchBudget, catalog.ErrNoBranch, catalog.ErrBranchDepth, catalog.ErrStoreUnavailable, catalog.ErrNotInstalled,
 	catalog.ErrPluginStart, catalog.ErrPluginExited, catalog.ErrInstallRefused, catalog.ErrChecksum, catalog.ErrApproval,
+	catalog.ErrUnknownEndpoint, catalog.ErrBodyTooLarge, catalog.ErrToken, catalog.ErrHostRefused, catalog.ErrHookSignature,
+	catalog.ErrHookReplay, catalog.ErrHookTimestamp, catalog.ErrRateLimited, catalog.ErrUnknownAutomation, catalog.ErrNoCall,
 }
 
 func TestSentinelsRegistered(t *testing.T) {
@@ -183,6 +185,16 @@ func TestHTTPStatus(t *testing.T) {
 		p := catalog.ToProblem(tc.err)
 		if p.Status != tc.want || p.Code != catalog.ClassOf(tc.err).Code || p.Type != "urn:contextd:error:"+p.Code || p.Detail != tc.err.Error() {
 			t.Errorf("%v: %+v, want status %d", tc.err, p, tc.want)
+		}
+	}
+	for c, want := range map[*catalog.Class]int{
+		catalog.ErrUnknownEndpoint: 404, catalog.ErrBodyTooLarge: 413, catalog.ErrToken: 401,
+		catalog.ErrHostRefused: 403, catalog.ErrHookSignature: 401, catalog.ErrHookReplay: 409,
+		catalog.ErrHookTimestamp: 401, catalog.ErrRateLimited: 429, catalog.ErrUnknownAutomation: 404,
+		catalog.ErrNoCall: 404,
+	} {
+		if got := catalog.HTTPStatus(c); got != want {
+			t.Errorf("%s: HTTP status %d, want %d", c.Code, got, want)
 		}
 	}
 	if catalog.ToProblem(nil) != nil {

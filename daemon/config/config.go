@@ -108,6 +108,11 @@ type Config struct {
 	Salience Salience `toml:"salience"`
 	// Plugins bounds the plugin tools (contextd tool install).
 	Plugins Plugins `toml:"plugins"`
+	// HTTP configures the HTTP API's listeners and request bounds.
+	HTTP HTTP `toml:"http"`
+	// Automations are the webhooks that start sandboxed calls
+	// (POST /v1/hooks/NAME), one [[automations]] table each.
+	Automations []Automation `toml:"automations"`
 
 	// Source is the file the configuration was read from ("" for defaults only).
 	Source string `toml:"-"`
@@ -348,6 +353,9 @@ func Default() *Config {
 		Egress:   defaultEgress(),
 		Salience: defaultSalience(),
 		Plugins:  defaultPlugins(),
+		HTTP:     defaultHTTP(),
+
+		Automations: []Automation{},
 	}
 }
 
@@ -403,9 +411,13 @@ func Parse(b []byte) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", catalog.ErrConfig, err)
 	}
+	if slices.ContainsFunc(md.Undecoded(), func(k toml.Key) bool { return k.String() == "automations.secret" }) {
+		return nil, fmt.Errorf("%w: automations.secret: a secret is never written in the configuration; put it in a file only you can read (chmod 600) and name that file with secret_file", catalog.ErrConfig)
+	}
 	if keys := unknownKeys(md); len(keys) > 0 {
 		return nil, fmt.Errorf("%w: unknown key(s) %s", catalog.ErrConfig, strings.Join(keys, ", "))
 	}
+	c.fillAutomations()
 	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", catalog.ErrConfig, err)
 	}
@@ -447,6 +459,12 @@ func (c *Config) validate() error {
 		return err
 	}
 	if err := c.Plugins.validate(); err != nil {
+		return err
+	}
+	if err := c.HTTP.validate(); err != nil {
+		return err
+	}
+	if err := c.validateAutomations(); err != nil {
 		return err
 	}
 	if err := c.Cache.validate(); err != nil {
@@ -538,12 +556,16 @@ func (c *Config) SlogLevel() (slog.Level, error) {
 }
 
 // unknownKeys lists the keys of the file that no setting took. A table given
-// as a rule's value ([mcp.intercept] rules' set.value, when.equals) is data,
-// decoded as a whole: its own keys are not unknown.
+// as a rule's value ([mcp.intercept] rules' set.value, when.equals) or in an
+// automation's input is data, decoded as a whole: its own keys are not
+// unknown.
 func unknownKeys(md toml.MetaData) []string {
 	var keys []string
 	for _, k := range md.Undecoded() {
 		if len(k) > 2 && k[0] == "mcp" && k[1] == "intercept" && interceptspec.IsDataKey(k[2:]) {
+			continue
+		}
+		if len(k) > 2 && k[0] == "automations" && k[1] == "input" {
 			continue
 		}
 		keys = append(keys, k.String())

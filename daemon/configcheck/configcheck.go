@@ -1,11 +1,14 @@
-// Package configcheck runs each feature's own check on its section of a loaded configuration (the egress rules, the salience rules, the MCP firewall's rules, the home view's presets and the credential deny-list), so that a file any feature would refuse stops contextd where it loads, naming the key.
+// Package configcheck runs each feature's own check on its section of a loaded configuration (the egress rules, the salience rules, the MCP firewall's rules, the home view's presets and the credential deny-list, the automations, the HTTP API's TCP address), so that a file any feature would refuse stops contextd where it loads, naming the key.
 package configcheck
 
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/automation"
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/homeview"
 	"github.com/contextd/contextd/daemon/netview"
@@ -58,6 +61,14 @@ func check(c *config.Config) error {
 	if _, err := Salience(c.Salience); err != nil {
 		return err
 	}
+	if err := checkHTTPTCP(c.HTTP.TCP); err != nil {
+		return err
+	}
+	for _, a := range c.Automations {
+		if _, err := automation.Compile(a); err != nil {
+			return err
+		}
+	}
 	return intercept.Check(&c.MCP.Intercept)
 }
 
@@ -73,4 +84,21 @@ func Salience(s config.Salience) (*salience.Set, error) {
 		return nil, fmt.Errorf("salience.rules: %v", err)
 	}
 	return set, nil
+}
+
+// checkHTTPTCP refuses a TCP address for the HTTP API that is not
+// loopback: the API serves the user's tools, and putting it on a network
+// is a reverse proxy's job, with its own authentication (docs/http.md).
+func checkHTTPTCP(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("http.tcp = %q: %v", addr, err)
+	}
+	if ip, err := netip.ParseAddr(host); host != "localhost" && (err != nil || !ip.IsLoopback() || ip.Zone() != "") {
+		return fmt.Errorf("http.tcp = %q: the API listens on loopback only (127.0.0.1, [::1] or localhost); expose it through a reverse proxy", addr)
+	}
+	return nil
 }

@@ -65,27 +65,7 @@ egress_allow = ["api.github.com:443 GET"]
 		{"bad intercept action", "[[mcp.intercept.rules]]\nname = \"x\"\naction = \"explode\"\n", []string{"mcp.intercept.rules[0]", `"explode"`}},
 		{"bad intercept allow", "[mcp.intercept.allow]\ns = ['x\\']\n", []string{"mcp.intercept.allow.s"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p := filepath.Join(t.TempDir(), "config.toml")
-			if err := os.WriteFile(p, []byte(tc.toml), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			c, err := configcheck.Load(p)
-			if tc.want == nil {
-				if err != nil || c.Source != p {
-					t.Fatalf("Load = %+v, %v", c, err)
-				}
-				return
-			}
-			if !errors.Is(err, catalog.ErrConfig) || c != nil {
-				t.Fatalf("Load = %+v, %v; want %s", c, err, catalog.ErrConfig.Code)
-			}
-			for _, s := range append(tc.want, "config "+p+": ") {
-				if !strings.Contains(err.Error(), s) {
-					t.Errorf("error %q does not name %q", err, s)
-				}
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkLoad(t, tc.toml, tc.want) })
 	}
 }
 
@@ -118,5 +98,59 @@ func TestSalience(t *testing.T) {
 	}
 	if _, err := configcheck.Salience(config.Salience{Rules: []config.SalienceRule{{Name: "q", Pattern: "x", Kind: "loud"}}}); err == nil || !strings.HasPrefix(err.Error(), "salience.rules: ") {
 		t.Fatalf("bad kind: %v", err)
+	}
+}
+
+// The HTTP API's TCP address must be loopback, and every automation must
+// compile (its secret file, workspace and templates), or the file is
+// refused at load naming the key.
+func TestHTTPAndAutomations(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "ci.secret")
+	if err := os.WriteFile(secret, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hook := "[[automations]]\nname = \"ci\"\nworkspace = \"" + dir + "\"\nscheme = \"github\"\nsecret_file = \"" + secret + "\"\ntool = \"safe_bash\"\n"
+	for _, tc := range []struct {
+		name, toml string
+		want       []string // substrings of the error; nil when valid
+	}{
+		{"loopback v4", "[http]\ntcp = \"127.0.0.1:7070\"\n", nil},
+		{"loopback v6", "[http]\ntcp = \"[::1]:7070\"\n", nil},
+		{"localhost", "[http]\ntcp = \"localhost:7070\"\n", nil},
+		{"any address", "[http]\ntcp = \"0.0.0.0:7070\"\n", []string{"http.tcp", "loopback only"}},
+		{"lan address", "[http]\ntcp = \"192.168.1.2:7070\"\n", []string{"http.tcp", "loopback only"}},
+		{"host name", "[http]\ntcp = \"example.com:7070\"\n", []string{"http.tcp", "loopback only"}},
+		{"automation", hook + "input = { command = 'echo \"$CONTEXTD_HOOK_REF\"' }\nenv = { REF = \"ref\" }\n", nil},
+		{"automation without its command", hook, []string{"automations.ci.input", `safe_bash needs "command"`}},
+		{"automation with args on safe_bash", hook + "input = { command = \"true\" }\nargs = { command = \"x\" }\n", []string{"automations.ci.args"}},
+		{"automation secret", strings.Replace(hook, secret, secret+".none", 1) + "input = { command = \"true\" }\n", []string{"automations.ci.secret_file"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { checkLoad(t, tc.toml, tc.want) })
+	}
+}
+
+// checkLoad loads toml from a file: with want nil it must load; otherwise
+// the error must be a configuration error naming the file and each of want.
+func checkLoad(t *testing.T, toml string, want []string) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(p, []byte(toml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := configcheck.Load(p)
+	if want == nil {
+		if err != nil || c.Source != p {
+			t.Fatalf("Load = %+v, %v", c, err)
+		}
+		return
+	}
+	if !errors.Is(err, catalog.ErrConfig) || c != nil {
+		t.Fatalf("Load = %+v, %v; want %s", c, err, catalog.ErrConfig.Code)
+	}
+	for _, s := range append(want, "config "+p+": ") {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not name %q", err, s)
+		}
 	}
 }

@@ -257,6 +257,20 @@ var rules = []rule{
 		why:    "accounting records what the core hands it: it links nothing of the daemon, so writing a record cannot reach back into a call",
 	},
 
+	{
+		from: []string{"daemon/webhook"}, deep: true,
+		forbid: []string{"daemon/...", "mcp/...", "wire/...", "proxy/...", "cmd/...", "ns", "seccomp", "profiles", "inspect"},
+		allow:  []string{"daemon/webhook"},
+		why:    "a webhook's signature is checked on the bytes and headers the edge hands over, with the catalog's errors: nothing a sender controls reaches more of the daemon before it verifies",
+	},
+
+	{
+		from: []string{"daemon/automation/..."}, deep: true,
+		forbid: []string{"daemon/...", "mcp/...", "wire/...", "proxy/...", "cmd/...", "ns", "seccomp", "profiles", "inspect"},
+		allow:  []string{"daemon/automation/...", "daemon/webhook", "daemon/config", "mcp/interceptspec"},
+		why:    "an automation's templates and its delivery record sit below the HTTP edge and link only the configuration, the webhook schemes and each other: a payload reaches the runner only as a call the core makes",
+	},
+
 	// The shared leaves.
 	{
 		from: []string{"catalog", "scrub", "budget", "workspace", "peercred", "internal/ids", "internal/sqlitefile", "internal/drain", "internal/nanotime", "internal/syncbuf", "envallow", "toolspec", "sandboxinfo",
