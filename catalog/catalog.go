@@ -74,7 +74,7 @@ func define(code, name string, exit int, grpc Status, hint string) *Class {
 // The catalog. Codes are grouped by tens: 00x command line and input, 01x reaching
 // the daemon, 02x files and the workspace, 03x running commands, 04x continuation,
 // 05x contextd itself, 06x configuration, 07x state services, 08x installation,
-// 09x plugin tools.
+// 09x plugin tools, 10x the HTTP API.
 var (
 	ErrUsage = define("CTXD-E001", "usage error", ExitUsage, StatusInvalidArgument,
 		"run the tool with --help to see its arguments")
@@ -167,6 +167,13 @@ var (
 		"the source gave other bytes (or a tag moved) than the lock pins; check why with its author, then accept the new checksum with `contextd tool update NAME --checksum SUM` or remove and install the tool again")
 	ErrApproval = define("CTXD-E094", "the tool's permissions were not approved", ExitNoPerm, StatusPermissionDenied,
 		"read the permissions printed above, then run the command again with --yes (or from a terminal, and answer yes)")
+
+	ErrUnknownEndpoint = define("CTXD-E100", "no such endpoint", ExitUsage, StatusNotFound,
+		"check the method and the path; GET /v1/openapi.json lists every endpoint")
+	ErrBodyTooLarge = define("CTXD-E101", "request body too large", ExitDataErr, StatusResourceExhausted,
+		"send less (max_body_bytes under [http] in the configuration bounds a request's body)")
+	ErrNoCall = define("CTXD-E109", "no such call or page", ExitNoInput, StatusNotFound,
+		"use the id a call returned while its record is kept ([pages] ttl); fetch a call's pages in order, from 1")
 )
 
 // Lookup returns the class with the given code, or nil.

@@ -36,7 +36,7 @@ var httpOfGRPC = map[Status]int{
 // (503, not a client's precondition); a broken configuration or audit log
 // is the daemon's own failure (500); a spent branch is a refusal, not a
 // rate limit (403); a plugin's refused source or changed pin is the
-// client's request (422).
+// client's request (422); a body over the bound is HTTP's own 413.
 var httpOverride = map[*Class]int{
 	ErrSandbox:        503,
 	ErrServerStart:    503,
@@ -46,6 +46,7 @@ var httpOverride = map[*Class]int{
 	ErrBranchBudget:   403,
 	ErrInstallRefused: 422,
 	ErrChecksum:       422,
+	ErrBodyTooLarge:   413,
 }
 
 // HTTPStatus is the HTTP status of c.
