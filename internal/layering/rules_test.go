@@ -134,6 +134,12 @@ var rules = []rule{
 		why:    "the core is handed its listener and its logger by the binary: a test starts it on a socket and a log of its own, without systemd's socket or the journal",
 	},
 	{
+		from: []string{"daemon/callrec"}, deep: true,
+		forbid: []string{"daemon/...", "mcp/...", "ns", "seccomp", "profiles", "wire/..."},
+		allow:  []string{"daemon/config"},
+		why:    "the HTTP API's call records are a leaf below the edge: files of answers already scrubbed, linking nothing that runs or answers a call",
+	},
+	{
 		from: []string{"daemon/listen", "daemon/peer", "daemon/session"}, deep: true,
 		forbid: []string{"daemon/...", "mcp/...", "ns", "seccomp", "profiles", "salience", "outline"},
 		why:    "the socket and a call's admission (its peer, its session) link only the protocol and the leaves: a connection is checked before anything of the daemon can be reached",
