@@ -65,6 +65,8 @@ type Options struct {
 	// Notify sends a state string to the service manager. Default: sd_notify
 	// through go-systemd, a no-op when NOTIFY_SOCKET is unset.
 	Notify func(state string) error
+	// HTTP is the HTTP API's listener (nil: none).
+	HTTP net.Listener
 	// Activated records that the listener came from socket activation (Status).
 	Activated bool
 	// Version is reported by Status. Default: "dev".
@@ -163,6 +165,11 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 	svc.state = &stateStore{cfg: cfg.Store}
 	go svc.state.get(ctx)
 	defer svc.state.close()
+	hs, err := svc.serveHTTP()
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	srv := newGRPCServer(svc, cfg.MaxRequestBytes)
 
 	// Both protocols share the socket: the mux serves the proxy's light
@@ -195,7 +202,7 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 	o.Notify("STOPPING=1\nSTATUS=draining")
 	log.Info("contextd stopping", "reason", reason, "calls_in_flight", svc.inFlight())
 	stopped := make(chan struct{})
-	go func() { srv.GracefulStop(); mx.wait(); close(stopped) }()
+	go func() { srv.GracefulStop(); hs.drain(); mx.wait(); close(stopped) }()
 	select {
 	case <-stopped:
 	case <-time.After(cfg.DrainTimeout.Duration):
@@ -205,6 +212,7 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 		case <-stopped:
 		case <-time.After(finalGrace):
 			srv.Stop()
+			hs.cut()
 			mx.closeAll()
 			<-stopped
 		}

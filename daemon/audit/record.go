@@ -71,6 +71,12 @@ type Record struct {
 
 	Reason string `json:"reason,omitempty"` // why a chain-reset or retention record was written
 
+	// CallID and Via name a call that came through the HTTP API: the id
+	// GET /v1/calls/{id} knows it by, and "http" or "hook:NAME". Both are
+	// left out otherwise, so records of other calls read as they always did.
+	CallID string `json:"call_id,omitempty"`
+	Via    string `json:"via,omitempty"`
+
 	Prev string `json:"prev"`           // Hash of the record with seq Seq-1, "" for seq 1
 	Hash string `json:"hash,omitempty"` // sha256 of this record's line without the hash member, hex
 }

@@ -107,6 +107,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
+// Close cuts every connection at once, a Shutdown waiting among them.
+func (s *Server) Close() error { return s.srv.Close() }
+
 // answerError is Echo's error handler: every error, the router's and the
 // handlers', becomes problem+json through the catalog.
 func (s *Server) answerError(err error, c echo.Context) {

@@ -174,6 +174,12 @@ func (l AuditLine) MarshalJSON() ([]byte, error) {
 	return l, nil
 }
 
+// UnmarshalJSON keeps the line as received (a client's side).
+func (l *AuditLine) UnmarshalJSON(b []byte) error {
+	*l = append((*l)[:0], b...)
+	return nil
+}
+
 // AuditVerifyReply is the audit log's verification.
 type AuditVerifyReply struct {
 	OK       bool           `json:"ok" required:"true" description:"no problem found"`
