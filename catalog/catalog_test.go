@@ -180,6 +180,9 @@ func TestHTTPStatus(t *testing.T) {
 		{fmt.Errorf("x: %w", catalog.ErrPolicy), 403},
 		{fmt.Errorf("x: %w", catalog.ErrSandbox), 503},
 		{fmt.Errorf("x: %w", catalog.ErrTimeout), 504},
+		{fmt.Errorf("x: %w", catalog.ErrUnknownEndpoint), 404},
+		{fmt.Errorf("x: %w", catalog.ErrBodyTooLarge), 413},
+		{fmt.Errorf("x: %w", catalog.ErrNoCall), 404},
 		{errors.New("unclassified"), 500},
 	} {
 		p := catalog.ToProblem(tc.err)

@@ -104,6 +104,7 @@ func (s *service) record(r *audit.Record, c Call, cred peer.Cred, start time.Tim
 		r.PeerExe = exe
 	}
 	r.Cwd = c.Cwd
+	r.CallID, r.Via = c.ID, c.Via
 	r.DurationMS = time.Since(start).Milliseconds()
 	if r.Session == "" {
 		r.Session = c.Session

@@ -6,9 +6,10 @@ import (
 )
 
 // The core's own types. A call arrives over the light protocol (lite.go, the
-// daemon's native one) or over gRPC (grpc.go, the typed public API); each
-// converts to and from these at its edge, and everything between admit and
-// account (service.go and a file per stage) works on them alone.
+// daemon's native one), over gRPC (grpc.go, the typed public API) or over
+// HTTP (http.go, for automations); each converts to and from these at its
+// edge, and everything between admit and account (service.go and a file per
+// stage) works on them alone.
 
 // Call is one tool call, or one page of an earlier call's output.
 type Call struct {
@@ -27,6 +28,12 @@ type Call struct {
 	// MaxTokens asks for less than the tool's configured budget (0: the
 	// configured one).
 	MaxTokens int
+	// ID names the call where an edge keeps it for later ("": the edge
+	// keeps none); its audit record carries it.
+	ID string
+	// Via is the edge the call came through when it is not the proxy's
+	// socket: "http", or "hook:NAME" for a webhook's run.
+	Via string
 }
 
 // Result is how a call ended. A refusal before the tool ran is not a Result

@@ -112,25 +112,7 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 	}
 	cfg := o.Config
 
-	if o.Runner == nil {
-		sr := &sandbox.Runner{Log: log, Pool: ns.NewPool(ns.DefaultPoolSize)}
-		defer sr.Pool.Close()
-		if m, err := scope.Connect(ctx); err != nil {
-			sr.ScopeNote = err.Error()
-			log.Warn("no systemd user manager: calls run in namespaces under seccomp, without a scope (no memory/task limits per call)", "err", err)
-		} else {
-			sr.Scopes = m
-			defer m.Close()
-		}
-		o.Runner = sr
-		if o.Home == nil {
-			o.Home, _ = sandboxenv.NewHome(cfg, log)
-		}
-		if o.Net == nil {
-			o.Net, o.NetErr = sandboxenv.NewNet(cfg, log)
-		}
-		cleanPlaceholders(log)
-	}
+	defer defaultSandbox(ctx, &o, log)()
 	home, _ := os.UserHomeDir()
 	sandboxes := &sandboxenv.Builder{Config: cfg, Home: o.Home, Net: o.Net, NetErr: o.NetErr, HomeDir: home}
 	sandboxes.ExpireCaches(ctx, log)
@@ -169,6 +151,11 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 	svc.state = &stateStore{cfg: cfg.Store}
 	go svc.state.get(ctx)
 	defer svc.state.close()
+	hs, err := svc.serveHTTP()
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	srv := newGRPCServer(svc, cfg.MaxRequestBytes)
 
 	// Both protocols share the socket: the mux serves the proxy's light
@@ -201,7 +188,7 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 	o.Notify("STOPPING=1\nSTATUS=draining")
 	log.Info("contextd stopping", "reason", reason, "calls_in_flight", svc.inFlight())
 	stopped := make(chan struct{})
-	go func() { srv.GracefulStop(); mx.wait(); close(stopped) }()
+	go func() { srv.GracefulStop(); hs.drain(); mx.wait(); close(stopped) }()
 	select {
 	case <-stopped:
 	case <-time.After(cfg.DrainTimeout.Duration):
@@ -211,6 +198,7 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 		case <-stopped:
 		case <-time.After(finalGrace):
 			srv.Stop()
+			hs.cut()
 			mx.closeAll()
 			<-stopped
 		}
@@ -302,6 +290,35 @@ func Registry(cfg *config.Config) *Tools {
 func (t *Tools) isState(name string) bool {
 	_, err := t.State.Get(name)
 	return err == nil
+}
+
+// defaultSandbox gives o the daemon's own sandbox, when the caller gave no
+// runner: namespaces with a pool of inits, scopes from the user manager
+// when there is one, the home view and the egress proxy. The returned func
+// lets go of them, once Run is done.
+func defaultSandbox(ctx context.Context, o *Options, log *slog.Logger) func() {
+	if o.Runner != nil {
+		return func() {}
+	}
+	cfg := o.Config
+	sr := &sandbox.Runner{Log: log, Pool: ns.NewPool(ns.DefaultPoolSize)}
+	release := sr.Pool.Close
+	if m, err := scope.Connect(ctx); err != nil {
+		sr.ScopeNote = err.Error()
+		log.Warn("no systemd user manager: calls run in namespaces under seccomp, without a scope (no memory/task limits per call)", "err", err)
+	} else {
+		sr.Scopes = m
+		release = func() { m.Close(); sr.Pool.Close() }
+	}
+	o.Runner = sr
+	if o.Home == nil {
+		o.Home, _ = sandboxenv.NewHome(cfg, log)
+	}
+	if o.Net == nil {
+		o.Net, o.NetErr = sandboxenv.NewNet(cfg, log)
+	}
+	cleanPlaceholders(log)
+	return release
 }
 
 // pluginRuntime runs the user's installed plugin tools with the daemon's

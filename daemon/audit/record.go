@@ -71,6 +71,12 @@ type Record struct {
 
 	Reason string `json:"reason,omitempty"` // why a chain-reset or retention record was written
 
+	// CallID and Via name a call that came through the HTTP API: the id
+	// GET /v1/calls/{id} knows it by, and "http" or "hook:NAME". Both are
+	// left out otherwise, so records of other calls read as they always did.
+	CallID string `json:"call_id,omitempty"`
+	Via    string `json:"via,omitempty"`
+
 	Prev string `json:"prev"`           // Hash of the record with seq Seq-1, "" for seq 1
 	Hash string `json:"hash,omitempty"` // sha256 of this record's line without the hash member, hex
 }
@@ -78,7 +84,7 @@ type Record struct {
 // Sandbox says which protection layers a call ran under: the layers every
 // side shares (sandboxinfo), and where the rules of the egress proxy its
 // network went through come from, in the form the log's files have always
-// had (sandboxJSON). Records already written are hashed as they are, and
+// had (SandboxJSON). Records already written are hashed as they are, and
 // new ones without the proxy must read the same.
 type Sandbox struct {
 	sandboxinfo.Layers
@@ -99,8 +105,9 @@ const (
 // without saying where its rules come from (no contextd writes one).
 const rulesNotRecorded = "not recorded"
 
-// sandboxJSON is a record's "sandbox" member.
-type sandboxJSON struct {
+// SandboxJSON is a record's "sandbox" member, as written (the HTTP API
+// describes records with it).
+type SandboxJSON struct {
 	Namespaces  bool   `json:"namespaces,omitempty"`
 	Seccomp     string `json:"seccomp,omitempty"`      // profile name; "" when none was loaded
 	Scope       string `json:"scope,omitempty"`        // transient systemd unit; "" when there was none
@@ -125,13 +132,13 @@ func (s Sandbox) NetworkMode() string {
 	return ""
 }
 
-func (s Sandbox) form() sandboxJSON {
-	return sandboxJSON{Namespaces: s.Namespaces, Seccomp: s.Seccomp, Scope: s.Scope, ScopeNote: s.ScopeNote,
+func (s Sandbox) form() SandboxJSON {
+	return SandboxJSON{Namespaces: s.Namespaces, Seccomp: s.Seccomp, Scope: s.Scope, ScopeNote: s.ScopeNote,
 		Network: s.NetworkMode(), EgressRules: s.EgressRules}
 }
 
 // IsZero makes a record leave out the member exactly when it would be {}.
-func (s Sandbox) IsZero() bool { return s.form() == sandboxJSON{} }
+func (s Sandbox) IsZero() bool { return s.form() == SandboxJSON{} }
 
 // MarshalJSON writes the member's form. HTML characters stay as they are,
 // as in the rest of the line (encodeLine): the record's encoder escapes them
@@ -150,7 +157,7 @@ func (s Sandbox) MarshalJSON() ([]byte, error) {
 // was named, a call through it was written with the network "none" (its
 // connections are in the record's egress list all the same).
 func (s *Sandbox) UnmarshalJSON(b []byte) error {
-	var f sandboxJSON
+	var f SandboxJSON
 	if err := json.Unmarshal(b, &f); err != nil {
 		return err
 	}

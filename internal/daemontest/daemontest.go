@@ -21,25 +21,44 @@ import (
 // touch the user's state sets XDG_STATE_HOME and friends before.
 func Start(t testing.TB) string {
 	t.Helper()
-	sock := filepath.Join(t.TempDir(), "contextd.sock")
+	sock, _ := start(t, false)
+	return sock
+}
+
+// StartHTTP is Start with the HTTP API served too, on a Unix socket of its
+// own: it returns both sockets' paths.
+func StartHTTP(t testing.TB) (sock, httpSock string) {
+	t.Helper()
+	return start(t, true)
+}
+
+func start(t testing.TB, withHTTP bool) (sock, httpSock string) {
+	t.Helper()
+	dir := t.TempDir()
+	sock = filepath.Join(dir, "contextd.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
+	opts := &daemon.Options{
+		Logger: slog.New(slog.DiscardHandler),
+		Notify: func(string) error { return nil },
+		Runner: runnertest.Unsandboxed{ToolMain: inside.MainUnsandboxed},
+	}
+	if withHTTP {
+		httpSock = filepath.Join(dir, "http.sock")
+		if opts.HTTP, err = net.Listen("unix", httpSock); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() {
-		done <- daemon.Run(ctx, ln, &daemon.Options{
-			Logger: slog.New(slog.DiscardHandler),
-			Notify: func(string) error { return nil },
-			Runner: runnertest.Unsandboxed{ToolMain: inside.MainUnsandboxed},
-		})
-	}()
+	go func() { done <- daemon.Run(ctx, ln, opts) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("daemon: %v", err)
 		}
 	})
-	return sock
+	return sock, httpSock
 }

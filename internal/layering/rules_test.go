@@ -134,6 +134,17 @@ var rules = []rule{
 		why:    "the core is handed its listener and its logger by the binary: a test starts it on a socket and a log of its own, without systemd's socket or the journal",
 	},
 	{
+		from: []string{"daemon/httpapi"}, deep: true,
+		forbid: []string{"daemon/tools/...", "daemon/state", "daemon/store/...", "daemon/sandbox", "daemon/sandboxenv", "daemon/runner/...", "daemon/scope", "daemon/plugins/...", "daemon/mcpwrap", "ns", "seccomp", "profiles"},
+		why:    "the HTTP edge converts requests for the core and answers; it runs nothing: what runs a call is reached only through the Core the daemon implements",
+	},
+	{
+		from: []string{"daemon/callrec"}, deep: true,
+		forbid: []string{"daemon/...", "mcp/...", "ns", "seccomp", "profiles", "wire/..."},
+		allow:  []string{"daemon/config"},
+		why:    "the HTTP API's call records are a leaf below the edge: files of answers already scrubbed, linking nothing that runs or answers a call",
+	},
+	{
 		from: []string{"daemon/listen", "daemon/peer", "daemon/session"}, deep: true,
 		forbid: []string{"daemon/...", "mcp/...", "ns", "seccomp", "profiles", "salience", "outline"},
 		why:    "the socket and a call's admission (its peer, its session) link only the protocol and the leaves: a connection is checked before anything of the daemon can be reached",
