@@ -19,13 +19,13 @@ import (
 	"github.com/contextd/contextd/catalog"
 )
 
-// The classes of the guard's refusals; each is the one place to name its class.
+// The classes of the guard's refusals, named once here.
 var (
 	// classToken: no bearer token, or a wrong one.
-	classToken = catalog.ErrPolicy
+	classToken = catalog.ErrToken
 	// classOrigin: a Host that is not a loopback name, a browser Origin not
 	// configured, or a forwarded request on the Unix socket.
-	classOrigin = catalog.ErrPolicy
+	classOrigin = catalog.ErrHostRefused
 )
 
 // HooksPrefix is where webhook deliveries arrive. They carry their own

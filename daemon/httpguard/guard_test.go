@@ -27,8 +27,16 @@ const (
 	byOrigin                // Host, Origin or forwarding refused
 )
 
+// class is the refusal's class, named here and not through the guard's own
+// variables, so a guard answering with another class fails.
 func (r refusal) class() *catalog.Class {
-	return map[refusal]*catalog.Class{byToken: classToken, byOrigin: classOrigin}[r]
+	return map[refusal]*catalog.Class{byToken: catalog.ErrToken, byOrigin: catalog.ErrHostRefused}[r]
+}
+
+// status is what a client sees of the refusal: 401 asks for credentials, 403
+// refuses whatever they are.
+func (r refusal) status() int {
+	return map[refusal]int{pass: http.StatusOK, byToken: http.StatusUnauthorized, byOrigin: http.StatusForbidden}[r]
 }
 
 type req struct {
@@ -63,8 +71,8 @@ func check(t *testing.T, g *Guard, r req, wantRefusal refusal) *httptest.Respons
 	if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil || w.Header().Get("Content-Type") != catalog.ProblemType {
 		t.Fatalf("%+v: %d %s %q: not problem details", r, w.Code, w.Header().Get("Content-Type"), w.Body)
 	}
-	if w.Code != catalog.HTTPStatus(want) || p.Status != w.Code || p.Code != want.Code {
-		t.Errorf("%+v: %d %s, want %d %s (%s)", r, w.Code, p.Code, catalog.HTTPStatus(want), want.Code, p.Detail)
+	if w.Code != wantRefusal.status() || p.Status != w.Code || p.Code != want.Code {
+		t.Errorf("%+v: %d %s, want %d %s (%s)", r, w.Code, p.Code, wantRefusal.status(), want.Code, p.Detail)
 	}
 	return w
 }
