@@ -41,7 +41,8 @@ by itself after idle_timeout without calls, and on SIGTERM drains calls in fligh
 			if socket == "" {
 				socket = cfg.Socket
 			}
-			lns, err := listen.OpenAll(socket, "", log)
+			// An empty [http] socket is http.sock beside the main socket.
+			lns, err := listen.OpenAll(socket, cfg.HTTP.Socket, log)
 			if err != nil {
 				return err
 			}
