@@ -172,7 +172,14 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 	log.Info("contextd serving", "addr", ln.Addr().String(), "socket_activated", o.Activated,
 		"idle_timeout", cfg.IdleTimeout.String(), "config", cfg.Source)
 
-	idle := svc.idleWatch(cfg.IdleTimeout.Duration)
+	idleAfter := cfg.IdleTimeout.Duration
+	if cfg.HTTP.TCP != "" && idleAfter > 0 {
+		// Nothing starts the daemon again on a TCP connection (no socket
+		// activation for it): a tunnel's upstream must stay up.
+		log.Info("not exiting when idle: the HTTP API listens on TCP", "http_tcp", cfg.HTTP.TCP, "idle_timeout", cfg.IdleTimeout.String())
+		idleAfter = 0
+	}
+	idle := svc.idleWatch(idleAfter)
 	var reason string
 	select {
 	case err := <-served:

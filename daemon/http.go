@@ -7,13 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/audit"
 	"github.com/contextd/contextd/daemon/callrec"
 	"github.com/contextd/contextd/daemon/httpapi"
+	"github.com/contextd/contextd/daemon/httpguard"
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/toolspec"
 )
@@ -25,71 +28,112 @@ import (
 // viaHTTP is Call.Via of a call made over the HTTP API.
 const viaHTTP = "http"
 
-// newHTTPServer is the HTTP API of svc; each connection's peer travels in
-// its requests' context.
-func newHTTPServer(svc *service, recs *callrec.Store, addrs []string) (*httpapi.Server, error) {
+// newHTTPServer is the HTTP API of svc behind wrap; each connection's
+// caller travels in its requests' context.
+func newHTTPServer(svc *service, recs *callrec.Store, addrs []string, wrap func(http.Handler) http.Handler) (*httpapi.Server, error) {
 	return httpapi.New(httpCore{s: svc, recs: recs, addrs: addrs}, httpapi.Options{
-		Version: svc.opts.Version,
-		Logger:  svc.opts.Logger,
-		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			if cred, ok := peer.CredOf(c); ok {
-				return peer.NewContext(ctx, cred)
-			}
-			return ctx
-		},
+		Version:      svc.opts.Version,
+		Logger:       svc.opts.Logger,
+		MaxBodyBytes: int64(svc.opts.Config.HTTP.MaxBodyBytes),
+		Wrap:         wrap,
+		ConnContext:  connContext,
 	})
 }
 
-// httpServing is the HTTP API as Run serves it; the zero value serves
-// nothing.
+// httpServing is the HTTP API as Run serves it, one server per listener;
+// the zero value serves nothing.
 type httpServing struct {
-	srv  *httpapi.Server
-	done chan struct{}
+	srvs []*httpapi.Server
+	wg   *sync.WaitGroup
 }
 
 // serveHTTP serves the HTTP API on Options.HTTP, if there is one, to the
-// daemon's own user only (checked at accept, as on the main socket).
-func (s *service) serveHTTP() (httpServing, error) {
+// daemon's own user only (checked at accept, as on the main socket), and
+// on [http] tcp, if set, to whoever holds the token.
+func (s *service) serveHTTP() (hs httpServing, err error) {
+	cfg := s.opts.Config.HTTP
 	ln := s.opts.HTTP
-	if ln == nil {
+	if ln == nil && cfg.TCP == "" {
 		return httpServing{}, nil
+	}
+	var tcp httpTCP
+	defer func() {
+		if err != nil {
+			if ln != nil {
+				ln.Close()
+			}
+			if tcp.ln != nil {
+				tcp.ln.Close()
+			}
+		}
+	}()
+	if cfg.TCP != "" {
+		if tcp, err = openTCP(cfg.TCP, cfg.AllowedOrigins); err != nil {
+			return httpServing{}, fmt.Errorf("http api: %w", err)
+		}
 	}
 	recs, err := openCallRecords(s)
 	if err != nil {
-		ln.Close()
 		return httpServing{}, fmt.Errorf("http api: %v: %w", err, catalog.ErrInternal)
 	}
-	srv, err := newHTTPServer(s, recs, []string{ln.Addr().String()})
-	if err != nil {
-		ln.Close()
-		return httpServing{}, fmt.Errorf("http api: %v: %w", err, catalog.ErrInternal)
+	type served struct {
+		ln   net.Listener
+		wrap func(http.Handler) http.Handler
 	}
-	hs := httpServing{srv: srv, done: make(chan struct{})}
-	log := s.opts.Logger
-	go func() {
-		defer close(hs.done)
-		if err := srv.Serve(peer.NewListener(ln, nil, log)); err != nil {
-			log.Error("http api stopped serving", "err", err)
+	var lns []served
+	var addrs []string
+	if ln != nil {
+		unix, err := httpguard.Unix(cfg.AllowedOrigins)
+		if err != nil {
+			return httpServing{}, fmt.Errorf("http api: %w", err)
 		}
-	}()
-	log.Info("http api serving", "addr", ln.Addr().String())
+		lns = append(lns, served{peer.NewListener(ln, nil, s.opts.Logger), unix.Wrap})
+		addrs = append(addrs, ln.Addr().String())
+	}
+	if tcp.ln != nil {
+		lns = append(lns, served{tcp.ln, tcp.wrap})
+		addrs = append(addrs, tcp.ln.Addr().String())
+	}
+	for _, l := range lns {
+		srv, err := newHTTPServer(s, recs, addrs, l.wrap)
+		if err != nil {
+			return httpServing{}, fmt.Errorf("http api: %v: %w", err, catalog.ErrInternal)
+		}
+		hs.srvs = append(hs.srvs, srv)
+	}
+	hs.wg = new(sync.WaitGroup)
+	log := s.opts.Logger
+	for i, srv := range hs.srvs {
+		hs.wg.Add(1)
+		go func() {
+			defer hs.wg.Done()
+			if err := srv.Serve(lns[i].ln); err != nil {
+				log.Error("http api stopped serving", "addr", addrs[i], "err", err)
+			}
+		}()
+	}
+	log.Info("http api serving", "addrs", addrs)
 	return hs, nil
 }
 
 // drain stops accepting and waits for the requests in flight (streamed
-// calls among them), as the light protocol's calls are waited for.
+// calls among them), as the light protocol's calls are waited for; each
+// server drains at once, so none accepts while another is waited for.
 func (hs httpServing) drain() {
-	if hs.srv == nil {
-		return
+	var shut sync.WaitGroup
+	for _, srv := range hs.srvs {
+		shut.Go(func() { srv.Shutdown(context.Background()) })
 	}
-	hs.srv.Shutdown(context.Background())
-	<-hs.done
+	shut.Wait()
+	if hs.wg != nil {
+		hs.wg.Wait()
+	}
 }
 
 // cut closes the connections drain still waits for.
 func (hs httpServing) cut() {
-	if hs.srv != nil {
-		hs.srv.Close()
+	for _, srv := range hs.srvs {
+		srv.Close()
 	}
 }
 
@@ -135,6 +179,9 @@ func (h httpCore) Call(ctx context.Context, req httpapi.CallRequest, out func([]
 		return httpapi.CallResponse{}, fmt.Errorf("workspace %q: an absolute path is needed: %w", req.Workspace, catalog.ErrBadInput)
 	}
 	rec := h.recs.New(req.Tool, viaHTTP)
+	if req.Session == "" && overTCP(ctx) {
+		req.Session = tcpSessionPrefix + rec.ID
+	}
 	rec.Workspace, rec.Session = req.Workspace, req.Session
 	h.keep(rec)
 	c := Call{ID: rec.ID, Via: viaHTTP, Tool: req.Tool, Input: req.Input, Session: req.Session,

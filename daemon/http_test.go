@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/httpapi"
 	"github.com/contextd/contextd/internal/daemontest"
 	"github.com/contextd/contextd/wire/lite"
@@ -29,12 +30,19 @@ type httpDaemon struct {
 
 func startHTTP(t *testing.T) *httpDaemon {
 	t.Helper()
+	return startHTTPConfig(t, nil)
+}
+
+// startHTTPConfig is startHTTP with cfg as the daemon's configuration (nil:
+// the defaults).
+func startHTTPConfig(t *testing.T, cfg *config.Config) *httpDaemon {
+	t.Helper()
 	// The daemon keeps its audit log, call records and store under these.
 	state := t.TempDir()
 	t.Setenv("XDG_STATE_HOME", state)
 	t.Setenv("XDG_DATA_HOME", filepath.Join(state, "data"))
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(state, "config"))
-	sock, api := daemontest.StartHTTP(t)
+	sock, api := daemontest.StartHTTPConfig(t, cfg)
 	ws := t.TempDir()
 	if err := os.Mkdir(filepath.Join(ws, ".git"), 0o700); err != nil {
 		t.Fatal(err)
