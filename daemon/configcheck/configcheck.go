@@ -4,13 +4,12 @@ package configcheck
 import (
 	"errors"
 	"fmt"
-	"net"
-	"net/netip"
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/automation"
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/homeview"
+	"github.com/contextd/contextd/daemon/httpguard"
 	"github.com/contextd/contextd/daemon/netview"
 	"github.com/contextd/contextd/mcp/intercept"
 	"github.com/contextd/contextd/salience"
@@ -86,19 +85,13 @@ func Salience(s config.Salience) (*salience.Set, error) {
 	return set, nil
 }
 
-// checkHTTPTCP refuses a TCP address for the HTTP API that is not
-// loopback: the API serves the user's tools, and putting it on a network
-// is a reverse proxy's job, with its own authentication (docs/http.md).
+// checkHTTPTCP refuses a TCP address for the HTTP API that is not a
+// loopback address, with the check the daemon makes again when it binds
+// it (httpguard.CheckLoopback): one reading of "loopback", so a file that
+// loads also starts.
 func checkHTTPTCP(addr string) error {
 	if addr == "" {
 		return nil
 	}
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("http.tcp = %q: %v", addr, err)
-	}
-	if ip, err := netip.ParseAddr(host); host != "localhost" && (err != nil || !ip.IsLoopback() || ip.Zone() != "") {
-		return fmt.Errorf("http.tcp = %q: the API listens on loopback only (127.0.0.1, [::1] or localhost); expose it through a reverse proxy", addr)
-	}
-	return nil
+	return httpguard.CheckLoopback(addr)
 }
