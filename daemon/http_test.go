@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/httpapi"
 	"github.com/contextd/contextd/internal/daemontest"
 	"github.com/contextd/contextd/wire/lite"
@@ -29,12 +31,18 @@ type httpDaemon struct {
 
 func startHTTP(t *testing.T) *httpDaemon {
 	t.Helper()
+	return startHTTPConfig(t, nil)
+}
+
+// startHTTPConfig is startHTTP on cfg (nil: the defaults).
+func startHTTPConfig(t *testing.T, cfg *config.Config) *httpDaemon {
+	t.Helper()
 	// The daemon keeps its audit log, call records and store under these.
 	state := t.TempDir()
 	t.Setenv("XDG_STATE_HOME", state)
 	t.Setenv("XDG_DATA_HOME", filepath.Join(state, "data"))
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(state, "config"))
-	sock, api := daemontest.StartHTTP(t)
+	sock, api := daemontest.StartHTTPConfig(t, cfg)
 	ws := t.TempDir()
 	if err := os.Mkdir(filepath.Join(ws, ".git"), 0o700); err != nil {
 		t.Fatal(err)
@@ -45,11 +53,21 @@ func startHTTP(t *testing.T) *httpDaemon {
 	return &httpDaemon{t: t, sock: sock, api: api, c: c, ws: ws}
 }
 
-// do sends a request and returns the status and the body.
+// do sends a request and returns the status and the body: body as it is
+// when it is a []byte, as JSON otherwise.
 func (d *httpDaemon) do(method, path string, body any, header ...string) (int, []byte) {
 	d.t.Helper()
+	st, b, _ := d.doHeader(method, path, body, header...)
+	return st, b
+}
+
+// doHeader is do, with the answer's header.
+func (d *httpDaemon) doHeader(method, path string, body any, header ...string) (int, []byte, http.Header) {
+	d.t.Helper()
 	var r io.Reader
-	if body != nil {
+	if raw, ok := body.([]byte); ok {
+		r = bytes.NewReader(raw)
+	} else if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			d.t.Fatal(err)
@@ -72,7 +90,7 @@ func (d *httpDaemon) do(method, path string, body any, header ...string) (int, [
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	return resp.StatusCode, b
+	return resp.StatusCode, b, resp.Header
 }
 
 // call POSTs a call and decodes its answer.

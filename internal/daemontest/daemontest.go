@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/contextd/contextd/daemon"
+	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/runner/runnertest"
 	"github.com/contextd/contextd/daemon/tools/inside"
 )
@@ -21,7 +22,7 @@ import (
 // touch the user's state sets XDG_STATE_HOME and friends before.
 func Start(t testing.TB) string {
 	t.Helper()
-	sock, _ := start(t, false)
+	sock, _ := start(t, false, nil)
 	return sock
 }
 
@@ -29,10 +30,17 @@ func Start(t testing.TB) string {
 // own: it returns both sockets' paths.
 func StartHTTP(t testing.TB) (sock, httpSock string) {
 	t.Helper()
-	return start(t, true)
+	return start(t, true, nil)
 }
 
-func start(t testing.TB, withHTTP bool) (sock, httpSock string) {
+// StartHTTPConfig is StartHTTP on the configuration cfg (its automations,
+// say) instead of the defaults.
+func StartHTTPConfig(t testing.TB, cfg *config.Config) (sock, httpSock string) {
+	t.Helper()
+	return start(t, true, cfg)
+}
+
+func start(t testing.TB, withHTTP bool, cfg *config.Config) (sock, httpSock string) {
 	t.Helper()
 	dir := t.TempDir()
 	sock = filepath.Join(dir, "contextd.sock")
@@ -44,6 +52,7 @@ func start(t testing.TB, withHTTP bool) (sock, httpSock string) {
 		Logger: slog.New(slog.DiscardHandler),
 		Notify: func(string) error { return nil },
 		Runner: runnertest.Unsandboxed{ToolMain: inside.MainUnsandboxed},
+		Config: cfg,
 	}
 	if withHTTP {
 		httpSock = filepath.Join(dir, "http.sock")
