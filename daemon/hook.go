@@ -229,7 +229,7 @@ func (h httpCore) remember(a *automation.Automation, run Call, cred peer.Cred, r
 		"content": content, "outcome": outcome})
 	if err == nil {
 		c := Call{Via: run.Via, Tool: "memory_store", Input: input, Session: run.Session, Cwd: run.Cwd}
-		_, err = h.s.call(context.Background(), c, cred, nil)
+		_, err = h.s.call(context.Background(), c, cred, func([]byte) error { return nil })
 	}
 	if err != nil {
 		h.s.hooks.log.Warn("automation's memory not stored", "automation", a.Name, "call_id", run.ID, "err", err)

@@ -26,7 +26,8 @@ const hookSecret = "It's a Secret to Everybody"
 
 // startHooks is a daemon with three automations on the same workspace:
 // "ci" (GitHub) runs safe_bash printing two payload values passed by env;
-// "std" (Standard Webhooks) does the same with a smaller body bound;
+// "std" (Standard Webhooks) does the same with a smaller body bound and
+// keeps its answer as a memory;
 // "slow" runs one delivery an hour.
 func startHooks(t *testing.T) (*httpDaemon, string) {
 	t.Helper()
@@ -62,6 +63,7 @@ max_body_bytes = 1024
 tool = "safe_bash"
 input = { command = 'printf "ref=%%s\n" "$CONTEXTD_HOOK_REF"' }
 env = { REF = "ref" }
+memory = { title = "std run", description = "what the std automation printed" }
 
 [[automations]]
 name = "slow"
@@ -206,6 +208,26 @@ func TestHookStandard(t *testing.T) {
 	if rec.Response == nil || strings.TrimSpace(rec.Response.Output) != "ref=v1.2" {
 		t.Errorf("record: %+v", rec)
 	}
+	// The memory is stored after the call's record is done: polled, a
+	// bounded number of times.
+	search := map[string]any{"input": map[string]any{"query": "std run"}, "workspace": rec.Workspace, "session": "hook-std"}
+	for range 200 {
+		st, b := d.do("POST", "/v1/memory/search", search)
+		var found httpapi.CallResponse
+		if err := json.Unmarshal(b, &found); st != 200 || err != nil {
+			t.Fatalf("memory search: %d %s", st, b)
+		}
+		if id, _, ok := strings.Cut(found.Output, " "); ok && strings.Contains(found.Output, "std run") {
+			got := d.call(httpapi.CallRequest{Tool: "memory_get", Input: json.RawMessage(`{"id":"` + id + `"}`),
+				Workspace: rec.Workspace, Session: "hook-std"})
+			if !strings.Contains(got.Output, "ref=v1.2") || !strings.Contains(got.Output, "success") {
+				t.Errorf("the memory: %q", got.Output)
+			}
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("the run's answer was not stored as a memory")
 }
 
 // A delivery over the rate is refused with the seconds until the next
