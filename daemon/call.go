@@ -25,6 +25,9 @@ type Call struct {
 	// Env is the caller's environment, already reduced to the allowlist by
 	// the proxy (envallow).
 	Env map[string]string
+	// HookEnv are the CONTEXTD_HOOK_* variables of a webhook's call, set
+	// by the daemon itself (hook.go); no other edge sets them.
+	HookEnv map[string]string
 	// MaxTokens asks for less than the tool's configured budget (0: the
 	// configured one).
 	MaxTokens int

@@ -146,6 +146,8 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 	}
 	svc.setupMCP(cfg)
 	defer svc.closeMCP()
+	svc.hooks = openHooks(cfg, log)
+	defer svc.hooks.close()
 	// The state store opens in the background: the first call need not
 	// wait for it, and the daemon starts without one if it cannot be opened.
 	svc.state = &stateStore{cfg: cfg.Store}
@@ -195,7 +197,7 @@ func Run(ctx context.Context, ln net.Listener, opts *Options) error {
 	o.Notify("STOPPING=1\nSTATUS=draining")
 	log.Info("contextd stopping", "reason", reason, "calls_in_flight", svc.inFlight())
 	stopped := make(chan struct{})
-	go func() { srv.GracefulStop(); hs.drain(); mx.wait(); close(stopped) }()
+	go func() { srv.GracefulStop(); hs.drain(); mx.wait(); svc.hooks.wait(); close(stopped) }()
 	select {
 	case <-stopped:
 	case <-time.After(cfg.DrainTimeout.Duration):

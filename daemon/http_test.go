@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -53,11 +54,21 @@ func startHTTPConfig(t *testing.T, cfg *config.Config) *httpDaemon {
 	return &httpDaemon{t: t, sock: sock, api: api, c: c, ws: ws}
 }
 
-// do sends a request and returns the status and the body.
+// do sends a request and returns the status and the body: body as it is
+// when it is a []byte, as JSON otherwise.
 func (d *httpDaemon) do(method, path string, body any, header ...string) (int, []byte) {
 	d.t.Helper()
+	st, b, _ := d.doHeader(method, path, body, header...)
+	return st, b
+}
+
+// doHeader is do, with the answer's header.
+func (d *httpDaemon) doHeader(method, path string, body any, header ...string) (int, []byte, http.Header) {
+	d.t.Helper()
 	var r io.Reader
-	if body != nil {
+	if raw, ok := body.([]byte); ok {
+		r = bytes.NewReader(raw)
+	} else if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			d.t.Fatal(err)
@@ -80,7 +91,7 @@ func (d *httpDaemon) do(method, path string, body any, header ...string) (int, [
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	return resp.StatusCode, b
+	return resp.StatusCode, b, resp.Header
 }
 
 // call POSTs a call and decodes its answer.

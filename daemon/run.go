@@ -39,7 +39,7 @@ func (s *service) run(ctx context.Context, adm *admission, resp *response) toolc
 // and caller's environment, the daemon's sandbox (its runner and the
 // builder of its surroundings), and the response's ends it writes into.
 func (s *service) sandboxEnv(adm *admission, resp *response) *tools.Env {
-	return &tools.Env{Place: adm.place, Session: adm.session, CallerEnv: adm.c.Env,
+	return &tools.Env{Place: adm.place, Session: adm.session, CallerEnv: adm.c.Env, HookEnv: adm.c.HookEnv,
 		Config: s.opts.Config, Runner: s.opts.Runner, Sandbox: s.sandbox,
 		Out: resp.pipe, Vault: resp.layer.Vault, Layer: resp.layer, Rules: s.resp.rules, Scrubber: s.resp.scrubber,
 		Window: budget.Window(adm.tokens), Salience: resp.salience, Budget: adm.tokens}

@@ -65,6 +65,9 @@ type service struct {
 	// mcp runs `mcp wrap` sessions (set up by Run).
 	mcp      *mcpwrap.Wrapper
 	mcpStore mcpStore // the wraps' records and pins
+
+	// hooks are the automations webhooks start (set up by Run).
+	hooks *hooks
 }
 
 // Status is what the daemon says of itself, for either protocol.

@@ -9,6 +9,11 @@ import (
 	"strings"
 )
 
+// HookPrefix starts the variables an automation's run gets from the daemon
+// (CONTEXTD_HOOK_REF...). They never come from a caller: the allowlist
+// does not hold them, and the daemon sets them for a webhook's call only.
+const HookPrefix = "CONTEXTD_HOOK_"
+
 // base are the variables always passed (if they pass the credential check);
 // LC_* are added by prefix. Everything else stays behind: tokens and keys live in
 // agents' environments.

@@ -24,6 +24,7 @@ const (
 	KindRetention = "retention"   // old files were deleted by Options.MaxFiles
 	KindEgress    = "egress"      // a wrapped MCP server ended: its connections through the egress proxy
 	KindGitGuard  = "git-guard"   // a wrapped MCP server ended: what it changed of git's entries, reverted
+	KindHook      = "hook"        // a webhook delivery was refused: Tool is hook:NAME, Error its code, Reason its class
 )
 
 // Record is one line of the audit log. The caller fills in what it knows about

@@ -22,7 +22,7 @@ import (
 )
 
 // EnvPrefix starts the name of every variable an automation sets.
-const EnvPrefix = "CONTEXTD_HOOK_"
+const EnvPrefix = envallow.HookPrefix
 
 // Automation is one compiled [[automations]] entry.
 type Automation struct {

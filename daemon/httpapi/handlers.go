@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
@@ -72,6 +73,22 @@ func acceptsStream(r *http.Request) bool {
 		}
 	}
 	return false
+}
+
+func (s *Server) hook(c echo.Context) error {
+	var req HookName
+	if err := bindParams(c, &req); err != nil {
+		return err
+	}
+	r := c.Request()
+	body := func(max int64) ([]byte, error) {
+		return io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, max))
+	}
+	acc, err := s.core.Hook(r.Context(), req.Name, r.Header, body)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, acc)
 }
 
 func (s *Server) getCall(c echo.Context, req *CallID) (*CallRecord, error) {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -24,6 +25,7 @@ var tags = []struct{ name, description string }{
 	{"tools", "The tools a call can name"},
 	{"memory", "The project's memories (calls of the memory tools)"},
 	{"checkpoints", "The workspace's checkpoints (calls of the checkpoint tools)"},
+	{"hooks", "Webhook deliveries that start the configured automations"},
 	{"audit", "The hash-chained audit log"},
 	{"status", "The daemon itself"},
 	{"meta", "This API's description"},
@@ -129,7 +131,7 @@ func addOperation(r *openapi31.Reflector, rt route) error {
 	if rt.id == "getOpenAPI" {
 		oc.AddRespStructure(OpenAPIDocument{}, openapi.WithHTTPStatus(http.StatusOK))
 	} else {
-		oc.AddRespStructure(rt.resp, openapi.WithHTTPStatus(http.StatusOK))
+		oc.AddRespStructure(rt.resp, openapi.WithHTTPStatus(cmp.Or(rt.status, http.StatusOK)))
 	}
 	if rt.stream {
 		oc.AddRespStructure(nil, openapi.WithContentType("text/event-stream"), openapi.WithHTTPStatus(http.StatusOK))
@@ -151,6 +153,12 @@ func addOperation(r *openapi31.Reflector, rt route) error {
 		mt.Schema = map[string]any{"type": "string",
 			"description": "events `output` (data `{\"text\": …}`), then `result` (the answer without its output) or `problem` (a Problem)"}
 		ok.Content["text/event-stream"] = mt
+	}
+	if rt.rawBody != "" {
+		op.RequestBody = &openapi31.RequestBodyOrReference{RequestBody: &openapi31.RequestBody{
+			Description: ptr(rt.rawBody), Required: ptr(true),
+			Content: map[string]openapi31.MediaType{"application/json": {Schema: map[string]any{}}},
+		}}
 	}
 	if rt.input != "" {
 		body := op.RequestBody.RequestBody.Content["application/json"]

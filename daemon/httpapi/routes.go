@@ -20,6 +20,8 @@ type route struct {
 	req          any // the request's type (nil: none); a body for POST, path and query parameters otherwise
 	resp         any // the answer's type
 	errs         []*catalog.Class
+	status       int    // the answer's status; 0 is 200
+	rawBody      string // the body is a payload taken as it is (no schema): its description
 	stream       bool   // also answers text/event-stream
 	input        string // the state tool whose schema types the body's input
 	handle       echo.HandlerFunc
@@ -101,6 +103,7 @@ func (s *Server) table() []route {
 			errs:        append([]*catalog.Class{catalog.ErrNoRecord}, callErrs...)}, s.stateCall(st.tool)))
 	}
 	rs = append(rs,
+		s.hookRoute(),
 		endpoint(s, route{method: http.MethodGet, path: "/v1/audit", id: "listAudit", tag: "audit",
 			summary:     "Read the audit log",
 			description: "The audit records the filters select, newest last, each as its stored line (hash included) with the file and line it is on.",
@@ -119,6 +122,24 @@ func (s *Server) table() []route {
 		rs[i].errs = append(rs[i].errs, commonErrs...)
 	}
 	return rs
+}
+
+// hookErrs are a delivery's refusals, in the order they are checked.
+var hookErrs = []*catalog.Class{catalog.ErrUnknownAutomation, catalog.ErrBodyTooLarge, catalog.ErrHookSignature,
+	catalog.ErrHookTimestamp, catalog.ErrHookReplay, catalog.ErrRateLimited}
+
+// hookRoute is POST /v1/hooks/{name}: its body is not decoded here but
+// handed to the core as raw bytes, which is what the signature covers.
+func (s *Server) hookRoute() route {
+	return route{method: http.MethodPost, path: "/v1/hooks/{name}", id: "receiveHook", tag: "hooks",
+		summary: "Receive a webhook delivery",
+		description: "Runs the automation `name` configures ([[automations]]) for a signed delivery: GitHub's `X-Hub-Signature-256` " +
+			"or Standard Webhooks' `webhook-id`, `webhook-timestamp` and `webhook-signature`. Checked in this order: the automation, " +
+			"the body's size, the signature over the raw body, the timestamp, the delivery id not seen before, the rate. " +
+			"The call runs after the answer: follow `status_url`. A 429 carries `Retry-After`.",
+		req: new(HookName), resp: new(HookAccepted), status: http.StatusAccepted,
+		rawBody: "the sender's payload, exactly as it signed it",
+		errs:    hookErrs, handle: s.hook}
 }
 
 // echoPath is an OpenAPI path in Echo's form: /v1/calls/:id.

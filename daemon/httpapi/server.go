@@ -117,6 +117,12 @@ func (s *Server) answerError(err error, c echo.Context) {
 		s.opts.Logger.Debug("http: error after the answer started", "path", c.Path(), "err", err)
 		return
 	}
+	var ra interface{ RetryAfter() time.Duration }
+	if errors.As(err, &ra) {
+		// Whole seconds, rounded up: a client that waits that long finds
+		// a token back.
+		c.Response().Header().Set("Retry-After", strconv.FormatInt(int64((ra.RetryAfter()+time.Second-1)/time.Second), 10))
+	}
 	p := catalog.ToProblem(classify(err))
 	b, merr := json.Marshal(p)
 	if merr != nil {

@@ -7,6 +7,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"time"
 
 	"github.com/swaggest/jsonschema-go"
@@ -33,6 +34,11 @@ type Core interface {
 	// Audit is the records q selects, newest last, at most q.Limit.
 	Audit(ctx context.Context, q AuditQuery) (AuditEntries, error)
 	AuditVerify(ctx context.Context) (AuditVerifyReply, error)
+	// Hook receives a webhook's delivery for automation name: it reads
+	// the body itself (the bound is the automation's), verifies it and
+	// starts the call, answering before the call ends. An error that
+	// also has a method RetryAfter() time.Duration sets Retry-After.
+	Hook(ctx context.Context, name string, h http.Header, body HookBody) (HookAccepted, error)
 }
 
 // CallRequest is one tool call.
@@ -203,3 +209,19 @@ type AuditProblem struct {
 	Seq    uint64 `json:"seq,omitempty"`
 	Detail string `json:"detail" required:"true"`
 }
+
+// HookName names an automation in the path; the body is the sender's
+// payload as it was signed.
+type HookName struct {
+	Name string `path:"name" description:"the automation's name, as [[automations]] names it"`
+}
+
+// HookAccepted is a delivery that started its automation's call.
+type HookAccepted struct {
+	CallID    string `json:"call_id" required:"true" description:"the call the delivery started"`
+	StatusURL string `json:"status_url" required:"true" description:"where the call's record is: GET it until its state is done"`
+}
+
+// HookBody reads a delivery's body, at most max bytes: an error wrapping
+// *http.MaxBytesError when it is longer.
+type HookBody func(max int64) ([]byte, error)

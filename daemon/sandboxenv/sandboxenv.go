@@ -68,6 +68,9 @@ type Request struct {
 	// CallerEnv is the caller's environment (the proxy's, already reduced
 	// to the allowlist); XDG_* in it move the deny-list's entries.
 	CallerEnv map[string]string
+	// HookEnv are the CONTEXTD_HOOK_* variables of an automation's run
+	// (daemon/automation): set by the daemon for a webhook's call only.
+	HookEnv map[string]string
 	// Vault numbers the session's secrets: the placeholders of the
 	// scrubbed copies and of the credentials the proxy puts back.
 	Vault    *scrub.Vault
@@ -214,7 +217,7 @@ func (b *Builder) build(req Request, dry bool) (e *Env, err error) {
 	if req.Kind == Reader || req.Kind == Writer {
 		e.Vars = []string{"PATH=/usr/bin:/bin"}
 	} else {
-		e.Vars = CommandEnv(req.CallerEnv, vars, req.Session, root)
+		e.Vars = CommandEnv(req.CallerEnv, req.HookEnv, vars, req.Session, root)
 	}
 	withHome := (req.Kind == Shell || req.Kind == Server) && b.Home != nil
 	// The home view depends on nothing the shield decides: it is worked
@@ -475,11 +478,19 @@ func (noClock) Add(string, time.Duration) {}
 // CommandEnv is the environment of a sandboxed program: the caller's
 // variables on envallow's list or on extra that do not look like
 // credentials, PATH (a default when the caller has none), the daemon user's
-// HOME, USER and LOGNAME, and the session and workspace.
-func CommandEnv(caller map[string]string, extra []string, session, workspace string) []string {
+// HOME, USER and LOGNAME, and the session and workspace. hook are an
+// automation's variables: only names under envallow.HookPrefix pass, and
+// only from there; a caller's variable of that name never does, whatever
+// extra lists, so that a command can trust them to be the daemon's.
+func CommandEnv(caller, hook map[string]string, extra []string, session, workspace string) []string {
 	out := []string{}
 	for k, v := range caller {
-		if envallow.Pass(k, v, extra) && !strings.ContainsAny(k, "=\x00") && !strings.ContainsRune(v, 0) {
+		if envallow.Pass(k, v, extra) && !strings.HasPrefix(k, envallow.HookPrefix) && cleanVar(k, v) {
+			out = append(out, k+"="+v)
+		}
+	}
+	for k, v := range hook {
+		if strings.HasPrefix(k, envallow.HookPrefix) && !envallow.LooksLikeCredential(k, v) && cleanVar(k, v) {
 			out = append(out, k+"="+v)
 		}
 	}
@@ -492,6 +503,11 @@ func CommandEnv(caller map[string]string, extra []string, session, workspace str
 		}
 	}
 	return append(out, "CONTEXTD_SESSION="+session, "CONTEXTD_WORKSPACE="+workspace)
+}
+
+// cleanVar reports whether k=v can be one entry of an environment.
+func cleanVar(k, v string) bool {
+	return !strings.ContainsAny(k, "=\x00") && !strings.ContainsRune(v, 0)
 }
 
 // HomeView is what the home view shows and why (nil without one).

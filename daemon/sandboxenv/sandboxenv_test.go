@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/contextd/contextd/catalog"
@@ -186,5 +187,42 @@ func TestRefusals(t *testing.T) {
 	var none *Builder
 	if _, err := none.Limits(Request{Kind: Shell, Name: "safe_bash"}); !errors.Is(err, catalog.ErrSandbox) {
 		t.Errorf("limits without a builder: %v", err)
+	}
+}
+
+// An automation's variables reach the command from HookEnv only: a caller
+// that sends one, even one the configuration lists, does not get it there.
+func TestCommandEnvHook(t *testing.T) {
+	caller := map[string]string{"LANG": "C", "CONTEXTD_HOOK_REF": "forged"}
+	extra := []string{"CONTEXTD_HOOK_REF"}
+	cases := []struct {
+		name string
+		hook map[string]string
+		want string // CONTEXTD_HOOK_REF's entry; "" none
+	}{
+		{"proxy call", nil, ""},
+		{"hook call", map[string]string{"CONTEXTD_HOOK_REF": "main"}, "CONTEXTD_HOOK_REF=main"},
+		{"outside the prefix", map[string]string{"OTHER": "x"}, ""},
+		{"a credential", map[string]string{"CONTEXTD_HOOK_REF": "ghp_0123456789abcdef"}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			vars := CommandEnv(caller, tc.hook, extra, "s", "/w")
+			var got string
+			for _, v := range vars {
+				if strings.HasPrefix(v, "CONTEXTD_HOOK_REF=") {
+					got = v
+				}
+				if strings.HasPrefix(v, "OTHER=") {
+					t.Errorf("%q passed", v)
+				}
+			}
+			if got != tc.want {
+				t.Errorf("CONTEXTD_HOOK_REF: got %q, want %q (all: %q)", got, tc.want, vars)
+			}
+			if !slices.Contains(vars, "LANG=C") {
+				t.Errorf("the caller's LANG is missing: %q", vars)
+			}
+		})
 	}
 }

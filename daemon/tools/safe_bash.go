@@ -79,7 +79,7 @@ func (c *bashCall) Run(ctx context.Context, env *Env) (o Outcome) {
 	// (the debug log's "call stages", next to the sandbox's own).
 	pre := &stageClock{t: time.Now()}
 	req := sandboxenv.Request{Kind: sandboxenv.Shell, Name: "safe_bash", Workspace: env.Place.Root, Session: env.Session,
-		CallerEnv: env.CallerEnv, Vault: env.Vault, Scrubber: env.Scrubber, HostNetwork: c.in.Network, Clock: pre}
+		CallerEnv: env.CallerEnv, HookEnv: env.HookEnv, Vault: env.Vault, Scrubber: env.Scrubber, HostNetwork: c.in.Network, Clock: pre}
 	// A call the configuration refuses starts nothing.
 	limits, err := env.Sandbox.Limits(req)
 	if err != nil {

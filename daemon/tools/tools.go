@@ -26,8 +26,11 @@ type Env struct {
 	// CallerEnv is the caller's environment as the proxy sent it, already reduced
 	// to the allowlist (see Environ).
 	CallerEnv map[string]string
-	Config    *config.Config
-	Runner    runner.Runner
+	// HookEnv are an automation's CONTEXTD_HOOK_* variables (a webhook's
+	// call only): the command gets them besides the caller's.
+	HookEnv map[string]string
+	Config  *config.Config
+	Runner  runner.Runner
 	// Out receives the tool's output as it is produced, already scrubbed by the
 	// tool (placeholders in place of secrets).
 	Out io.Writer

@@ -53,7 +53,7 @@ through contextd-proxy symlinks (contextd-proxy install).`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%v (see %s --help): %w", err, c.CommandPath(), catalog.ErrUsage)
 	})
-	root.AddCommand(serveCommand(), installUnitsCommand(), statusCommand(), doctorCommand(), errorsCommand(), auditCommand(), inspectCommand(), mcpCommand(), cacheCommand(), sandboxCommand(), toolCommand(), apiCommand())
+	root.AddCommand(serveCommand(), installUnitsCommand(), statusCommand(), doctorCommand(), errorsCommand(), auditCommand(), inspectCommand(), mcpCommand(), cacheCommand(), sandboxCommand(), toolCommand(), apiCommand(), automationsCommand())
 	return root
 }
 

@@ -48,7 +48,21 @@ type Report struct {
 	Tools []plugins.Health `json:"tools"`
 	// ToolsNote says why they could not be listed.
 	ToolsNote string `json:"tools_note,omitempty"`
+	// Webhooks are the latest deliveries to the automations, newest
+	// first; absent when none is configured.
+	Webhooks *WebhooksState `json:"webhooks,omitempty"`
 }
+
+// WebhooksState is the automations' part of the status.
+type WebhooksState struct {
+	Automations int            `json:"automations"`
+	Deliveries  []DeliveryInfo `json:"deliveries"`
+	Note        string         `json:"note,omitempty"`
+}
+
+// webhooksShown is how many deliveries status lists; contextd automations
+// list shows more.
+const webhooksShown = 5
 
 // ProjectState is the current project's agents as install wired them.
 type ProjectState struct {
@@ -177,6 +191,10 @@ It does not start the daemon: a socket-waiting daemon stays asleep.`,
 			} else {
 				r.Store = storeState(cfg)
 				r.Tools, r.ToolsNote = pluginTools(cfg)
+				if len(cfg.Automations) > 0 {
+					r.Webhooks = &WebhooksState{Automations: len(cfg.Automations)}
+					r.Webhooks.Deliveries, r.Webhooks.Note = recentDeliveries(webhooksShown)
+				}
 			}
 			if !noSandbox {
 				for _, ch := range sandbox.Diagnose(ctx) {
@@ -425,6 +443,15 @@ func (r *Report) print(w io.Writer) {
 		}
 	}
 	printTools(w, r.Tools, r.ToolsNote)
+	if h := r.Webhooks; h != nil {
+		fmt.Fprintf(w, "webhooks: %d automation(s), latest deliveries (contextd automations list):\n", h.Automations)
+		for _, d := range h.Deliveries {
+			fmt.Fprintf(w, "          %s\n", d.line())
+		}
+		if h.Note != "" {
+			fmt.Fprintf(w, "          %s\n", h.Note)
+		}
+	}
 	if len(r.Sandbox) > 0 {
 		fmt.Fprintln(w, "sandbox:")
 		for _, l := range r.Sandbox {
