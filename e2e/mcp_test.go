@@ -44,18 +44,27 @@ func mcpJSDir(t *testing.T) string {
 }
 
 func installMCPJS() (string, error) {
-	src := filepath.Join(env.repo, "e2e", "mcpjs")
+	return installJS("mcpjs", filepath.Join("node_modules", "@modelcontextprotocol", "sdk", "package.json"), "client.mjs")
+}
+
+// installJS installs the e2e suite's JS client e2e/NAME from its lock, and
+// returns a directory of it the test user can read: the checkout's, or a
+// copy in the run's directory of binaries when the test user cannot reach
+// the checkout (under /root, say). probes are files the user must read.
+func installJS(name string, probes ...string) (string, error) {
+	src := filepath.Join(env.repo, "e2e", name)
 	if err := npmCI(src); err != nil {
 		return "", err
 	}
-	// A checkout the test user cannot reach (under /root, say) is copied to
-	// the run's directory of binaries, which is readable by the test users.
-	probe := filepath.Join(src, "node_modules", "@modelcontextprotocol", "sdk", "package.json")
-	if r := userSh(nil, "test -r "+shq(probe)+" && test -r "+shq(filepath.Join(src, "client.mjs"))); r.code == 0 {
+	readable := "true"
+	for _, p := range probes {
+		readable += " && test -r " + shq(filepath.Join(src, p))
+	}
+	if r := userSh(nil, readable); r.code == 0 {
 		return src, nil
 	}
-	dst := filepath.Join(filepath.Dir(env.bin), "mcpjs")
-	if out, err := exec.Command("sh", "-c", "cp -r "+shq(src)+" "+shq(dst)+" && chmod -R a+rX "+shq(dst)).CombinedOutput(); err != nil {
+	dst := filepath.Join(filepath.Dir(env.bin), name)
+	if out, err := exec.Command("sh", "-c", "rm -rf "+shq(dst)+" && cp -r "+shq(src)+" "+shq(dst)+" && chmod -R a+rX "+shq(dst)).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("copy %s for the test user: %v\n%s", src, err, out)
 	}
 	return dst, nil
