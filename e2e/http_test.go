@@ -367,7 +367,9 @@ printf %%s %s > ~/.config/contextd/hooks/gh.secret
 printf %%s %s > ~/.config/contextd/hooks/std.secret
 chmod 600 ~/.config/contextd/hooks/*.secret`, shq(ghSecret), shq(stdSecret))
 	mustCode(t, userSh(t, setup), 0)
-	t.Cleanup(func() { userSh(t, "rm -rf ~/.config/contextd/hooks ~/.local/state/contextd/hooks.db ~/.local/state/contextd/http-token; rm -f ~/proj/pwned") })
+	t.Cleanup(func() {
+		userSh(t, "rm -rf ~/.config/contextd/hooks ~/.local/state/contextd/hooks.db ~/.local/state/contextd/http-token; rm -f ~/proj/pwned")
+	})
 	withConfig(t, fmt.Sprintf(`[http]
 tcp = "127.0.0.1:%d"
 
