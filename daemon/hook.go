@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/contextd/contextd/catalog"
@@ -41,12 +44,20 @@ type hooks struct {
 	// for them, as for the protocols' calls.
 	runs sync.WaitGroup
 	log  *slog.Logger
+	// unverified bounds the records of deliveries refused before their
+	// signature verified (an unknown automation, a body too large, a bad
+	// signature or timestamp): whoever reaches the hooks path can send
+	// those, and must not be able to flood the audit log and hooks.db.
+	// Past it they are counted in the log only.
+	unverified *automation.Limiter
+	dropped    atomic.Int64
 }
 
 // openHooks compiles cfg's automations and opens the delivery record when
 // there is any automation.
 func openHooks(cfg *config.Config, log *slog.Logger) *hooks {
-	hk := &hooks{byName: map[string]*automation.Automation{}, broken: map[string]error{}, log: log}
+	hk := &hooks{byName: map[string]*automation.Automation{}, broken: map[string]error{}, log: log,
+		unverified: automation.NewLimiter(config.Rate{Count: 60, Per: time.Minute})}
 	for _, a := range cfg.Automations {
 		c, err := automation.Compile(a)
 		if err != nil {
@@ -80,15 +91,17 @@ func (hk *hooks) close() {
 
 // automation is the compiled automation name, or why it cannot run.
 func (hk *hooks) automation(name string) (*automation.Automation, error) {
-	if err, ok := hk.broken[name]; ok {
-		return nil, fmt.Errorf("automation %q did not load: %w", name, err)
+	if _, ok := hk.broken[name]; ok {
+		// Its reason names files of the user's: it is in the daemon's
+		// log, not in an answer to a sender without the secret.
+		return nil, fmt.Errorf("automation %q did not load (the daemon's log says why): %w", name, catalog.ErrConfig)
 	}
 	a, ok := hk.byName[name]
 	if !ok {
 		return nil, fmt.Errorf("no automation %q in the configuration: %w", name, catalog.ErrUnknownAutomation)
 	}
 	if hk.store == nil {
-		return nil, fmt.Errorf("the delivery record (hooks.db): %v: %w", hk.storeErr, catalog.ErrStoreUnavailable)
+		return nil, fmt.Errorf("the delivery record cannot be opened (the daemon's log says why): %w", catalog.ErrStoreUnavailable)
 	}
 	return a, nil
 }
@@ -132,7 +145,7 @@ func (h httpCore) Hook(ctx context.Context, name string, hdr http.Header, body h
 	cred := hookCred(ctx)
 	a, err := hk.automation(name)
 	if err != nil {
-		return httpapi.HookAccepted{}, h.hookRefused(name, senderID(hdr), "", cred, start, err)
+		return httpapi.HookAccepted{}, h.unverifiedRefused(name, senderID(hdr), cred, start, err)
 	}
 	raw, err := body(a.MaxBodyBytes)
 	if err != nil {
@@ -142,11 +155,11 @@ func (h httpCore) Hook(ctx context.Context, name string, hdr http.Header, body h
 		} else {
 			err = fmt.Errorf("reading the body: %v: %w", err, catalog.ErrBadInput)
 		}
-		return httpapi.HookAccepted{}, h.hookRefused(name, senderID(hdr), "", cred, start, err)
+		return httpapi.HookAccepted{}, h.unverifiedRefused(name, senderID(hdr), cred, start, err)
 	}
 	d, err := a.Verifier.Verify(hdr, raw, time.Now())
 	if err != nil {
-		return httpapi.HookAccepted{}, h.hookRefused(name, senderID(hdr), "", cred, start, err)
+		return httpapi.HookAccepted{}, h.unverifiedRefused(name, senderID(hdr), cred, start, err)
 	}
 	if err := hk.store.Claim(name, d.ID, time.Now()); err != nil {
 		if errors.Is(err, catalog.ErrHookReplay) {
@@ -161,6 +174,21 @@ func (h httpCore) Hook(ctx context.Context, name string, hdr http.Header, body h
 	input, env, warnings, err := a.Expand(raw)
 	if err != nil {
 		return httpapi.HookAccepted{}, h.hookRefused(name, "", d.ID, cred, start, err)
+	}
+	// GitHub signs the body only, not its delivery id: a signed body
+	// resent under a new id would verify. The body is claimed too (GitHub's
+	// own redelivery reuses the id, so nothing it sends is refused), last,
+	// so that no refusal above has to give it back.
+	if _, ok := a.Verifier.(webhook.GitHub); ok {
+		sum := sha256.Sum256(raw)
+		if err := hk.store.Claim(name, "body:"+hex.EncodeToString(sum[:]), time.Now()); err != nil {
+			if !errors.Is(err, catalog.ErrHookReplay) {
+				err = fmt.Errorf("the delivery record: %v: %w", err, catalog.ErrIO)
+			} else {
+				err = fmt.Errorf("this body was delivered before under another id: %w", catalog.ErrHookReplay)
+			}
+			return httpapi.HookAccepted{}, h.hookRefused(name, "", d.ID, cred, start, err)
+		}
 	}
 	maps.Copy(env, a.FixedEnv(d))
 	rec := h.recs.New(a.Tool, hookVia(name))
@@ -234,6 +262,20 @@ func (h httpCore) remember(a *automation.Automation, run Call, cred peer.Cred, r
 	if err != nil {
 		h.s.hooks.log.Warn("automation's memory not stored", "automation", a.Name, "call_id", run.ID, "err", err)
 	}
+}
+
+// unverifiedRefused is hookRefused for a delivery refused before its
+// signature verified, within hooks.unverified; past it, counted only.
+func (h httpCore) unverifiedRefused(name, id string, cred peer.Cred, start time.Time, err error) error {
+	hk := h.s.hooks
+	if ok, _ := hk.unverified.Allow(time.Now()); ok {
+		if n := hk.dropped.Swap(0); n > 0 {
+			hk.log.Warn("webhook deliveries refused unrecorded: more than 60 a minute before their signature verified", "count", n)
+		}
+		return h.hookRefused(name, id, "", cred, start, err)
+	}
+	hk.dropped.Add(1)
+	return err
 }
 
 // hookRefused records a refused delivery (its history row and its audit

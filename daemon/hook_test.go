@@ -157,6 +157,15 @@ func TestHookGitHub(t *testing.T) {
 	if p := problem(t, st, b, http.StatusConflict, catalog.ErrHookReplay); !strings.Contains(p.Detail, acc.CallID) {
 		t.Errorf("the replay's detail does not name call %s: %q", acc.CallID, p.Detail)
 	}
+	// GitHub's signature covers the body only: the same signed body under
+	// a new delivery id is a replay too.
+	st, b = d.do("POST", "/v1/hooks/ci", body, github("d-2", body)...)
+	problem(t, st, b, http.StatusConflict, catalog.ErrHookReplay)
+
+	// A name no automation can have is refused before anything is
+	// recorded.
+	st, b = d.do("POST", "/v1/hooks/"+strings.Repeat("a", 500), body, github("d-3", body)...)
+	problem(t, st, b, http.StatusNotFound, catalog.ErrUnknownAutomation)
 }
 
 // Each refusal has its status and code, in the order of the checks, and

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -75,13 +77,29 @@ func acceptsStream(r *http.Request) bool {
 	return false
 }
 
+// hookNameRE is the shape of an automation's name (daemon/automation
+// checks the same at load).
+var hookNameRE = regexp.MustCompile(`^[a-z0-9-]{1,40}$`)
+
+// hookReadTimeout bounds reading a webhook's body.
+const hookReadTimeout = 30 * time.Second
+
 func (s *Server) hook(c echo.Context) error {
 	var req HookName
 	if err := bindParams(c, &req); err != nil {
 		return err
 	}
+	// A name no automation can have is answered before anything is
+	// recorded: whoever reaches the hooks path, with no secret, must not
+	// be able to write the audit log or the delivery record at will.
+	if !hookNameRE.MatchString(req.Name) {
+		return fmt.Errorf("no automation %q: %w", "…", catalog.ErrUnknownAutomation)
+	}
 	r := c.Request()
 	body := func(max int64) ([]byte, error) {
+		// A sender that feeds its body slowly holds a connection and a
+		// goroutine: the body has hookReadTimeout to arrive.
+		http.NewResponseController(c.Response()).SetReadDeadline(time.Now().Add(hookReadTimeout))
 		return io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, max))
 	}
 	acc, err := s.core.Hook(r.Context(), req.Name, r.Header, body)

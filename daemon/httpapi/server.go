@@ -77,7 +77,9 @@ func New(core Core, o Options) (*Server, error) {
 		h = o.Wrap(h)
 	}
 	// No write timeout: a streamed call's answer lasts as long as the call.
-	s.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10,
+	// An idle keep-alive connection is closed after IdleTimeout: many held
+	// open would exhaust the daemon's descriptors, its main socket's too.
+	s.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 64 << 10,
 		ConnContext: o.ConnContext, ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug)}
 	return s, nil
 }

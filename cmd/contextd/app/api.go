@@ -9,18 +9,20 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/listen"
 )
 
-// defaultHTTPSocket is the HTTP API's socket under the user's runtime
-// directory.
+// defaultHTTPSocket is the HTTP API's socket beside the daemon's, under
+// the user's runtime directory: /run/user/UID when XDG_RUNTIME_DIR is
+// unset, never a path relative to where the command runs (another user
+// could plant a socket there and read what is sent).
 func defaultHTTPSocket() string {
-	return filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "contextd", "http.sock")
+	return listen.HTTPSocketPath("")
 }
 
 func apiCommand() *cobra.Command {
