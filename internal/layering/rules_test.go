@@ -285,7 +285,7 @@ var rules = []rule{
 	// The shared leaves.
 	{
 		from: []string{"catalog", "scrub", "budget", "workspace", "peercred", "internal/ids", "internal/sqlitefile", "internal/drain", "internal/nanotime", "internal/syncbuf", "envallow", "toolspec", "sandboxinfo",
-			"salience", "outline", "systemd", "toolmanifest", "toolstore", "internal/safeunpack", "internal/bytesize"}, deep: true,
+			"salience", "outline", "systemd", "toolmanifest", "toolstore", "internal/safeunpack", "internal/bytesize", "toolsearch", "toolsearch/toolbench"}, deep: true,
 		forbid: []string{"daemon/...", "proxy/...", "mcp/...", "wire/...", "cmd/...", "ns", "seccomp", "profiles", "inspect"},
 		why:    "the shared leaves sit below every layer that uses them",
 	},
