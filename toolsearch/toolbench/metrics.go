@@ -1,0 +1,57 @@
+package toolbench
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrIncomplete is a query without its text or its expected tools.
+var ErrIncomplete = errors.New("query needs q and expect")
+
+// Metrics is how well a ranking found the expected tools.
+type Metrics struct {
+	R1, R3, R5, MRR float64
+	N               int
+}
+
+func (m Metrics) String() string {
+	return fmt.Sprintf("R@1 %.3f  R@3 %.3f  R@5 %.3f  MRR %.3f", m.R1, m.R3, m.R5, m.MRR)
+}
+
+// Rank returns tool IDs, best first.
+type Rank func(q string, k int) []string
+
+// Evaluate scores rank on qs: a query counts as found at k when any of its
+// expected tools is among the first k, and its reciprocal rank is that of
+// the first expected tool (0 past the first 10).
+func Evaluate(rank Rank, qs []Query) Metrics {
+	var m Metrics
+	for _, q := range qs {
+		want := map[string]bool{}
+		for _, e := range q.Expect {
+			want[e] = true
+		}
+		for i, id := range rank(q.Q, 10) {
+			if !want[id] {
+				continue
+			}
+			m.MRR += 1 / float64(i+1)
+			if i < 1 {
+				m.R1++
+			}
+			if i < 3 {
+				m.R3++
+			}
+			if i < 5 {
+				m.R5++
+			}
+			break
+		}
+	}
+	m.N = len(qs)
+	if m.N > 0 {
+		n := float64(m.N)
+		m.R1, m.R3, m.R5, m.MRR = m.R1/n, m.R3/n, m.R5/n, m.MRR/n
+	}
+	return m
+}

@@ -1,0 +1,113 @@
+package toolbench
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/toolsearch"
+)
+
+func docsByID(t *testing.T) map[string]toolsearch.Doc {
+	t.Helper()
+	servers, err := Fixtures()
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := Docs(servers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]toolsearch.Doc{}
+	for _, d := range docs {
+		m[d.ID()] = d
+	}
+	return m
+}
+
+// TestQueriesExpectRealTools keeps the query set honest about the catalogue:
+// every expected tool exists, ids are unique, and both splits are used.
+func TestQueriesExpectRealTools(t *testing.T) {
+	qs, err := Queries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := docsByID(t)
+	ids := map[string]bool{}
+	for _, q := range qs {
+		if ids[q.ID] {
+			t.Errorf("%s: id twice", q.ID)
+		}
+		ids[q.ID] = true
+		for _, e := range q.Expect {
+			if _, ok := docs[e]; !ok {
+				t.Errorf("%s: expects %s, which no fixture has", q.ID, e)
+			}
+		}
+		if q.Split != "dev" && q.Split != "test" {
+			t.Errorf("%s: split %q", q.ID, q.Split)
+		}
+	}
+	if len(qs) < 120 {
+		t.Errorf("%d queries, want at least 120", len(qs))
+	}
+	if dev, test := len(Split(qs, "dev")), len(Split(qs, "test")); test == 0 || dev < test {
+		t.Errorf("dev %d, test %d: want about two thirds dev", dev, test)
+	}
+}
+
+// TestQueriesDoNotEcho guards against queries copied from descriptions,
+// which make any lexical retrieval look good: no query holds a run of four
+// words of its expected tool's description, and at least 80% share under
+// half of their content words with it.
+func TestQueriesDoNotEcho(t *testing.T) {
+	qs, err := Queries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := docsByID(t)
+	low, n := 0, 0
+	for _, q := range qs {
+		if q.Kind == "name" {
+			continue
+		}
+		n++
+		qw := strings.Join(toolsearch.Words(q.Q), " ")
+		worst := 0.0
+		for _, e := range q.Expect {
+			desc := toolsearch.Words(docs[e].Description)
+			for i := 0; i+4 <= len(desc); i++ {
+				if run := strings.Join(desc[i:i+4], " "); strings.Contains(" "+qw+" ", " "+run+" ") {
+					t.Errorf("%s: %q holds %q of %s's description", q.ID, q.Q, run, e)
+				}
+			}
+			worst = max(worst, jaccard(toolsearch.Tokens(q.Q), toolsearch.Tokens(docs[e].Description)))
+		}
+		if worst < 0.5 {
+			low++
+		}
+	}
+	if float64(low) < 0.8*float64(n) {
+		t.Errorf("%d of %d queries share under half their words with the description; want 80%%", low, n)
+	}
+}
+
+func jaccard(a, b []string) float64 {
+	as, bs := map[string]bool{}, map[string]bool{}
+	for _, w := range a {
+		as[w] = true
+	}
+	for _, w := range b {
+		bs[w] = true
+	}
+	inter := 0
+	for w := range as {
+		if bs[w] {
+			inter++
+		}
+	}
+	union := len(as) + len(bs) - inter
+	if union == 0 {
+		return 0
+	}
+	return float64(inter) / float64(union)
+}
