@@ -7,7 +7,8 @@ import (
 	"github.com/contextd/contextd/toolsearch"
 )
 
-func docsByID(t *testing.T) map[string]toolsearch.Doc {
+// fixtureDocs are the frozen catalogue's tools.
+func fixtureDocs(t *testing.T) []toolsearch.Doc {
 	t.Helper()
 	servers, err := Fixtures()
 	if err != nil {
@@ -17,8 +18,12 @@ func docsByID(t *testing.T) map[string]toolsearch.Doc {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return docs
+}
+
+func docsByID(t *testing.T) map[string]toolsearch.Doc {
 	m := map[string]toolsearch.Doc{}
-	for _, d := range docs {
+	for _, d := range fixtureDocs(t) {
 		m[d.ID()] = d
 	}
 	return m
@@ -110,4 +115,19 @@ func jaccard(a, b []string) float64 {
 		return 0
 	}
 	return float64(inter) / float64(union)
+}
+
+// TestConceptsHoldNoToolNames keeps the concept table generic: a word that
+// is a tool's whole name would be an entry for that tool.
+func TestConceptsHoldNoToolNames(t *testing.T) {
+	docs := docsByID(t)
+	names := map[string]string{}
+	for id, d := range docs {
+		names[strings.Join(toolsearch.Words(d.Name), " ")] = id
+	}
+	for _, w := range toolsearch.Vocabulary() {
+		if id, ok := names[strings.Join(toolsearch.Words(w), " ")]; ok {
+			t.Errorf("concept word %q is the name of %s", w, id)
+		}
+	}
 }
