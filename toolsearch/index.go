@@ -192,7 +192,13 @@ func parseQuery(q string) (qts []qterm, units int) {
 		add(t, 1, i, i+1)
 	}
 	for _, sp := range conceptsOf(toks) {
-		add(sp.id, conceptWeight, sp.from, sp.to)
+		// A phrase ("file bug", "pull request") says more than any of its
+		// words: it counts as a word.
+		w := conceptWeight
+		if sp.to-sp.from > 1 {
+			w = 1
+		}
+		add(sp.id, w, sp.from, sp.to)
 	}
 	return qts, len(toks)
 }

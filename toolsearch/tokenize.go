@@ -10,7 +10,7 @@ import (
 var stopwords = set("a", "an", "the", "to", "of", "for", "in", "on", "at", "by", "with", "and", "or", "is", "are", "be", "it", "its",
 	"my", "me", "i", "we", "our", "us", "you", "your", "this", "that", "these", "those", "please", "can", "could", "would",
 	"should", "will", "just", "so", "from", "into", "as", "if", "then", "than", "some", "any", "do", "does", "did", "was",
-	"were", "been", "has", "have", "had", "there", "here", "up", "out", "about", "also", "what", "when", "where", "which", "who", "how")
+	"were", "been", "has", "have", "had", "there", "here", "up", "out", "about", "also", "what", "when", "how")
 
 // keep are words the suffix rules would mangle into another word.
 var keep = set("pr", "prs", "status", "kubernetes", "process", "address", "alias", "canvas", "class", "access", "css", "https",
