@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/audit"
 	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/embedding"
 	"github.com/contextd/contextd/daemon/mcpwrap"
 	"github.com/contextd/contextd/daemon/netview"
 	"github.com/contextd/contextd/daemon/peer"
@@ -22,6 +24,7 @@ import (
 // setupMCP builds the wrapper of `mcp wrap` sessions (after the responder:
 // it shares the scrubber, the vaults, the page store and the counter).
 func (s *service) setupMCP(cfg *config.Config) {
+	s.embedder = embedding.FromConfig(cfg.Store)
 	s.mcp = mcpwrap.New(mcpwrap.Deps{
 		Runner:   s.opts.Runner,
 		Config:   cfg,
@@ -145,10 +148,51 @@ func (s *service) serveInspect(conn net.Conn, req *lite.Inspect, cred peer.Cred)
 func (s *service) serveAdmin(conn net.Conn, req *lite.Admin, cred peer.Cred) {
 	ctx, cancel := context.WithCancel(peer.NewContext(context.Background(), cred))
 	defer cancel()
-	out, err := s.mcp.Admin(ctx, req.Op, req.Args)
+	var out []byte
+	var err error
+	if req.Op == lite.OpEmbed {
+		out, err = s.embed(ctx, req.Args)
+	} else {
+		out, err = s.mcp.Admin(ctx, req.Op, req.Args)
+	}
 	if err != nil {
 		lite.Write(conn, &lite.Event{Error: catalog.ToDetail(s.resp.redact(err))})
 		return
 	}
 	lite.Write(conn, &lite.Event{Admin: out})
+}
+
+// Bounds of one OpEmbed request: tool_search sends the served tools' texts
+// in batches of at most maxEmbedTexts.
+const (
+	maxEmbedTexts = 512
+	maxEmbedBytes = 8 << 10
+)
+
+// embed answers OpEmbed with the user's embedding endpoint, whose key never
+// leaves the daemon.
+func (s *service) embed(ctx context.Context, args []byte) ([]byte, error) {
+	if s.embedder == nil {
+		return nil, fmt.Errorf("embed: no embedding endpoint is configured ([store] embed_api): %w", catalog.ErrConfig)
+	}
+	var a lite.EmbedArgs
+	if err := json.Unmarshal(args, &a); err != nil {
+		return nil, fmt.Errorf("embed: arguments: %v: %w", err, catalog.ErrBadInput)
+	}
+	if len(a.Texts) == 0 || len(a.Texts) > maxEmbedTexts {
+		return nil, fmt.Errorf("embed: %d texts: send 1 to %d: %w", len(a.Texts), maxEmbedTexts, catalog.ErrBadInput)
+	}
+	texts := make([]string, len(a.Texts))
+	for i, t := range a.Texts {
+		texts[i] = embedding.Truncate(t, maxEmbedBytes)
+	}
+	vs, err := s.embedder.Embed(ctx, texts)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(lite.Embeddings{Model: s.embedder.String(), Vectors: vs})
+	if err != nil {
+		return nil, fmt.Errorf("embed: encode: %v: %w", err, catalog.ErrInternal)
+	}
+	return b, nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/daemon/audit"
+	"github.com/contextd/contextd/daemon/embedding"
 	"github.com/contextd/contextd/daemon/mcpwrap"
 	"github.com/contextd/contextd/daemon/peer"
 	"github.com/contextd/contextd/daemon/sandboxenv"
@@ -65,6 +66,9 @@ type service struct {
 	// mcp runs `mcp wrap` sessions (set up by Run).
 	mcp      *mcpwrap.Wrapper
 	mcpStore mcpStore // the wraps' records and pins
+	// embedder answers OpEmbed for tool_search: [store]'s endpoint, nil
+	// when none is configured.
+	embedder *embedding.Client
 
 	// hooks are the automations webhooks start (set up by Run).
 	hooks *hooks

@@ -2,6 +2,11 @@ package config
 
 import (
 	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/contextd/contextd/mcp/interceptspec"
 )
@@ -19,9 +24,39 @@ type MCP struct {
 	// compiled by mcp/intercept.
 	Intercept interceptspec.Config `toml:"intercept"`
 	// Servers holds settings per wrapped server, by its --name:
-	// [mcp.servers.NAME].
+	// [mcp.servers.NAME]. One with a command or a url is also served by
+	// `contextd-proxy mcp` itself, behind contextd's one endpoint.
 	Servers map[string]MCPServer `toml:"servers"`
+	// Search is how `contextd-proxy mcp` shows the served servers' tools:
+	// "on" lists tool_search and tool_call instead of them, "off" lists
+	// them all, "defer" lists them all with deferred-loading hints beside
+	// the search tools, "auto" is "on" when they number more than
+	// SearchThreshold (or are not known yet).
+	Search string `toml:"search"`
+	// SearchThreshold is the number of served tools past which "auto"
+	// searches.
+	SearchThreshold int `toml:"search_threshold"`
+	// SearchResults is how many tools tool_search returns unless asked.
+	SearchResults int `toml:"search_results"`
+	// StartWait is how long a full list waits for the served servers to
+	// start before it answers without the slow ones (they are added with
+	// list_changed).
+	StartWait Duration `toml:"start_wait"`
+	// StartTimeout is how long tool_search and tool_call wait for a served
+	// server that is still starting.
+	StartTimeout Duration `toml:"start_timeout"`
+	// SearchDense fuses similarity from [store] embed_api's model into
+	// tool_search's ranking (no effect without an embedding endpoint).
+	SearchDense bool `toml:"search_dense"`
 }
+
+// The values of MCP.Search.
+const (
+	SearchAuto  = "auto"
+	SearchOn    = "on"
+	SearchOff   = "off"
+	SearchDefer = "defer"
+)
 
 // MCPServer is one wrapped server's sandbox.
 type MCPServer struct {
@@ -43,7 +78,33 @@ type MCPServer struct {
 	// defaults).
 	MemoryMax Size   `toml:"memory_max"`
 	TasksMax  uint64 `toml:"tasks_max"`
+	// Command (argv) or URL makes the server one `contextd-proxy mcp`
+	// serves: launched in its sandbox, or reached at URL, exactly as `mcp
+	// wrap --name NAME` would, its tools named NAME.tool.
+	Command []string `toml:"command"`
+	URL     string   `toml:"url"`
+	// SSE selects the older HTTP+SSE transport for URL.
+	SSE bool `toml:"sse"`
 }
+
+// Served reports whether contextd-proxy mcp serves the server itself.
+func (s MCPServer) Served() bool { return len(s.Command) > 0 || s.URL != "" }
+
+// ServedNames returns the names of the servers contextd-proxy mcp serves,
+// sorted.
+func (m *MCP) ServedNames() []string {
+	var out []string
+	for _, n := range slices.Sorted(maps.Keys(m.Servers)) {
+		if m.Servers[n].Served() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// servedName is the form of a served server's name: no '.', so that
+// NAME.tool splits at its first dot.
+var servedName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
 // Server returns the settings of the server named name (the defaults, when
 // the file has none).
@@ -55,7 +116,9 @@ func (m *MCP) Server(name string) MCPServer {
 }
 
 func defaultMCP() MCP {
-	return MCP{MaxTokens: DefaultMaxTokens, MaxMessageBytes: 64 << 20, Intercept: *interceptspec.Default()}
+	return MCP{MaxTokens: DefaultMaxTokens, MaxMessageBytes: 64 << 20, Intercept: *interceptspec.Default(),
+		Search: SearchAuto, SearchThreshold: 30, SearchResults: 5,
+		StartWait: Duration{8 * time.Second}, StartTimeout: Duration{60 * time.Second}, SearchDense: true}
 }
 
 func (m *MCP) validate() error {
@@ -64,6 +127,42 @@ func (m *MCP) validate() error {
 	}
 	if m.MaxMessageBytes < 1<<16 {
 		return fmt.Errorf("mcp.max_message_bytes = %d: must be at least 65536", m.MaxMessageBytes)
+	}
+	switch m.Search {
+	case SearchAuto, SearchOn, SearchOff, SearchDefer:
+	default:
+		return fmt.Errorf("mcp.search = %q: use \"auto\", \"on\", \"off\" or \"defer\"", m.Search)
+	}
+	if m.SearchThreshold < 1 {
+		return fmt.Errorf("mcp.search_threshold = %d: must be at least 1", m.SearchThreshold)
+	}
+	if m.SearchResults < 1 || m.SearchResults > 20 {
+		return fmt.Errorf("mcp.search_results = %d: must be 1 to 20", m.SearchResults)
+	}
+	if m.StartWait.Duration > 10*time.Minute || m.StartTimeout.Duration < time.Second || m.StartTimeout.Duration > 10*time.Minute {
+		return fmt.Errorf("mcp.start_wait = %s, mcp.start_timeout = %s: start_wait at most 10m, start_timeout 1s to 10m", m.StartWait, m.StartTimeout)
+	}
+	for _, n := range slices.Sorted(maps.Keys(m.Servers)) {
+		if err := m.Servers[n].validate(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s MCPServer) validate(name string) error {
+	key := "mcp.servers." + name
+	switch {
+	case len(s.Command) > 0 && s.URL != "":
+		return fmt.Errorf("%s: command or url, not both", key)
+	case s.SSE && s.URL == "":
+		return fmt.Errorf("%s.sse: goes with url", key)
+	case len(s.Command) > 0 && s.Command[0] == "":
+		return fmt.Errorf("%s.command: its first word is the program to run", key)
+	case s.URL != "" && !strings.HasPrefix(s.URL, "https://") && !strings.HasPrefix(s.URL, "http://"):
+		return fmt.Errorf("%s.url = %q: an http:// or https:// URL", key, s.URL)
+	case s.Served() && !servedName.MatchString(name):
+		return fmt.Errorf("%s: a served server's name is lower-case letters, digits, '-' and '_' (no '.'), at most 64", key)
 	}
 	return nil
 }

@@ -45,3 +45,48 @@ network = true
 		t.Fatalf("misspelt value key: %v, want ErrConfig naming it", err)
 	}
 }
+
+// A served server's keys and the search keys are checked at load, each
+// refusal naming its key.
+func TestMCPServedValidation(t *testing.T) {
+	cases := []struct {
+		name, toml, want string
+	}{
+		{"command", "[mcp.servers.mem]\ncommand = [\"node\", \"x.js\"]\n", ""},
+		{"url", "[mcp.servers.docs]\nurl = \"https://x.example/mcp\"\nsse = true\n", ""},
+		{"settings only keep a dot", "[mcp.servers.\"a.b\"]\nnetwork = true\n", ""},
+		{"both", "[mcp.servers.x]\ncommand = [\"a\"]\nurl = \"https://x\"\n", "mcp.servers.x: command or url"},
+		{"sse alone", "[mcp.servers.x]\ncommand = [\"a\"]\nsse = true\n", "mcp.servers.x.sse"},
+		{"empty program", "[mcp.servers.x]\ncommand = [\"\"]\n", "mcp.servers.x.command"},
+		{"bad url", "[mcp.servers.x]\nurl = \"file:///etc\"\n", "mcp.servers.x.url"},
+		{"dotted served name", "[mcp.servers.\"a.b\"]\ncommand = [\"a\"]\n", "no '.'"},
+		{"search mode", "[mcp]\nsearch = \"maybe\"\n", "mcp.search"},
+		{"threshold", "[mcp]\nsearch_threshold = 0\n", "mcp.search_threshold"},
+		{"results", "[mcp]\nsearch_results = 50\n", "mcp.search_results"},
+		{"start timeout", "[mcp]\nstart_timeout = \"0s\"\n", "mcp.start_timeout"},
+	}
+	dir := t.TempDir()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "_")+".toml")
+			if err := os.WriteFile(p, []byte(c.toml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.LoadFile(p)
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, catalog.ErrConfig) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v (config %+v), want ErrConfig naming %q", err, cfg, c.want)
+			}
+		})
+	}
+	c := config.Default()
+	c.MCP.Servers = map[string]config.MCPServer{"b": {URL: "https://b"}, "a": {Command: []string{"x"}}, "c": {Network: true}}
+	if got := c.MCP.ServedNames(); strings.Join(got, ",") != "a,b" {
+		t.Fatalf("ServedNames = %v, want [a b]", got)
+	}
+}

@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/mcp/intercept"
 	"github.com/contextd/contextd/mcp/record"
+	"github.com/contextd/contextd/scrub"
 	"github.com/contextd/contextd/wire/lite"
 )
 
@@ -128,6 +130,12 @@ func (w *Wrapper) Admin(ctx context.Context, op string, args json.RawMessage) (j
 			return nil, fmt.Errorf("%s: %v: %w", op, err, catalog.ErrInternal)
 		}
 		return json.RawMessage(b.Bytes()), nil
+	case lite.OpMCPHub:
+		h, err := w.hub(ctx, st)
+		if err != nil {
+			return nil, err
+		}
+		out = h
 	case OpApprove:
 		var a ApproveArgs
 		if err := decode(&a); err != nil {
@@ -162,4 +170,35 @@ func (w *Wrapper) Admin(ctx context.Context, op string, args json.RawMessage) (j
 		return nil, fmt.Errorf("%s: encode: %v: %w", op, err, catalog.ErrInternal)
 	}
 	return b, nil
+}
+
+// hub is the answer to OpMCPHub: [mcp]'s search settings and the served
+// servers, each with how many of its tools are pinned.
+func (w *Wrapper) hub(ctx context.Context, st Stores) (*lite.MCPHub, error) {
+	m := &w.d.Config.MCP
+	h := &lite.MCPHub{Search: m.Search, Threshold: m.SearchThreshold, Results: m.SearchResults,
+		StartWait: m.StartWait.Duration, StartTimeout: m.StartTimeout.Duration, Dense: m.SearchDense,
+		Servers: []lite.MCPHubServer{}}
+	for _, name := range m.ServedNames() {
+		sc := m.Servers[name]
+		target := sc.URL
+		if target == "" {
+			target = strings.Join(sc.Command, " ")
+		}
+		pins, err := st.Pins().List(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		h.Servers = append(h.Servers, lite.MCPHubServer{Name: name, Target: w.redactText(target), Pinned: len(pins)})
+	}
+	return h, nil
+}
+
+// redactText replaces the secrets in s (a token in a URL or an argument).
+func (w *Wrapper) redactText(s string) string {
+	if w.d.Scrubber == nil {
+		return s
+	}
+	b := []byte(s)
+	return string(scrub.Replace(b, w.d.Scrubber.Find(b), func(f scrub.Finding) string { return "[REDACTED:" + f.Rule + "]" }))
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -127,15 +128,38 @@ func (w *Wrapper) Serve(ctx context.Context, conn net.Conn, req *lite.Wrap, sess
 	return err
 }
 
+// configured returns req with the command or URL of [mcp.servers.NAME]: a
+// served server is launched exactly as the configuration says, never as the
+// caller says.
+func configured(cfg *config.Config, req *lite.Wrap) (*lite.Wrap, error) {
+	if len(req.Command) > 0 || req.URL != "" {
+		return nil, fmt.Errorf("mcp wrap: a configured server takes its command or url from the configuration only: %w", catalog.ErrBadInput)
+	}
+	sc, ok := cfg.MCP.Servers[req.Name]
+	if !ok || !sc.Served() {
+		return nil, fmt.Errorf("mcp wrap: [mcp.servers.%s] has no command or url: %w", req.Name, catalog.ErrConfig)
+	}
+	r := *req
+	r.Command, r.URL, r.SSE = slices.Clone(sc.Command), sc.URL, sc.SSE
+	return &r, nil
+}
+
 // start builds a session: engine, record, and the server connection.
 func (w *Wrapper) start(ctx context.Context, req *lite.Wrap, sessionID string) (*session, error) {
 	if !validName(req.Name) {
 		return nil, fmt.Errorf("mcp wrap: server name %q: use lower-case letters, digits, '-', '_' and '.' (--name): %w", req.Name, catalog.ErrBadInput)
 	}
+	cfg := w.d.Config
+	if req.Configured {
+		r, err := configured(cfg, req)
+		if err != nil {
+			return nil, err
+		}
+		req = r
+	}
 	if (len(req.Command) == 0) == (req.URL == "") {
 		return nil, fmt.Errorf("mcp wrap: give a command or a URL: %w", catalog.ErrBadInput)
 	}
-	cfg := w.d.Config
 	sc := cfg.MCP.Server(req.Name)
 	stores, err := w.d.Stores(ctx)
 	if err != nil {

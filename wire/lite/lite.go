@@ -70,6 +70,10 @@ type Wrap struct {
 	Session string            `json:"session,omitempty"`
 	// Replay marks the connection of `contextd mcp replay` (recorded as such).
 	Replay string `json:"replay,omitempty"`
+	// Configured asks for the server [mcp.servers.Name] names with its
+	// command or url (Command and URL stay empty): the caller, contextd-
+	// proxy mcp, never reads the daemon's configuration itself.
+	Configured bool `json:"configured,omitempty"`
 }
 
 // WrapReady says the server is up and the conversation may start.
@@ -112,6 +116,51 @@ type WrapEnd struct {
 	// started, or exited while the client still talked to it. nil for a
 	// normal end, or when the daemon does not know (any more).
 	Failure *catalog.Detail `json:"failure,omitempty"`
+}
+
+// OpMCPHub is the Admin operation contextd-proxy mcp sends at start, to
+// learn which servers it serves and how (no arguments -> MCPHub).
+const OpMCPHub = "mcp.hub"
+
+// MCPHub is [mcp]'s part that contextd-proxy mcp needs.
+type MCPHub struct {
+	// Search is "auto", "on", "off" or "defer" ([mcp] search).
+	Search       string        `json:"search"`
+	Threshold    int           `json:"threshold"`
+	Results      int           `json:"results"`
+	StartWait    time.Duration `json:"start_wait"`
+	StartTimeout time.Duration `json:"start_timeout"`
+	// Dense says tool_search may ask OpEmbed for similarity.
+	Dense   bool           `json:"dense"`
+	Servers []MCPHubServer `json:"servers"`
+}
+
+// MCPHubServer is one served server.
+type MCPHubServer struct {
+	Name string `json:"name"`
+	// Target is what it runs or reaches, secrets redacted.
+	Target string `json:"target"`
+	// Pinned is how many of its tools are pinned: what the last session
+	// saw, known before the server starts.
+	Pinned int `json:"pinned"`
+}
+
+// OpEmbed is the Admin operation that embeds texts with the user's
+// embedding endpoint ([store] embed_api) for tool_search, the key staying
+// in the daemon (EmbedArgs -> Embeddings).
+const OpEmbed = "embed"
+
+// EmbedArgs are texts to embed; Query marks a search query (some models
+// embed a query and a document differently).
+type EmbedArgs struct {
+	Texts []string `json:"texts"`
+	Query bool     `json:"query,omitempty"`
+}
+
+// Embeddings are the vectors of EmbedArgs.Texts, in order.
+type Embeddings struct {
+	Model   string      `json:"model"`
+	Vectors [][]float32 `json:"vectors"`
 }
 
 // Call mirrors wire.CallRequest.
