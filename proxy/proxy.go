@@ -234,7 +234,7 @@ func NewCall(tool string, input json.RawMessage, cont string, maxTokens int) (*l
 	if err != nil {
 		return nil, fmt.Errorf("working directory: %v: %w", err, catalog.ErrBadInput)
 	}
-	env := callerEnv()
+	env := CallerEnv()
 	return &lite.Call{
 		Tool:      tool,
 		Input:     input,
@@ -428,10 +428,10 @@ func (j *jsonSink) print(e *Envelope) {
 	j.w.Write(append(b, '\n'))
 }
 
-// callerEnv is this process's environment as the daemon may see it. The
+// CallerEnv is this process's environment as the daemon may see it. The
 // daemon picks what a command gets (its allowlist and config); what looks
 // like a credential never leaves this process.
-func callerEnv() map[string]string {
+func CallerEnv() map[string]string {
 	env := map[string]string{}
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")

@@ -148,7 +148,7 @@ func runWrap(ctx context.Context, args []string, sio IO) (int, error) {
 		return 0, fmt.Errorf("working directory: %v: %w", err, catalog.ErrBadInput)
 	}
 	conn, ready, err := client.OpenWrap(client.SocketPath(), &lite.Wrap{Name: w.name, Command: w.command, URL: w.url, SSE: w.sse,
-		Cwd: cwd, Env: callerEnv(), Session: os.Getenv("CONTEXTD_SESSION")})
+		Cwd: cwd, Env: CallerEnv(), Session: os.Getenv("CONTEXTD_SESSION")})
 	if err != nil {
 		return 0, err
 	}
@@ -162,7 +162,7 @@ func runWrap(ctx context.Context, args []string, sio IO) (int, error) {
 	ended, err := pump(ctx, conn, sio)
 	// The server's failure, when it had one, is the reason for whatever
 	// else happened: the client then closed, or stopped this process.
-	if f := wrapFailure(ready.Record); f != nil {
+	if f := WrapFailure(client.SocketPath(), ready.Record); f != nil {
 		return 0, f
 	}
 	if ended {
@@ -171,15 +171,16 @@ func runWrap(ctx context.Context, args []string, sio IO) (int, error) {
 	return 0, err
 }
 
-// wrapFailure asks the daemon why the wrap session record ended, and returns
-// the server's failure (it could not start, or exited early), or nil. The
-// daemon has answered the client's requests with it already; this is for the
-// person reading the agent's log of this process's stderr.
-func wrapFailure(record string) error {
+// WrapFailure asks the daemon at sock why the wrap session record ended,
+// and returns the server's failure (it could not start, or exited early),
+// or nil. The daemon has answered the client's requests with it already;
+// this is for the person reading the agent's log, or for contextd-proxy mcp
+// to report the server as unavailable.
+func WrapFailure(sock, record string) error {
 	if record == "" {
 		return nil
 	}
-	conn, err := client.Dial(client.SocketPath())
+	conn, err := client.Dial(sock)
 	if err != nil {
 		return nil
 	}

@@ -71,24 +71,10 @@ func (w *Wrapper) Admin(ctx context.Context, op string, args json.RawMessage) (j
 		if err := decode(&a); err != nil {
 			return nil, err
 		}
-		ss, err := st.ListSessions(ctx, a.Limit)
+		infos, err := w.sessions(ctx, st, a.Limit)
 		if err != nil {
 			return nil, err
 		}
-		infos := make([]SessionInfo, 0, len(ss))
-		w.mu.Lock()
-		for _, s := range ss {
-			ls, live := w.live[s.ID]
-			if live && s.Failure == "" {
-				// Saved at its end; a failed server's session lingers
-				// to answer its client.
-				if f := ls.failure(); f != nil {
-					s.Failure = failureText(f)
-				}
-			}
-			infos = append(infos, SessionInfo{Session: s, Live: live})
-		}
-		w.mu.Unlock()
 		out = infos
 	case lite.OpWrapEnd:
 		var a lite.WrapEndArgs
@@ -201,4 +187,28 @@ func (w *Wrapper) redactText(s string) string {
 	}
 	b := []byte(s)
 	return string(scrub.Replace(b, w.d.Scrubber.Find(b), func(f scrub.Finding) string { return "[REDACTED:" + f.Rule + "]" }))
+}
+
+// sessions lists the recorded sessions, the live ones marked, with the
+// failure of a live one whose server failed.
+func (w *Wrapper) sessions(ctx context.Context, st Stores, limit int) ([]SessionInfo, error) {
+	ss, err := st.ListSessions(ctx, limit)
+	if err != nil {
+		return nil, err
+	}
+	infos := make([]SessionInfo, 0, len(ss))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, s := range ss {
+		ls, live := w.live[s.ID]
+		if live && s.Failure == "" {
+			// Saved at its end; a failed server's session lingers to
+			// answer its client.
+			if f := ls.failure(); f != nil {
+				s.Failure = failureText(f)
+			}
+		}
+		infos = append(infos, SessionInfo{Session: s, Live: live})
+	}
+	return infos, nil
 }

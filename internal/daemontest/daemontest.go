@@ -26,6 +26,14 @@ func Start(t testing.TB) string {
 	return sock
 }
 
+// StartConfig is Start with cfg as the daemon's configuration (served MCP
+// servers, search settings), used as given, without the checks of loading.
+func StartConfig(t testing.TB, cfg *config.Config) string {
+	t.Helper()
+	sock, _ := start(t, false, cfg)
+	return sock
+}
+
 // StartHTTP is Start with the HTTP API served too, on a Unix socket of its
 // own: it returns both sockets' paths.
 func StartHTTP(t testing.TB) (sock, httpSock string) {

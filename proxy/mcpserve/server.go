@@ -50,6 +50,16 @@ type Options struct {
 	// Enablement is the record of each project's plugin tools. Empty:
 	// toolstore.DefaultEnablement().
 	Enablement string
+
+	cwd string // the working directory, where served servers are started
+}
+
+// socket is the daemon's socket as Options says.
+func (o *Options) socket() string {
+	if o.Socket != "" {
+		return o.Socket
+	}
+	return client.SocketPath()
 }
 
 // Server serves contextd's tools to one MCP connection.
@@ -60,6 +70,7 @@ type Server struct {
 	notes   io.Writer
 	noted   sync.Once
 	plugins map[string]bool // the plugin tools served
+	hub     *hub            // the configured servers served here; nil: none
 }
 
 const instructions = "contextd runs commands and file access in a sandbox, redacts secrets from results and cuts them to a token budget; use these tools instead of a built-in shell or file tools."
@@ -79,11 +90,21 @@ func New(opts *Options) (*Server, error) {
 	if o.Notes == nil {
 		o.Notes = io.Discard
 	}
+	if o.cwd == "" {
+		o.cwd, _ = os.Getwd()
+	}
 	names, specs, err := served()
 	if err != nil {
 		return nil, fmt.Errorf("mcp: %v: %w", err, catalog.ErrInternal)
 	}
 	s := &Server{session: o.Session, socket: o.Socket, notes: o.Notes, plugins: map[string]bool{}}
+	s.hub = loadHub(&o, o.Notes)
+	// A full list of served tools is long enough for Claude Code to defer
+	// tools behind its own search; contextd's own stay in view.
+	var meta mcp.Meta
+	if s.hub != nil && !s.hub.searchMode() {
+		meta = alwaysLoad
+	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "contextd", Version: proxy.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		// No logging capability: nothing is logged to the client. The tools
@@ -92,7 +113,7 @@ func New(opts *Options) (*Server, error) {
 	})
 	for _, n := range names {
 		c := specs[n]
-		s.mcp.AddTool(&mcp.Tool{Name: n, Description: c.Description, InputSchema: c.Schema}, s.handler(n))
+		s.mcp.AddTool(&mcp.Tool{Name: n, Description: c.Description, InputSchema: c.Schema, Meta: meta}, s.handler(n))
 	}
 	pnames, pspecs := plugins(&o, o.Notes)
 	for _, n := range pnames {
@@ -103,7 +124,17 @@ func New(opts *Options) (*Server, error) {
 		}
 		s.plugins[n] = true
 	}
+	if s.hub != nil {
+		s.addHub()
+	}
 	return s, nil
+}
+
+// Close ends the sessions of the served servers.
+func (s *Server) Close() {
+	if s.hub != nil {
+		s.hub.close()
+	}
 }
 
 // Session is the contextd session the server's calls belong to.
@@ -116,6 +147,7 @@ func (s *Server) Connect(ctx context.Context, t mcp.Transport) (*mcp.ServerSessi
 
 // Run serves one connection over t until the client closes it or ctx ends.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
+	defer s.Close()
 	return s.mcp.Run(ctx, t)
 }
 

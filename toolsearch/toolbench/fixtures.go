@@ -65,32 +65,15 @@ func load(fsys fs.FS) ([]Server, error) {
 	return out, nil
 }
 
-// tool is the part of an MCP tool definition retrieval reads.
-type tool struct {
-	Name        string `json:"name"`
-	Title       string `json:"title"`
-	Description string `json:"description"`
-	InputSchema struct {
-		Properties map[string]struct {
-			Description string `json:"description"`
-		} `json:"properties"`
-	} `json:"inputSchema"`
-}
-
 // Docs turns the servers' tools into search documents.
 func Docs(servers []Server) ([]toolsearch.Doc, error) {
 	var docs []toolsearch.Doc
 	for _, s := range servers {
 		for _, raw := range s.Tools {
-			var t tool
-			if err := json.Unmarshal(raw, &t); err != nil {
-				return nil, fmt.Errorf("%s: %w", s.Name, err)
+			d, err := toolsearch.ParseDoc(s.Name, raw)
+			if err != nil {
+				return nil, err
 			}
-			d := toolsearch.Doc{Server: s.Name, Name: t.Name, Title: t.Title, Description: t.Description}
-			for name, p := range t.InputSchema.Properties {
-				d.Params = append(d.Params, toolsearch.Param{Name: name, Description: p.Description})
-			}
-			sort.Slice(d.Params, func(i, j int) bool { return d.Params[i].Name < d.Params[j].Name })
 			docs = append(docs, d)
 		}
 	}

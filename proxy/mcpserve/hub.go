@@ -1,0 +1,463 @@
+package mcpserve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/proxy"
+	"github.com/contextd/contextd/proxy/client"
+	"github.com/contextd/contextd/toolsearch"
+	"github.com/contextd/contextd/wire/lite"
+)
+
+// The hub serves the MCP servers [mcp.servers] configures with a command or
+// a url behind this one endpoint. Each is reached exactly as `contextd-proxy
+// mcp wrap --name NAME` reaches it: a configured wrap, so the daemon
+// launches it in its sandbox (or dials its URL) and passes every message
+// through its firewall (scrubbing, budget, pins, allow lists, the session
+// record). The hub is only an MCP client of each: it lists the tools,
+// indexes them for tool_search and routes tool_call. It holds nothing the
+// daemon has not already scrubbed.
+//
+// Lock order: hub.mu only; no call to a server or to the daemon is made
+// while it is held.
+
+// upState is where one served server stands.
+type upState int
+
+const (
+	upStarting upState = iota
+	upReady
+	upFailed
+)
+
+// upstream is one served server.
+type upstream struct {
+	name   string
+	target string // what it runs, redacted by the daemon
+	pinned int    // its pinned tools: what the last session saw
+
+	state     upState
+	since     time.Time // when state began
+	err       error     // why upFailed
+	tools     []*mcp.Tool
+	sess      *mcp.ClientSession
+	restarted time.Time // the last lazy restart
+}
+
+// restartEvery bounds the lazy restarts of a server that ended.
+const restartEvery = time.Minute
+
+// hub is the set of served servers of one connection.
+type hub struct {
+	conf    lite.MCPHub
+	socket  string
+	session string
+	cwd     string
+	env     map[string]string
+	notes   io.Writer
+	ctx     context.Context // ends with the connection
+	stop    context.CancelFunc
+	started time.Time
+
+	// onTools is told when a server's tools change (full mode registers
+	// them with the SDK server); called without mu.
+	onTools func(server string, old, tools []*mcp.Tool)
+
+	mu    sync.Mutex
+	ups   map[string]*upstream
+	names []string // sorted
+	index *toolsearch.Index
+	wake  chan struct{} // closed and replaced on every change of state
+}
+
+// loadHub asks the daemon which servers to serve. No served server, or a
+// daemon that cannot say (an older one), is a nil hub: contextd's own tools
+// are served as they are, with a note for the latter.
+func loadHub(o *Options, notes io.Writer) *hub {
+	conn, err := client.Dial(o.socket())
+	if err != nil {
+		// The daemon starts on the first call (socket activation); until
+		// it answers nothing configured can be served.
+		fmt.Fprintf(notes, "contextd: note: the configured MCP servers are not served: %v\n", catalog.Format(err))
+		return nil
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var conf lite.MCPHub
+	if err := conn.Admin(ctx, lite.OpMCPHub, nil, &conf); err != nil {
+		fmt.Fprintf(notes, "contextd: note: the configured MCP servers are not served: %v\n", catalog.Format(err))
+		return nil
+	}
+	if len(conf.Servers) == 0 {
+		return nil
+	}
+	h := &hub{conf: conf, socket: o.Socket, session: o.Session, cwd: o.cwd, env: proxy.CallerEnv(), notes: notes,
+		ups: map[string]*upstream{}, wake: make(chan struct{}), index: toolsearch.Build(nil)}
+	h.ctx, h.stop = context.WithCancel(context.Background())
+	now := time.Now()
+	h.started = now
+	for _, s := range conf.Servers {
+		h.ups[s.Name] = &upstream{name: s.Name, target: s.Target, pinned: s.Pinned, since: now}
+		h.names = append(h.names, s.Name)
+	}
+	slices.Sort(h.names)
+	return h
+}
+
+// searchMode decides, once per connection, whether the servers' tools are
+// listed (false) or found through tool_search (true). "auto" searches when
+// the pinned tools are more than the threshold, or when a server has none
+// pinned yet: an unknown size errs toward search, which never waits.
+func (h *hub) searchMode() bool {
+	switch h.conf.Search {
+	case "on":
+		return true
+	case "off", "defer":
+		return false
+	}
+	n := 0
+	for _, name := range h.names {
+		p := h.ups[name].pinned
+		if p == 0 {
+			return true
+		}
+		n += p
+	}
+	return n > h.conf.Threshold
+}
+
+// start connects every server, each on its own.
+func (h *hub) start() {
+	for _, name := range h.names {
+		go h.connect(name)
+	}
+}
+
+// close ends every server's session.
+func (h *hub) close() {
+	h.stop()
+	h.mu.Lock()
+	var ss []*mcp.ClientSession
+	for _, u := range h.ups {
+		if u.sess != nil {
+			ss = append(ss, u.sess)
+		}
+	}
+	h.mu.Unlock()
+	for _, s := range ss {
+		s.Close()
+	}
+}
+
+func (h *hub) sock() string {
+	if h.socket != "" {
+		return h.socket
+	}
+	return client.SocketPath()
+}
+
+// connect opens the configured wrap of one server, initializes it and lists
+// its tools.
+func (h *hub) connect(name string) {
+	conn, ready, err := client.OpenWrap(h.sock(), &lite.Wrap{Name: name, Configured: true, Cwd: h.cwd, Env: h.env, Session: h.session})
+	if err != nil {
+		h.failed(name, nil, err)
+		return
+	}
+	for _, w := range ready.Warnings {
+		fmt.Fprintf(h.notes, "contextd: warning: %s: %s\n", name, w)
+	}
+	var cs *mcp.ClientSession
+	c := mcp.NewClient(&mcp.Implementation{Name: "contextd", Version: proxy.Version}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			// Not on the SDK's reading goroutine: the list is a request
+			// whose answer that goroutine must read.
+			go h.relist(name)
+		},
+	})
+	cs, err = c.Connect(h.ctx, &mcp.IOTransport{Reader: conn, Writer: conn}, nil)
+	if err != nil {
+		conn.Close()
+		h.failed(name, nil, h.why(ready.Record, err))
+		return
+	}
+	tools, err := listTools(h.ctx, cs)
+	if err != nil {
+		cs.Close()
+		h.failed(name, nil, h.why(ready.Record, err))
+		return
+	}
+	h.set(name, func(u *upstream) {
+		u.sess, u.state, u.err = cs, upReady, nil
+	}, tools)
+	go func() {
+		cs.Wait()
+		if h.ctx.Err() != nil {
+			return
+		}
+		err := h.why(ready.Record, errors.New("the server ended the session"))
+		h.failed(name, cs, err)
+	}()
+}
+
+// why is the daemon's account of a wrap's failure when it has one (the
+// server could not start, or exited, with its stderr), else err.
+func (h *hub) why(record string, err error) error {
+	if f := proxy.WrapFailure(h.sock(), record); f != nil {
+		return f
+	}
+	if errors.Is(err, catalog.ErrServerStart) || errors.Is(err, catalog.ErrServerExited) {
+		return err
+	}
+	return fmt.Errorf("%v: %w", err, catalog.ErrServerExited)
+}
+
+// failed marks name failed, unless its session is no longer sess (nil: any).
+func (h *hub) failed(name string, sess *mcp.ClientSession, err error) {
+	h.mu.Lock()
+	u := h.ups[name]
+	if sess != nil && u.sess != sess {
+		h.mu.Unlock()
+		return
+	}
+	h.mu.Unlock()
+	h.set(name, func(u *upstream) {
+		u.sess, u.state, u.err = nil, upFailed, err
+	}, nil)
+}
+
+// relist reads the tools of name again after its list_changed.
+func (h *hub) relist(name string) {
+	h.mu.Lock()
+	cs := h.ups[name].sess
+	h.mu.Unlock()
+	if cs == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
+	defer cancel()
+	tools, err := listTools(ctx, cs)
+	if err != nil {
+		fmt.Fprintf(h.notes, "contextd: note: %s: its tools could not be listed again: %v\n", name, err)
+		return
+	}
+	h.set(name, func(u *upstream) {}, tools)
+}
+
+// set changes one server's state, re-indexes its tools and wakes waiters.
+func (h *hub) set(name string, change func(*upstream), tools []*mcp.Tool) {
+	docs := make([]toolsearch.Doc, 0, len(tools))
+	for _, t := range tools {
+		raw, err := json.Marshal(t)
+		if err != nil {
+			continue
+		}
+		d, err := toolsearch.ParseDoc(name, raw)
+		if err != nil {
+			continue
+		}
+		docs = append(docs, d)
+	}
+	h.mu.Lock()
+	u := h.ups[name]
+	prev := u.state
+	change(u)
+	if u.state != prev {
+		u.since = time.Now()
+	}
+	old := u.tools
+	u.tools = tools
+	h.index.ReplaceServer(name, docs)
+	close(h.wake)
+	h.wake = make(chan struct{})
+	h.mu.Unlock()
+	if h.onTools != nil {
+		h.onTools(name, old, tools)
+	}
+}
+
+// listTools reads every page of a server's tools.
+func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
+	var out []*mcp.Tool
+	params := &mcp.ListToolsParams{}
+	for range 100 {
+		res, err := cs.ListTools(ctx, params)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res.Tools...)
+		if res.NextCursor == "" {
+			return out, nil
+		}
+		params.Cursor = res.NextCursor
+	}
+	return nil, fmt.Errorf("more than 100 pages of tools: %w", catalog.ErrBadInput)
+}
+
+// settle waits until no server is starting, until start_timeout after the
+// hub started, or until ctx ends, whichever comes first.
+func (h *hub) settle(ctx context.Context, timeout time.Duration) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		h.mu.Lock()
+		starting := false
+		for _, u := range h.ups {
+			starting = starting || u.state == upStarting
+		}
+		wake := h.wake
+		h.mu.Unlock()
+		if !starting {
+			return
+		}
+		select {
+		case <-wake:
+		case <-deadline.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// waitFor waits for one server to leave upStarting (or ctx, or timeout).
+func (h *hub) waitFor(ctx context.Context, name string, timeout time.Duration) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		h.mu.Lock()
+		state, wake := h.ups[name].state, h.wake
+		h.mu.Unlock()
+		if state != upStarting {
+			return
+		}
+		select {
+		case <-wake:
+		case <-deadline.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// status is a line for each server that is not ready: what tool_search
+// shows so that a missing server is never silent.
+func (h *hub) status() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, name := range h.names {
+		u := h.ups[name]
+		switch u.state {
+		case upStarting:
+			out = append(out, fmt.Sprintf("%s: starting (%s)", name, time.Since(u.since).Round(time.Second)))
+		case upFailed:
+			out = append(out, fmt.Sprintf("%s: unavailable: %s", name, oneLine(catalog.Format(u.err))))
+		}
+	}
+	return out
+}
+
+// oneLine folds a message's lines into one.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// resolve finds the server and tool a tool_call name means: NAME.tool,
+// NAME/tool, NAME__tool, or a tool name only one server has.
+func (h *hub) resolve(name string) (server, tool string, ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, sep := range []string{".", "/", "__"} {
+		if s, t, cut := strings.Cut(name, sep); cut {
+			u, known := h.ups[s]
+			if !known || t == "" {
+				continue
+			}
+			// A ready server's list is known: a name it lacks is the
+			// caller's mistake, answered with the closest names.
+			if u.state != upReady || slices.ContainsFunc(u.tools, func(x *mcp.Tool) bool { return x.Name == t }) {
+				return s, t, true
+			}
+			return "", "", false
+		}
+	}
+	for _, s := range h.names {
+		for _, t := range h.ups[s].tools {
+			if t.Name == name {
+				if server != "" {
+					return "", "", false // on two servers: ambiguous
+				}
+				server, tool = s, t.Name
+			}
+		}
+	}
+	return server, tool, server != ""
+}
+
+// call routes one tool_call to its server, restarting a server that ended
+// (at most once a minute) and waiting for one still starting.
+func (h *hub) call(ctx context.Context, server, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	h.restart(server)
+	h.waitFor(ctx, server, h.conf.StartTimeout)
+	h.mu.Lock()
+	u := h.ups[server]
+	state, cs, err, since := u.state, u.sess, u.err, u.since
+	h.mu.Unlock()
+	switch state {
+	case upStarting:
+		return nil, fmt.Errorf("%s is still starting after %s; try again: %w", server, time.Since(since).Round(time.Second), catalog.ErrServerStart)
+	case upFailed:
+		return nil, err
+	}
+	return cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+}
+
+// restart starts again a server that failed, once a minute at most.
+func (h *hub) restart(name string) {
+	h.mu.Lock()
+	u := h.ups[name]
+	if u.state != upFailed || time.Since(u.restarted) < restartEvery {
+		h.mu.Unlock()
+		return
+	}
+	u.restarted = time.Now()
+	u.state, u.since = upStarting, time.Now()
+	close(h.wake)
+	h.wake = make(chan struct{})
+	h.mu.Unlock()
+	go h.connect(name)
+}
+
+// tool returns the definition of server's tool, if listed.
+func (h *hub) tool(server, name string) *mcp.Tool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, t := range h.ups[server].tools {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// search runs the index under the lock (the index is not safe for use
+// concurrent with ReplaceServer).
+func (h *hub) search(q string, k int) []toolsearch.Hit {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.index.Search(q, k)
+}

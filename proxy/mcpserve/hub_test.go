@@ -1,0 +1,172 @@
+package mcpserve
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/internal/daemontest"
+	"github.com/contextd/contextd/toolsearch"
+)
+
+// hubDaemon serves the real daemon with three configured servers: alpha
+// and beta (this test binary as MCP servers) and broken (a program that
+// does not exist), in search mode s; its tools run unsandboxed.
+func hubDaemon(t *testing.T, search string) (sock, ws string) {
+	t.Helper()
+	home := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(home, "state"))
+	t.Setenv("XDG_DATA_HOME", filepath.Join(home, "data"))
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, "config"))
+	t.Setenv("CONTEXTD_SESSION", "")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.MCP.Search = search
+	cfg.MCP.StartTimeout = config.Duration{Duration: 30 * time.Second}
+	cfg.MCP.StartWait = config.Duration{Duration: 30 * time.Second}
+	cfg.MCP.MaxTokens = 500
+	cfg.MCP.Servers = map[string]config.MCPServer{
+		"alpha":  {Command: []string{exe, testServerArg, "alpha"}},
+		"beta":   {Command: []string{exe, testServerArg, "beta"}},
+		"broken": {Command: []string{"/nonexistent/mcp-server"}},
+	}
+	sock = daemontest.StartConfig(t, cfg)
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws = filepath.Join(base, "ws")
+	if err := os.MkdirAll(filepath.Join(ws, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(ws)
+	return sock, ws
+}
+
+func listNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+	}
+	return names
+}
+
+// Search mode: the client lists contextd's tools and the two search tools;
+// tool_search finds a served tool from a task in other words and says
+// which server is not up and why; tool_call reaches the tool through the
+// daemon's firewall (scrubbed, cut to budget) and names the closest tools
+// for a wrong name; a tool a server adds later is found.
+func TestHubSearchMode(t *testing.T) {
+	sock, _ := hubDaemon(t, config.SearchOn)
+	s, cs := connect(t, &Options{Socket: sock})
+	t.Cleanup(s.Close)
+
+	names := listNames(t, cs)
+	if !slices.Contains(names, toolsearch.SearchToolName) || !slices.Contains(names, toolsearch.CallToolName) || !slices.Contains(names, "safe_bash") {
+		t.Fatalf("tools/list: %v", names)
+	}
+	for _, n := range names {
+		if strings.Contains(n, ".") {
+			t.Errorf("search mode lists a served tool: %s", n)
+		}
+	}
+
+	out, isErr := callText(t, cs, toolsearch.SearchToolName, map[string]any{"query": "bump the web deployment to 5 replicas", "k": 3})
+	if isErr || !strings.Contains(out, "1. beta.kubectl_scale:") || !strings.Contains(out, "arguments: name (string, required), replicas (integer, required)") {
+		t.Fatalf("tool_search: %s", out)
+	}
+	if !strings.Contains(out, "broken: unavailable: CTXD-E033") {
+		t.Errorf("tool_search does not report the broken server: %s", out)
+	}
+	if out, isErr = callText(t, cs, toolsearch.CallToolName, map[string]any{"name": "beta.kubectl_scale",
+		"arguments": map[string]any{"name": "web", "replicas": 5}}); isErr || out != "deployment.apps/web scaled to 5" {
+		t.Fatalf("tool_call beta.kubectl_scale: %q %v", out, isErr)
+	}
+
+	secret := "ghp_" + "R8kq3NfV7bX2mT9wZ4cLpY6dH1sJ5gA0eUoI"
+	out, isErr = callText(t, cs, toolsearch.CallToolName, map[string]any{"name": "alpha/echo", "arguments": map[string]any{"text": "token " + secret}})
+	if isErr || strings.Contains(out, secret) || !strings.Contains(out, "[REDACTED:") {
+		t.Fatalf("tool_call alpha/echo: the secret was not scrubbed: %q", out)
+	}
+	out, isErr = callText(t, cs, toolsearch.CallToolName, map[string]any{"name": "big"})
+	if isErr || !strings.Contains(out, "line 0 of the big output") || strings.Count(out, "\n") > 400 || !strings.Contains(out, "safe_read") {
+		t.Fatalf("tool_call big: not cut to the budget with a way to the rest: %d lines\n%s", strings.Count(out, "\n"), out)
+	}
+	out, isErr = callText(t, cs, toolsearch.CallToolName, map[string]any{"name": "beta.kubectl_scael"})
+	if !isErr || !strings.Contains(out, "CTXD-E003") || !strings.Contains(out, "beta.kubectl_scale") {
+		t.Fatalf("a misspelt name: %q %v", out, isErr)
+	}
+	out, isErr = callText(t, cs, toolsearch.CallToolName, map[string]any{"name": "broken.anything"})
+	if !isErr || !strings.Contains(out, "CTXD-E033") {
+		t.Fatalf("a call to the broken server: %q %v", out, isErr)
+	}
+
+	if out, isErr = callText(t, cs, toolsearch.CallToolName, map[string]any{"name": "alpha.add_tool"}); isErr {
+		t.Fatalf("add_tool: %s", out)
+	}
+	// The server's list_changed is handled on its own goroutine: wait for
+	// the index to hold the new tool, bounded.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, _ = callText(t, cs, toolsearch.SearchToolName, map[string]any{"query": "quarterly invoice total", "k": 1})
+		if strings.Contains(out, "alpha.late_tool") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the tool alpha added is not found: %s", out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if out, isErr = callText(t, cs, toolsearch.CallToolName, map[string]any{"name": "late_tool"}); isErr || out != "late tool ran" {
+		t.Fatalf("late_tool: %q %v", out, isErr)
+	}
+	if names2 := listNames(t, cs); !slices.Equal(names, names2) {
+		t.Errorf("search mode's list changed: %v, then %v", names, names2)
+	}
+}
+
+// Full mode: every served tool is listed as NAME.tool beside contextd's own,
+// which carry Claude Code's hint not to defer them, and a listed tool is
+// called directly.
+func TestHubFullMode(t *testing.T) {
+	sock, _ := hubDaemon(t, config.SearchOff)
+	s, cs := connect(t, &Options{Socket: sock})
+	t.Cleanup(s.Close)
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+		if tl.Name == "safe_bash" && tl.Meta["anthropic/alwaysLoad"] != true {
+			t.Errorf("safe_bash without alwaysLoad: %v", tl.Meta)
+		}
+	}
+	for _, want := range []string{"alpha.echo", "alpha.big", "beta.kubectl_scale", "safe_bash"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("full mode does not list %s: %v", want, names)
+		}
+	}
+	if slices.Contains(names, toolsearch.SearchToolName) {
+		t.Errorf("off lists tool_search: %v", names)
+	}
+	if out, isErr := callText(t, cs, "beta.kubectl_scale", map[string]any{"name": "api", "replicas": 2}); isErr || out != "deployment.apps/api scaled to 2" {
+		t.Fatalf("beta.kubectl_scale: %q %v", out, isErr)
+	}
+}
