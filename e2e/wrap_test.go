@@ -153,12 +153,20 @@ func startWrap(t *testing.T, name string, vars []string, server ...string) *wrap
 // startWrapIn is startWrap in another directory (another workspace).
 func startWrapIn(t *testing.T, dir, name string, vars []string, server ...string) *wrapSession {
 	t.Helper()
+	argv := append([]string{filepath.Join(env.bin, "contextd-proxy"), "mcp", "wrap", "--name", name, "--"}, server...)
+	return startMCPClient(t, dir, name, vars, argv...)
+}
+
+// startMCPClient starts wrapclient.mjs as the test user in dir, with argv
+// as its stdio server (name labels it in messages), and returns once the
+// server answered initialize.
+func startMCPClient(t *testing.T, dir, name string, vars []string, argv ...string) *wrapSession {
+	t.Helper()
 	js := mcpJSDir(t)
 	args := []string{env.usermgr, "run", testUser, "-C", dir}
 	args = append(args, vars...)
-	args = append(args, "--", "node", filepath.Join(js, "wrapclient.mjs"), "--",
-		filepath.Join(env.bin, "contextd-proxy"), "mcp", "wrap", "--name", name, "--")
-	args = append(args, server...)
+	args = append(args, "--", "node", filepath.Join(js, "wrapclient.mjs"), "--")
+	args = append(args, argv...)
 	w := &wrapSession{t: t, name: name, cmd: exec.Command("bash", args...), stderr: &syncbuf.Buffer{},
 		waiting: map[string]chan wrapAnswer{}, exited: make(chan struct{})}
 	w.cmd.Stderr = w.stderr

@@ -190,13 +190,13 @@ func (h *hub) connect(name string) {
 	cs, err = c.Connect(h.ctx, &mcp.IOTransport{Reader: conn, Writer: conn}, nil)
 	if err != nil {
 		conn.Close()
-		h.failed(name, nil, h.why(ready.Record, err))
+		h.failed(name, nil, h.why(ready.Record, err, catalog.ErrServerStart))
 		return
 	}
 	tools, err := listTools(h.ctx, cs)
 	if err != nil {
 		cs.Close()
-		h.failed(name, nil, h.why(ready.Record, err))
+		h.failed(name, nil, h.why(ready.Record, err, catalog.ErrServerStart))
 		return
 	}
 	h.set(name, func(u *upstream) {
@@ -207,21 +207,21 @@ func (h *hub) connect(name string) {
 		if h.ctx.Err() != nil {
 			return
 		}
-		err := h.why(ready.Record, errors.New("the server ended the session"))
+		err := h.why(ready.Record, errors.New("the server ended the session"), catalog.ErrServerExited)
 		h.failed(name, cs, err)
 	}()
 }
 
 // why is the daemon's account of a wrap's failure when it has one (the
-// server could not start, or exited, with its stderr), else err.
-func (h *hub) why(record string, err error) error {
+// server could not start, or exited, with its stderr), else err in class.
+func (h *hub) why(record string, err, class error) error {
 	if f := proxy.WrapFailure(h.sock(), record); f != nil {
 		return f
 	}
 	if errors.Is(err, catalog.ErrServerStart) || errors.Is(err, catalog.ErrServerExited) {
 		return err
 	}
-	return fmt.Errorf("%v: %w", err, catalog.ErrServerExited)
+	return fmt.Errorf("%v: %w", err, class)
 }
 
 // failed marks name failed, unless its session is no longer sess (nil: any).

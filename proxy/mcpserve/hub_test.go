@@ -1,7 +1,10 @@
 package mcpserve
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,9 +14,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/internal/daemontest"
 	"github.com/contextd/contextd/toolsearch"
+	"github.com/contextd/contextd/toolsearch/toolbench"
+	"github.com/contextd/contextd/wire/lite"
 )
 
 // hubDaemon serves the real daemon with three configured servers: alpha
@@ -168,5 +174,98 @@ func TestHubFullMode(t *testing.T) {
 	}
 	if out, isErr := callText(t, cs, "beta.kubectl_scale", map[string]any{"name": "api", "replicas": 2}); isErr || out != "deployment.apps/api scaled to 2" {
 		t.Fatalf("beta.kubectl_scale: %q %v", out, isErr)
+	}
+}
+
+// toolsTokens is what a tools array costs as a client sends it to the
+// model: cl100k tokens of its compact JSON.
+func toolsTokens(t *testing.T, tools []json.RawMessage) int {
+	t.Helper()
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i, raw := range tools {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if err := json.Compact(&b, raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.WriteByte(']')
+	return budget.Default().Count(b.Bytes())
+}
+
+func listedRaw(t *testing.T, cs *mcp.ClientSession) []json.RawMessage {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []json.RawMessage
+	for _, tl := range res.Tools {
+		b, err := json.Marshal(tl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// Search mode's definitions, as served, against contextd's own tools plus
+// every tool of the benchmark's ten npm servers listed in full: the
+// definitions drop by at least 95%, and the servers' part by at least 98%.
+func TestSearchModeTokens(t *testing.T) {
+	_, own := connect(t, &Options{})
+	ownTokens := toolsTokens(t, listedRaw(t, own))
+	sock, _ := hubDaemon(t, config.SearchOn)
+	s, cs := connect(t, &Options{Socket: sock})
+	t.Cleanup(s.Close)
+	on := toolsTokens(t, listedRaw(t, cs))
+	servers, err := toolbench.Fixtures()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []json.RawMessage
+	for _, sv := range servers {
+		all = append(all, sv.Tools...)
+	}
+	fixtures := toolsTokens(t, all)
+	off := ownTokens + fixtures
+	drop := 1 - float64(on)/float64(off)
+	serverDrop := 1 - float64(on-ownTokens)/float64(fixtures)
+	t.Logf("definitions: contextd's own %d tokens; %d tools of %d servers %d tokens; search off %d, on %d: %.1f%% less (servers' part %.1f%% less)",
+		ownTokens, len(all), len(servers), fixtures, off, on, 100*drop, 100*serverDrop)
+	if drop < 0.95 || serverDrop < 0.98 {
+		t.Errorf("search mode saves %.1f%% of the definitions (servers' part %.1f%%), want at least 95%% (98%%)", 100*drop, 100*serverDrop)
+	}
+}
+
+// How "auto" decides, from the pins the daemon reports before any server
+// starts: past the threshold, or any server unknown (no pins yet), it
+// searches.
+func TestSearchModeDecision(t *testing.T) {
+	cases := []struct {
+		mode   string
+		pinned []int
+		want   bool
+	}{
+		{"on", []int{1}, true},
+		{"off", []int{500}, false},
+		{"defer", []int{500}, false},
+		{"auto", []int{10, 20}, false},
+		{"auto", []int{10, 21}, true},
+		{"auto", []int{3, 0}, true},
+	}
+	for _, c := range cases {
+		h := &hub{conf: lite.MCPHub{Search: c.mode, Threshold: 30}, ups: map[string]*upstream{}}
+		for i, p := range c.pinned {
+			name := fmt.Sprint("s", i)
+			h.ups[name] = &upstream{name: name, pinned: p}
+			h.names = append(h.names, name)
+		}
+		if got := h.searchMode(); got != c.want {
+			t.Errorf("%s with pins %v: search %v, want %v", c.mode, c.pinned, got, c.want)
+		}
 	}
 }
