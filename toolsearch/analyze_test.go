@@ -114,11 +114,11 @@ func TestSharedPrefix(t *testing.T) {
 		{Server: "slack", Name: "slack_list_channels", Description: "List channels"},
 	})
 	for i, want := range []string{"navigate", "navigate back", "click", "post message", "list channels"} {
-		if got := texts(ix.fields[i][fName]); got != want {
+		if got := texts(ix.an[i].fields[fName]); got != want {
 			t.Errorf("%s: name field %q, want %q", ix.docs[i].ID(), got, want)
 		}
 	}
-	if got := texts(ix.fields[0][fServer]); got != "playwright browser" {
+	if got := texts(ix.an[0].fields[fServer]); got != "playwright browser" {
 		t.Errorf("server field %q", got)
 	}
 	if hits := ix.Search("go to https://example.com", 1); len(hits) == 0 || hits[0].ID != "playwright.browser_navigate" {

@@ -136,14 +136,18 @@ var things = []concept{{"pr", []string{"pr", "pull request", "merge request", "m
 type conceptIndex struct {
 	byToken, byWord map[string][]string
 	action          map[string]bool // ids of actions
-	maxToken        int
-	maxWord         int
+	// tokenPrefix and wordPrefix hold the proper beginnings of phrases,
+	// so that matching stops extending a run no phrase continues.
+	tokenPrefix, wordPrefix map[string]bool
+	maxToken                int
+	maxWord                 int
 }
 
 var vocab = buildConcepts()
 
 func buildConcepts() conceptIndex {
-	ci := conceptIndex{byToken: map[string][]string{}, byWord: map[string][]string{}, action: map[string]bool{}, maxToken: 1, maxWord: 1}
+	ci := conceptIndex{byToken: map[string][]string{}, byWord: map[string][]string{}, action: map[string]bool{},
+		tokenPrefix: map[string]bool{}, wordPrefix: map[string]bool{}, maxToken: 1, maxWord: 1}
 	for _, c := range actions {
 		ci.action["@"+c.id] = true
 	}
@@ -164,12 +168,17 @@ func buildConcepts() conceptIndex {
 				stop = stop || x.stop
 			}
 			key := strings.Join(stems, " ")
+			prefix := ci.tokenPrefix
 			if stop {
 				ci.byWord[key] = appendNew(ci.byWord[key], id)
 				ci.maxWord = max(ci.maxWord, len(ws))
+				prefix = ci.wordPrefix
 			} else {
 				ci.byToken[key] = appendNew(ci.byToken[key], id)
 				ci.maxToken = max(ci.maxToken, len(ws))
+			}
+			for n := 1; n < len(stems); n++ {
+				prefix[strings.Join(stems[:n], " ")] = true
 			}
 		}
 	}
@@ -210,8 +219,12 @@ func matchConcepts(ws []word) ([]span, []bool) {
 				key.WriteByte(' ')
 			}
 			key.WriteString(ws[idx[i+n-1]].stem)
-			for _, id := range vocab.byToken[key.String()] {
+			k := key.String()
+			for _, id := range vocab.byToken[k] {
 				all = append(all, span{id: id, from: idx[i], to: idx[i+n-1] + 1, phrase: n > 1})
+			}
+			if !vocab.tokenPrefix[k] {
+				break
 			}
 		}
 	}
@@ -222,8 +235,12 @@ func matchConcepts(ws []word) ([]span, []bool) {
 				key.WriteByte(' ')
 			}
 			key.WriteString(ws[i+n-1].stem)
-			for _, id := range vocab.byWord[key.String()] {
+			k := key.String()
+			for _, id := range vocab.byWord[k] {
 				all = append(all, span{id: id, from: i, to: i + n, phrase: n > 1})
+			}
+			if !vocab.wordPrefix[k] {
+				break
 			}
 		}
 	}

@@ -51,7 +51,7 @@ type posting struct {
 // search holds a lock around both.
 type Index struct {
 	docs     []Doc
-	fields   [][nFields][]word // per tool, for why
+	an       []analysis
 	lens     [][nFields]float32
 	avg      [nFields]float64
 	postings map[string][]posting
@@ -61,10 +61,19 @@ type Index struct {
 	servers  map[string]bool
 }
 
+// analysis is a tool read into its fields' words and terms: the costly
+// part of indexing, which ReplaceServer keeps for the other servers.
+type analysis struct {
+	fields [nFields][]word // for why
+	tf     map[string][nFields]float32
+	lens   [nFields]float32
+	prefix string // the server's shared name prefix it was read with
+}
+
 // Build indexes docs.
 func Build(docs []Doc) *Index {
 	ix := &Index{}
-	ix.build(docs)
+	ix.build(docs, nil)
 	return ix
 }
 
@@ -72,20 +81,23 @@ func Build(docs []Doc) *Index {
 // rebuilds the postings, which takes milliseconds at a thousand tools.
 func (ix *Index) ReplaceServer(server string, docs []Doc) {
 	keep := make([]Doc, 0, len(ix.docs)+len(docs))
-	for _, d := range ix.docs {
+	var an []analysis
+	for i, d := range ix.docs {
 		if d.Server != server {
 			keep = append(keep, d)
+			an = append(an, ix.an[i])
 		}
 	}
-	ix.build(append(keep, docs...))
+	ix.build(append(keep, docs...), an)
 }
 
 // Docs returns the indexed tools.
 func (ix *Index) Docs() []Doc { return ix.docs }
 
-func (ix *Index) build(docs []Doc) {
+// build indexes docs; the first len(an) of them were read before.
+func (ix *Index) build(docs []Doc, an []analysis) {
 	ix.docs = docs
-	ix.fields = make([][nFields][]word, len(docs))
+	ix.an = make([]analysis, len(docs))
 	ix.lens = make([][nFields]float32, len(docs))
 	ix.postings = map[string][]posting{}
 	ix.names = make([]string, len(docs))
@@ -94,28 +106,21 @@ func (ix *Index) build(docs []Doc) {
 	ix.servers = map[string]bool{}
 	prefixes := sharedPrefixes(docs)
 	var sum [nFields]float64
-	tfs := map[string]*posting{}
 	for i, d := range docs {
 		ix.servers[d.Server] = true
 		ix.pos[d.ID()] = i
 		ix.names[i], ix.ids[i] = normName(d.Name), normName(d.ID())
-		ix.fields[i] = fieldsOf(d, prefixes[d.Server])
-		clear(tfs)
-		for f, ws := range ix.fields[i] {
-			ts := terms(ws)
-			ix.lens[i][f] = float32(len(nonStop(ws)))
-			sum[f] += float64(ix.lens[i][f])
-			for _, t := range ts {
-				p := tfs[t]
-				if p == nil {
-					p = &posting{doc: int32(i)}
-					tfs[t] = p
-				}
-				p.tf[f]++
-			}
+		if i < len(an) && an[i].prefix == prefixes[d.Server] {
+			ix.an[i] = an[i]
+		} else {
+			ix.an[i] = analyze(d, prefixes[d.Server])
 		}
-		for t, p := range tfs {
-			ix.postings[t] = append(ix.postings[t], *p)
+		ix.lens[i] = ix.an[i].lens
+		for f, l := range ix.lens[i] {
+			sum[f] += float64(l)
+		}
+		for t, tf := range ix.an[i].tf {
+			ix.postings[t] = append(ix.postings[t], posting{doc: int32(i), tf: tf})
 		}
 	}
 	for f := range sum {
@@ -123,6 +128,19 @@ func (ix *Index) build(docs []Doc) {
 			ix.avg[f] = max(sum[f]/float64(len(docs)), 1)
 		}
 	}
+}
+
+func analyze(d Doc, prefix string) analysis {
+	a := analysis{fields: fieldsOf(d, prefix), prefix: prefix, tf: map[string][nFields]float32{}}
+	for f, ws := range a.fields {
+		a.lens[f] = float32(len(nonStop(ws)))
+		for _, t := range terms(ws) {
+			c := a.tf[t]
+			c[f]++
+			a.tf[t] = c
+		}
+	}
+	return a
 }
 
 // sharedPrefixes finds, per server, a first name word most of its tools
@@ -351,7 +369,7 @@ func (ix *Index) why(i int, qts []qterm) []string {
 		}
 		text := fieldName[bf] + ":" + qt.word
 		if strings.HasPrefix(qt.term, "@") {
-			text = fieldName[bf] + ":" + carrier(ix.fields[i][bf], qt.term) + "(≈" + qt.word + ")"
+			text = fieldName[bf] + ":" + carrier(ix.an[i].fields[bf], qt.term) + "(≈" + qt.word + ")"
 		}
 		rs = append(rs, reason{best, text})
 	}
