@@ -47,8 +47,8 @@ type posting struct {
 }
 
 // Index answers Search over a set of tools. Build it with Build. It is not
-// safe for concurrent use: a caller that runs ReplaceServer while others
-// search holds a lock around both.
+// safe for concurrent use with ReplaceServer: a caller that replaces a
+// server while others search holds a lock around both.
 type Index struct {
 	docs     []Doc
 	an       []analysis
@@ -59,6 +59,7 @@ type Index struct {
 	ids      []string // normName of each tool's ID
 	pos      map[string]int
 	servers  map[string]bool
+	dense    denseCache
 }
 
 // analysis is a tool read into its fields' words and terms: the costly
