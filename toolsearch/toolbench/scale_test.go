@@ -57,14 +57,7 @@ func TestSearchLatency1000(t *testing.T) {
 }
 
 func BenchmarkSearch1000(b *testing.B) {
-	servers, err := Fixtures()
-	if err != nil {
-		b.Fatal(err)
-	}
-	docs, err := Docs(servers)
-	if err != nil {
-		b.Fatal(err)
-	}
+	docs := fixtureDocs(b)
 	qs, err := Queries()
 	if err != nil {
 		b.Fatal(err)
@@ -77,15 +70,7 @@ func BenchmarkSearch1000(b *testing.B) {
 }
 
 func BenchmarkBuild1000(b *testing.B) {
-	servers, err := Fixtures()
-	if err != nil {
-		b.Fatal(err)
-	}
-	docs, err := Docs(servers)
-	if err != nil {
-		b.Fatal(err)
-	}
-	big := Replicate(docs, 1000)
+	big := Replicate(fixtureDocs(b), 1000)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		toolsearch.Build(big)
