@@ -9,7 +9,7 @@ LDFLAGS := -X github.com/contextd/contextd/cmd/contextd/app.Version=$(VERSION) \
 # The e2e suite creates test users and may boot their user manager: it needs root.
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo -E env PATH="$$PATH")
 
-.PHONY: all build deps install quickstart test test-unit test-e2e bench generate tools vet clean
+.PHONY: all build deps install quickstart test test-unit test-e2e bench bench-toolsearch generate tools vet clean
 
 all: build
 
@@ -87,6 +87,13 @@ bench:
 	$(GO) test -count=1 -run '^$$' -bench HookStart -benchtime 1x -v ./bench/hookstart
 	$(GO) test -count=1 -run '^$$' -bench HookParse -benchmem -v ./bench/hookstart
 	$(SUDO) $(GO) test -tags e2e -count=1 -run '^$$' -bench 'RoundTrip|Burst|SafeRead10MB|Salience10MB|Wrap|DevWarm|Plugin' -benchtime 1x -v ./e2e
+
+# Tool search (issue 30): exact, BM25 and contextd's retrieval side by side on
+# the frozen MCP catalogue and query set, search mode's token saving, and
+# search latency at 1,000 tools. Outside sets plug in through ARGS, e.g.
+# make bench-toolsearch ARGS='-fixtures DIR -queries FILE -split test'.
+bench-toolsearch:
+	$(GO) run ./bench/toolsearch $(ARGS)
 
 # Regenerate the gRPC code and docs/errors.md.
 generate: tools

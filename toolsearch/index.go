@@ -32,8 +32,9 @@ var fieldB = [nFields]float64{0.3, 0.5, 0.75, 0.75, 0.3, 0.75, 0}
 
 const (
 	k1 = 1.2
-	// conceptWeight is what a shared concept counts against a shared word.
-	conceptWeight = 0.5
+	// coverageBase is what a tool that matches one part of a task in many
+	// keeps of its score: the rest grows with the share of parts matched.
+	coverageBase = 0.6
 	// serverIntent multiplies the tools of a server the query names.
 	serverIntent = 1.5
 	exactScore   = 1000
@@ -45,23 +46,35 @@ type posting struct {
 	tf  [nFields]float32
 }
 
-// Index answers Search over a set of tools. Build it with Build; it is not
-// safe for concurrent use with ReplaceServer.
+// Index answers Search over a set of tools. Build it with Build. It is not
+// safe for concurrent use with ReplaceServer: a caller that replaces a
+// server while others search holds a lock around both.
 type Index struct {
 	docs     []Doc
-	fields   [][nFields][]string // stemmed tokens per field, for why
+	an       []analysis
 	lens     [][nFields]float32
 	avg      [nFields]float64
 	postings map[string][]posting
 	names    []string // normName of each tool's name
 	ids      []string // normName of each tool's ID
+	pos      map[string]int
 	servers  map[string]bool
+	dense    denseCache
+}
+
+// analysis is a tool read into its fields' words and terms: the costly
+// part of indexing, which ReplaceServer keeps for the other servers.
+type analysis struct {
+	fields [nFields][]word // for why
+	tf     map[string][nFields]float32
+	lens   [nFields]float32
+	prefix string // the server's shared name prefix it was read with
 }
 
 // Build indexes docs.
 func Build(docs []Doc) *Index {
 	ix := &Index{}
-	ix.build(docs)
+	ix.build(docs, nil)
 	return ix
 }
 
@@ -69,45 +82,46 @@ func Build(docs []Doc) *Index {
 // rebuilds the postings, which takes milliseconds at a thousand tools.
 func (ix *Index) ReplaceServer(server string, docs []Doc) {
 	keep := make([]Doc, 0, len(ix.docs)+len(docs))
-	for _, d := range ix.docs {
+	var an []analysis
+	for i, d := range ix.docs {
 		if d.Server != server {
 			keep = append(keep, d)
+			an = append(an, ix.an[i])
 		}
 	}
-	ix.build(append(keep, docs...))
+	ix.build(append(keep, docs...), an)
 }
 
 // Docs returns the indexed tools.
 func (ix *Index) Docs() []Doc { return ix.docs }
 
-func (ix *Index) build(docs []Doc) {
+// build indexes docs; the first len(an) of them were read before.
+func (ix *Index) build(docs []Doc, an []analysis) {
 	ix.docs = docs
-	ix.fields = make([][nFields][]string, len(docs))
+	ix.an = make([]analysis, len(docs))
 	ix.lens = make([][nFields]float32, len(docs))
 	ix.postings = map[string][]posting{}
 	ix.names = make([]string, len(docs))
 	ix.ids = make([]string, len(docs))
+	ix.pos = make(map[string]int, len(docs))
 	ix.servers = map[string]bool{}
+	prefixes := sharedPrefixes(docs)
 	var sum [nFields]float64
 	for i, d := range docs {
 		ix.servers[d.Server] = true
+		ix.pos[d.ID()] = i
 		ix.names[i], ix.ids[i] = normName(d.Name), normName(d.ID())
-		ix.fields[i] = fieldsOf(d)
-		tfs := map[string]*posting{}
-		for f, toks := range ix.fields[i] {
-			ix.lens[i][f] = float32(len(toks))
-			sum[f] += float64(len(toks))
-			for _, t := range terms(toks) {
-				p := tfs[t]
-				if p == nil {
-					p = &posting{doc: int32(i)}
-					tfs[t] = p
-				}
-				p.tf[f]++
-			}
+		if i < len(an) && an[i].prefix == prefixes[d.Server] {
+			ix.an[i] = an[i]
+		} else {
+			ix.an[i] = analyze(d, prefixes[d.Server])
 		}
-		for t, p := range tfs {
-			ix.postings[t] = append(ix.postings[t], *p)
+		ix.lens[i] = ix.an[i].lens
+		for f, l := range ix.lens[i] {
+			sum[f] += float64(l)
+		}
+		for t, tf := range ix.an[i].tf {
+			ix.postings[t] = append(ix.postings[t], posting{doc: int32(i), tf: tf})
 		}
 	}
 	for f := range sum {
@@ -117,26 +131,91 @@ func (ix *Index) build(docs []Doc) {
 	}
 }
 
-// fieldsOf splits a tool into its fields' tokens. A server-name prefix
-// (slack_post_message) leaves the name: the server field carries it.
-func fieldsOf(d Doc) [nFields][]string {
-	var fs [nFields][]string
-	name := Tokens(d.Name)
-	srv := Tokens(d.Server)
-	if len(name) > len(srv) && strings.Join(name[:len(srv)], " ") == strings.Join(srv, " ") {
-		name = name[len(srv):]
+func analyze(d Doc, prefix string) analysis {
+	a := analysis{fields: fieldsOf(d, prefix), prefix: prefix, tf: map[string][nFields]float32{}}
+	for f, ws := range a.fields {
+		a.lens[f] = float32(len(nonStop(ws)))
+		for _, t := range terms(ws) {
+			c := a.tf[t]
+			c[f]++
+			a.tf[t] = c
+		}
+	}
+	return a
+}
+
+// sharedPrefixes finds, per server, a first name word most of its tools
+// share (browser_click, browser_type, …): it says which server, not what
+// the tool does, so it moves from the name to the server field.
+func sharedPrefixes(docs []Doc) map[string]string {
+	count := map[string]map[string]int{}
+	total := map[string]int{}
+	for _, d := range docs {
+		ws := nonStop(textWords(d.Name))
+		if len(ws) < 2 {
+			continue
+		}
+		if count[d.Server] == nil {
+			count[d.Server] = map[string]int{}
+		}
+		count[d.Server][ws[0]]++
+		total[d.Server]++
+	}
+	out := map[string]string{}
+	for srv, c := range count {
+		for w, n := range c {
+			if n >= 3 && 10*n >= 6*total[srv] {
+				out[srv] = w
+			}
+		}
+	}
+	return out
+}
+
+// fieldsOf splits a tool into its fields' words. A server-name prefix
+// (slack_post_message) or the server's shared prefix leaves the name: the
+// server field carries it.
+func fieldsOf(d Doc, prefix string) [nFields][]word {
+	var fs [nFields][]word
+	name := textWords(d.Name)
+	srv := textWords(d.Server)
+	name = trimPrefix(name, nonStop(srv))
+	if prefix != "" {
+		if trimmed := trimPrefix(name, []string{prefix}); len(trimmed) < len(name) {
+			name = trimmed
+			srv = append(srv, word{stem: prefix, text: prefix, weight: 1, unit: true})
+		}
 	}
 	fs[fName] = name
-	fs[fTitle] = Tokens(d.Title)
+	fs[fTitle] = textWords(d.Title)
 	lead, rest := firstSentence(d.Description)
-	fs[fLead] = Tokens(lead)
-	fs[fRest] = Tokens(rest)
+	fs[fLead] = textWords(lead)
+	fs[fRest] = textWords(rest)
 	for _, p := range d.Params {
-		fs[fParam] = append(fs[fParam], Tokens(p.Name)...)
-		fs[fParamDesc] = append(fs[fParamDesc], Tokens(p.Description)...)
+		fs[fParam] = append(fs[fParam], textWords(p.Name)...)
+		fs[fParamDesc] = append(fs[fParamDesc], textWords(p.Description)...)
 	}
 	fs[fServer] = srv
 	return fs
+}
+
+// trimPrefix drops the words of prefix from the front of name when they
+// are all there and something is left.
+func trimPrefix(name []word, prefix []string) []word {
+	i := 0
+	for _, p := range prefix {
+		for i < len(name) && name[i].stop {
+			i++
+		}
+		if i >= len(name) || name[i].stem != p {
+			return name
+		}
+		i++
+	}
+	if len(prefix) == 0 || len(nonStop(name[i:])) == 0 {
+		return name
+	}
+	return name[i:]
 }
 
 // firstSentence splits at the first ". " or newline.
@@ -149,67 +228,12 @@ func firstSentence(s string) (string, string) {
 	return s, ""
 }
 
-// terms is a field's tokens plus the concept ids they yield.
-func terms(toks []string) []string {
-	out := append([]string(nil), toks...)
-	for _, sp := range conceptsOf(toks) {
+// terms is a field's words plus the concept ids they yield.
+func terms(ws []word) []string {
+	out := nonStop(ws)
+	spans, _ := matchConcepts(ws)
+	for _, sp := range spans {
 		out = append(out, sp.id)
-	}
-	return out
-}
-
-// qterm is one term a query looks for; unit is the query word it stands for.
-type qterm struct {
-	term   string
-	weight float64
-	units  []int
-	word   string // the query's own words, for why
-}
-
-// parseQuery turns a query into its terms: each distinct token, and each
-// concept its words or phrases yield at conceptWeight.
-func parseQuery(q string) (qts []qterm, units int) {
-	toks := Tokens(q)
-	words := displayWords(q)
-	seen := map[string]int{}
-	add := func(t string, w float64, from, to int) {
-		var us []int
-		for u := from; u < to; u++ {
-			us = append(us, u)
-		}
-		if i, ok := seen[t]; ok {
-			qts[i].units = append(qts[i].units, us...)
-			return
-		}
-		seen[t] = len(qts)
-		word := strings.Join(toks[from:to], " ")
-		if len(words) == len(toks) {
-			word = strings.Join(words[from:to], " ")
-		}
-		qts = append(qts, qterm{term: t, weight: w, units: us, word: word})
-	}
-	for i, t := range toks {
-		add(t, 1, i, i+1)
-	}
-	for _, sp := range conceptsOf(toks) {
-		// A phrase ("file bug", "pull request") says more than any of its
-		// words: it counts as a word.
-		w := conceptWeight
-		if sp.to-sp.from > 1 {
-			w = 1
-		}
-		add(sp.id, w, sp.from, sp.to)
-	}
-	return qts, len(toks)
-}
-
-// displayWords are the query's words as typed, aligned with Tokens.
-func displayWords(q string) []string {
-	var out []string
-	for _, w := range Words(q) {
-		if !stopwords[w] {
-			out = append(out, w)
-		}
 	}
 	return out
 }
@@ -218,6 +242,12 @@ func displayWords(q string) []string {
 // name prefixes, then the field-weighted lexical ranking.
 func (ix *Index) Search(q string, k int) []Hit {
 	qts, units := parseQuery(q)
+	return ix.finish(ix.rank(q, qts, units), qts, k)
+}
+
+// rank scores every tool for the query's terms; a tool that matches
+// nothing and no name tier is left out.
+func (ix *Index) rank(q string, qts []qterm, units int) []Hit {
 	n := float64(len(ix.docs))
 	score := make([]float64, len(ix.docs))
 	matched := make([][]bool, len(ix.docs))
@@ -228,7 +258,11 @@ func (ix *Index) Search(q string, k int) []Hit {
 		}
 		idf := math.Log(1 + (n-float64(len(ps))+0.5)/(float64(len(ps))+0.5))
 		for _, p := range ps {
-			score[p.doc] += qt.weight * idf * ix.saturate(p)
+			s := ix.saturate(p, qt.noServer)
+			if s == 0 || (qt.implied && score[p.doc] == 0) {
+				continue
+			}
+			score[p.doc] += qt.weight * idf * s
 			if matched[p.doc] == nil {
 				matched[p.doc] = make([]bool, units)
 			}
@@ -239,7 +273,7 @@ func (ix *Index) Search(q string, k int) []Hit {
 	}
 	intent := ix.serverIntent(qts)
 	nq := normName(q)
-	prefix := nq != "" && len(nq) >= 3 && !strings.ContainsFunc(strings.TrimSpace(q), unicode.IsSpace)
+	prefix := len(nq) >= 3 && !strings.ContainsFunc(strings.TrimSpace(q), unicode.IsSpace)
 	var hits []Hit
 	for i, s := range score {
 		d := ix.docs[i]
@@ -260,20 +294,21 @@ func (ix *Index) Search(q string, k int) []Hit {
 					c++
 				}
 			}
-			s *= 0.6 + 0.4*float64(c)/float64(units)
+			s *= coverageBase + (1-coverageBase)*float64(c)/float64(units)
 		}
 		if intent[d.Server] {
 			s *= serverIntent
 		}
 		hits = append(hits, Hit{ID: d.ID(), Score: s, Why: tier})
 	}
+	return hits
+}
+
+// finish keeps the k best hits and says why each matched.
+func (ix *Index) finish(hits []Hit, qts []qterm, k int) []Hit {
 	hits = top(hits, k)
-	pos := map[string]int{}
-	for i, d := range ix.docs {
-		pos[d.ID()] = i
-	}
 	for h := range hits {
-		hits[h].Why = append(hits[h].Why, ix.why(pos[hits[h].ID], qts)...)
+		hits[h].Why = append(hits[h].Why, ix.why(ix.pos[hits[h].ID], qts)...)
 		if len(hits[h].Why) > 3 {
 			hits[h].Why = hits[h].Why[:3]
 		}
@@ -283,10 +318,10 @@ func (ix *Index) Search(q string, k int) []Hit {
 
 // saturate is BM25F's term frequency: each field's count weighted and
 // length-normalised, summed, then saturated once.
-func (ix *Index) saturate(p posting) float64 {
+func (ix *Index) saturate(p posting, noServer bool) float64 {
 	tf := 0.0
 	for f, c := range p.tf {
-		if c == 0 {
+		if c == 0 || (noServer && f == fServer) {
 			continue
 		}
 		norm := 1 - fieldB[f] + fieldB[f]*float64(ix.lens[p.doc][f])/ix.avg[f]
@@ -300,7 +335,7 @@ func (ix *Index) serverIntent(qts []qterm) map[string]bool {
 	out := map[string]bool{}
 	for _, qt := range qts {
 		name := strings.TrimPrefix(qt.term, "@")
-		if ix.servers[name] {
+		if ix.servers[name] && !qt.noServer {
 			out[name] = true
 		}
 	}
@@ -316,6 +351,9 @@ func (ix *Index) why(i int, qts []qterm) []string {
 	}
 	var rs []reason
 	for _, qt := range qts {
+		if qt.implied {
+			continue
+		}
 		best, bf := 0.0, -1
 		for _, p := range ix.postings[qt.term] {
 			if int(p.doc) != i {
@@ -332,7 +370,7 @@ func (ix *Index) why(i int, qts []qterm) []string {
 		}
 		text := fieldName[bf] + ":" + qt.word
 		if strings.HasPrefix(qt.term, "@") {
-			text = fieldName[bf] + ":" + carrier(ix.fields[i][bf], qt.term) + "(≈" + qt.word + ")"
+			text = fieldName[bf] + ":" + carrier(ix.an[i].fields[bf], qt.term) + "(≈" + qt.word + ")"
 		}
 		rs = append(rs, reason{best, text})
 	}
@@ -349,10 +387,15 @@ func (ix *Index) why(i int, qts []qterm) []string {
 }
 
 // carrier is the word or phrase of a field that yields concept id.
-func carrier(toks []string, id string) string {
-	for _, sp := range conceptsOf(toks) {
+func carrier(ws []word, id string) string {
+	spans, _ := matchConcepts(ws)
+	for _, sp := range spans {
 		if sp.id == id {
-			return strings.Join(toks[sp.from:sp.to], " ")
+			parts := make([]string, 0, sp.to-sp.from)
+			for _, w := range ws[sp.from:sp.to] {
+				parts = append(parts, w.text)
+			}
+			return strings.Join(parts, " ")
 		}
 	}
 	return strings.TrimPrefix(id, "@")

@@ -1,6 +1,7 @@
 package toolsearch
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -55,6 +56,30 @@ func TestReplaceServer(t *testing.T) {
 	}
 	if n := len(ix.Docs()); n != len(sample) {
 		t.Errorf("%d docs after replace, want %d", n, len(sample))
+	}
+}
+
+// TestReplaceServerMatchesBuild: what ReplaceServer keeps of the other
+// servers' reading ranks exactly as a fresh Build of the same tools.
+func TestReplaceServerMatchesBuild(t *testing.T) {
+	more := []Doc{
+		{Server: "github", Name: "list_issues", Description: "List issues in a GitHub repository"},
+		{Server: "github", Name: "get_issue", Description: "Get details of a specific issue"},
+	}
+	ix := Build(sample)
+	ix.ReplaceServer("github", more)
+	var want []Doc
+	for _, d := range sample {
+		if d.Server != "github" {
+			want = append(want, d)
+		}
+	}
+	fresh := Build(append(want, more...))
+	for _, q := range []string{"what open issues are there", "file a bug on gitlab", "bump web to 5 replicas", "tell #ops"} {
+		a, b := ix.Search(q, 5), fresh.Search(q, 5)
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Errorf("%q: after ReplaceServer %v, fresh Build %v", q, a, b)
+		}
 	}
 }
 

@@ -2,9 +2,13 @@ package toolsearch
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 )
+
+// ErrNoName is a tool definition without a name.
+var ErrNoName = errors.New("tool without a name")
 
 // wireTool is the part of an MCP tool definition retrieval reads.
 type wireTool struct {
@@ -30,7 +34,7 @@ func ParseDoc(server string, raw json.RawMessage) (Doc, error) {
 		return Doc{}, fmt.Errorf("%s: a tool definition: %w", server, err)
 	}
 	if t.Name == "" {
-		return Doc{}, fmt.Errorf("%s: a tool definition without a name", server)
+		return Doc{}, fmt.Errorf("%s: %w", server, ErrNoName)
 	}
 	d := Doc{Server: server, Name: t.Name, Title: t.Title, Description: t.Description}
 	if d.Title == "" {

@@ -4,57 +4,37 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/contextd/contextd/toolsearch"
 )
 
-// rankers are the three retrievals the benchmark compares, over docs.
-func rankers(docs []toolsearch.Doc) []struct {
-	name string
-	rank Rank
-} {
-	ids := func(hs []toolsearch.Hit) []string {
-		out := make([]string, len(hs))
-		for i, h := range hs {
-			out[i] = h.ID
-		}
-		return out
-	}
-	bm := toolsearch.NewBM25(docs)
-	ix := toolsearch.Build(docs)
-	return []struct {
-		name string
-		rank Rank
-	}{
-		{"exact", func(q string, k int) []string { return ids(toolsearch.Exact(docs, q, k)) }},
-		{"bm25", func(q string, k int) []string { return ids(bm.Search(q, k)) }},
-		{"contextd", func(q string, k int) []string { return ids(ix.Search(q, k)) }},
-	}
-}
-
-// TestBench prints exact, BM25 and contextd's retrieval side by side on
-// every split (go test -run TestBench -v), and fails when contextd does not
-// beat plain BM25 on the dev split.
-func TestBench(t *testing.T) {
+// TestRetrievalBeatsBM25 prints exact, BM25 and contextd's retrieval side
+// by side on every split (go test -run TestRetrievalBeatsBM25 -v), and
+// holds contextd to the bar on all queries: the expected tool in
+// the first three for at least 85% of tasks, and 25 points more often than
+// plain BM25.
+func TestRetrievalBeatsBM25(t *testing.T) {
 	docs := fixtureDocs(t)
 	qs, err := Queries()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs := rankers(docs)
+	rs := Rankers(docs)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d tools, %d queries\n%-6s %-9s %s\n", len(docs), len(qs), "split", "ranker", "metrics")
 	got := map[string]Metrics{}
 	for _, split := range []string{"all", "dev", "test"} {
 		sq := Split(qs, split)
 		for _, r := range rs {
-			m := Evaluate(r.rank, sq)
-			got[split+"/"+r.name] = m
-			fmt.Fprintf(&b, "%-6s %-9s %v  (n=%d)\n", split, r.name, m, m.N)
+			m := Evaluate(r.Rank, sq)
+			got[split+"/"+r.Name] = m
+			fmt.Fprintf(&b, "%-6s %-9s %v  (n=%d)\n", split, r.Name, m, m.N)
 		}
 	}
 	t.Log("\n" + b.String())
-	if c, bm := got["dev/contextd"], got["dev/bm25"]; c.R3 <= bm.R3 {
-		t.Errorf("dev: contextd R@3 %.3f does not beat BM25's %.3f", c.R3, bm.R3)
+	c, bm := got["all/contextd"], got["all/bm25"]
+	if c.R3 < 0.85 {
+		t.Errorf("contextd R@3 %.3f on all queries, want at least 0.85", c.R3)
+	}
+	if c.R3-bm.R3 < 0.25 {
+		t.Errorf("contextd R@3 %.3f is %.3f above BM25's %.3f, want at least 0.25", c.R3, c.R3-bm.R3, bm.R3)
 	}
 }

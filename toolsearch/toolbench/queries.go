@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+
+	"github.com/contextd/contextd/toolsearch"
 )
 
 //go:embed testdata/queries.jsonl
@@ -23,10 +25,18 @@ type Query struct {
 	Kind string `json:"kind"`
 	// Split is dev (what tuning may look at) or test (reported only).
 	Split string `json:"split"`
+	// Line is the line of the file the query was read from.
+	Line int `json:"-"`
 }
 
 // Queries returns the query set committed with the benchmark.
-func Queries() ([]Query, error) { return parseQueries(queriesJSONL) }
+func Queries() ([]Query, error) {
+	qs, err := parseQueries(queriesJSONL)
+	if err != nil {
+		return nil, fmt.Errorf("testdata/queries.jsonl:%w", err)
+	}
+	return qs, nil
+}
 
 // LoadQueries reads a JSONL query file: an outside query set plugs into the
 // benchmark with no code change.
@@ -35,7 +45,11 @@ func LoadQueries(path string) ([]Query, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseQueries(b)
+	qs, err := parseQueries(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s:%w", path, err)
+	}
+	return qs, nil
 }
 
 func parseQueries(b []byte) ([]Query, error) {
@@ -48,11 +62,12 @@ func parseQueries(b []byte) ([]Query, error) {
 		}
 		var q Query
 		if err := json.Unmarshal(line, &q); err != nil {
-			return nil, fmt.Errorf("line %d: %w", n, err)
+			return nil, fmt.Errorf("%d: %w", n, err)
 		}
 		if q.Q == "" || len(q.Expect) == 0 {
-			return nil, fmt.Errorf("line %d: %w", n, ErrIncomplete)
+			return nil, fmt.Errorf("%d: %w", n, ErrIncomplete)
 		}
+		q.Line = n
 		out = append(out, q)
 	}
 	return out, sc.Err()
@@ -70,4 +85,21 @@ func Split(qs []Query, split string) []Query {
 		}
 	}
 	return out
+}
+
+// CheckQueries makes sure every tool the queries of file expect is among
+// docs: a typo in an outside set would otherwise read as a miss.
+func CheckQueries(file string, qs []Query, docs []toolsearch.Doc) error {
+	have := make(map[string]bool, len(docs))
+	for _, d := range docs {
+		have[d.ID()] = true
+	}
+	for _, q := range qs {
+		for _, e := range q.Expect {
+			if !have[e] {
+				return fmt.Errorf("%s:%d: %q: %w", file, q.Line, e, ErrUnknownTool)
+			}
+		}
+	}
+	return nil
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // fixtureDocs are the frozen catalogue's tools.
-func fixtureDocs(t *testing.T) []toolsearch.Doc {
+func fixtureDocs(t testing.TB) []toolsearch.Doc {
 	t.Helper()
 	servers, err := Fixtures()
 	if err != nil {

@@ -1,0 +1,189 @@
+package toolsearch
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// word is one word of a text as retrieval reads it.
+type word struct {
+	stem string // lowercase and stemmed
+	text string // as written, for why
+	// stop marks a stopword: it joins phrases ("go to", "what's in") but
+	// is no term of its own.
+	stop bool
+	// weight is what a literal match of the word counts: 1, or less for
+	// an argument (a number, a path's parts, a quoted string, the message
+	// after "that" or "about"), which names a value rather than the task.
+	weight float64
+	// unit marks a word that says what the task is: coverage counts the
+	// share of these a tool matches.
+	unit bool
+	// qualified marks a server-name word followed by "server" or "mcp",
+	// so that an everyday word ("everything", "memory") names a server
+	// only when the agent says it does.
+	qualified bool
+}
+
+// isStop says whether w carries no intent of its own: a stopword or a lone
+// letter (the s of "what's", the q of "Q3").
+func isStop(w string) bool {
+	if stopwords[w] {
+		return true
+	}
+	rs := []rune(w)
+	return len(rs) == 1 && unicode.IsLetter(rs[0])
+}
+
+// textWords reads a tool's text: every word counts in full.
+func textWords(s string) []word {
+	ws := Words(s)
+	out := make([]word, 0, len(ws))
+	for _, w := range ws {
+		stop := isStop(w)
+		out = append(out, word{stem: Stem(w), text: w, stop: stop, weight: 1, unit: !stop})
+	}
+	return out
+}
+
+// nonStop is the stems of ws without the stopwords.
+func nonStop(ws []word) []string {
+	var out []string
+	for _, w := range ws {
+		if !w.stop {
+			out = append(out, w.stem)
+		}
+	}
+	return out
+}
+
+const (
+	argWeight    = 0.3 // a path's, URL's or quoted string's own words, a message
+	numberWeight = 0.2 // 5 replicas, PR 42, port 8080
+)
+
+// contentMarkers start the message of a task ("file a bug about …", "tell
+// them saying …"): what follows is the payload, not what to do.
+var contentMarkers = set("about", "saying", "says", "said", "reads", "titled", "called", "named")
+
+// qualifiers after a server-name word say it is meant as the server.
+var qualifiers = set("server", "mcp", "tools", "tool")
+
+// queryWords reads an agent's task. Beside the words, it turns the shapes
+// agents write into the word they stand for: a URL is a "url", a path or
+// file name a "file" (or a "directory" with a trailing slash), #name a
+// "channel" and @name a "user"; the shapes' own words, numbers, quoted
+// strings and the message after a content marker count as arguments.
+func queryWords(q string) []word {
+	var out []word
+	quoted, content := false, false
+	fields := strings.Fields(q)
+	for fi, f := range fields {
+		trimmed := strings.TrimRight(f, ",.;:!?)")
+		opens := strings.HasPrefix(f, "\"") || strings.HasPrefix(f, "“")
+		closes := (strings.HasSuffix(trimmed, "\"") || strings.HasSuffix(trimmed, "”")) &&
+			(!opens || utf8.RuneCountInString(trimmed) > 1)
+		if opens {
+			quoted = true
+		}
+		arg := quoted || content
+		if cue := shape(f); cue != "" {
+			out = append(out, word{stem: Stem(cue), text: f, weight: 1, unit: !arg})
+			arg = true
+		}
+		for _, w := range Words(f) {
+			x := word{stem: Stem(w), text: w, stop: isStop(w), weight: 1}
+			switch {
+			case x.stop:
+			case allDigits(w):
+				x.weight = numberWeight
+			case arg:
+				x.weight = argWeight
+			default:
+				x.unit = true
+			}
+			if fi+1 < len(fields) && qualifiers[strings.ToLower(strings.Trim(fields[fi+1], ",.;:!?"))] {
+				x.qualified = true
+			}
+			out = append(out, x)
+			if contentMarkers[w] || (w == "that" && clauseFollows(fields[fi+1:])) {
+				content = true
+			}
+		}
+		if strings.HasSuffix(f, ":") && fi+1 < len(fields) {
+			content = true
+		}
+		if closes {
+			quoted = false
+		}
+	}
+	return out
+}
+
+// clauseFollows says whether "that" starts a clause ("note that Alice owns
+// billing") rather than points at a thing ("drop that link"): a clause has
+// at least two words of content.
+func clauseFollows(rest []string) bool {
+	n := 0
+	for _, f := range rest {
+		for _, w := range Words(f) {
+			if !isStop(w) {
+				n++
+			}
+		}
+	}
+	return n >= 2
+}
+
+// tlds end a host name rather than a file name.
+var tlds = set("com", "org", "net", "io", "dev", "ai", "co", "gov", "edu")
+
+// shape names what a field of a task stands for when its form says so.
+func shape(f string) string {
+	f = strings.TrimRight(f, ",;:!?)'\"”")
+	f = strings.TrimRight(f, ".")
+	f = strings.TrimLeft(f, "('\"“")
+	if len(f) < 2 {
+		return ""
+	}
+	lower := strings.ToLower(f)
+	switch {
+	case strings.Contains(lower, "://") || strings.HasPrefix(lower, "www."):
+		return "url"
+	case f[0] == '#' && isLetter(f[1]):
+		return "channel"
+	case f[0] == '@' && isLetter(f[1]):
+		return "user"
+	}
+	if !strings.ContainsFunc(f, unicode.IsLetter) || strings.ContainsAny(f, "@") {
+		return ""
+	}
+	if i := strings.LastIndexByte(f, '.'); i >= 1 && i < len(f)-1 {
+		ext := lower[i+1:]
+		if len(ext) <= 5 && isLetter(ext[0]) && !strings.ContainsFunc(ext, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+			if tlds[ext] && !strings.Contains(f, "/") {
+				return "url"
+			}
+			return "file"
+		}
+	}
+	if strings.Count(f, "/") > 0 && len(strings.Trim(f, "/")) > 0 {
+		if strings.HasSuffix(f, "/") {
+			return "directory"
+		}
+		return "path"
+	}
+	return ""
+}
+
+func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
+
+func allDigits(w string) bool {
+	for _, r := range w {
+		if !unicode.IsDigit(r) {
+			return false
+		}
+	}
+	return w != ""
+}
