@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/mcp/intercept"
 	"github.com/contextd/contextd/mcp/record"
 	"github.com/contextd/contextd/scrub"
@@ -163,7 +164,10 @@ func (w *Wrapper) Admin(ctx context.Context, op string, args json.RawMessage) (j
 func (w *Wrapper) hub(ctx context.Context, st Stores) (*lite.MCPHub, error) {
 	m := &w.d.Config.MCP
 	h := &lite.MCPHub{Search: m.Search, Threshold: m.SearchThreshold, Results: m.SearchResults,
-		StartWait: m.StartWait.Duration, StartTimeout: m.StartTimeout.Duration, Dense: m.SearchDense,
+		StartWait: m.StartWait.Duration, StartTimeout: m.StartTimeout.Duration,
+		// Dense only with an endpoint to ask: without one, tool_search is
+		// lexical and says nothing of it.
+		Dense:   m.SearchDense && w.d.Config.Store.EmbedAPI != config.EmbedNone,
 		Servers: []lite.MCPHubServer{}}
 	for _, name := range m.ServedNames() {
 		sc := m.Servers[name]

@@ -100,8 +100,14 @@ func TestHubAdmin(t *testing.T) {
 	if err := json.Unmarshal(out, &h); err != nil {
 		t.Fatal(err)
 	}
-	if h.Search != "on" || h.Threshold != 30 || h.Results != 5 || h.StartTimeout != time.Minute || !h.Dense || len(h.Servers) != 2 ||
+	if h.Search != "on" || h.Threshold != 30 || h.Results != 5 || h.StartTimeout != time.Minute || h.Dense || len(h.Servers) != 2 ||
 		h.Servers[0].Name != "a-cmd" || h.Servers[1].Name != "b-url" || !strings.Contains(h.Servers[0].Target, "[REDACTED:") {
 		t.Fatalf("hub: %+v", h)
+	}
+	// Dense similarity is asked for only with an endpoint to ask.
+	e.cfg.Store.EmbedAPI = config.EmbedOllama
+	out, err = e.w.Admin(context.Background(), lite.OpMCPHub, nil)
+	if err != nil || json.Unmarshal(out, &h) != nil || !h.Dense {
+		t.Fatalf("with an embedding endpoint: %s %v", out, err)
 	}
 }

@@ -29,8 +29,9 @@ import (
 // indexes them for tool_search and routes tool_call. It holds nothing the
 // daemon has not already scrubbed.
 //
-// Lock order: hub.mu only; no call to a server or to the daemon is made
-// while it is held.
+// Lock order: hub.mu, then hub.ixmu. No call to a server or to the daemon
+// is made while mu is held; a search holds ixmu (read) while it asks the
+// daemon for embeddings, which delays a re-index by as much.
 
 // upState is where one served server stands.
 type upState int
@@ -76,9 +77,12 @@ type hub struct {
 
 	mu    sync.Mutex
 	ups   map[string]*upstream
-	names []string // sorted
-	index *toolsearch.Index
+	names []string      // sorted
 	wake  chan struct{} // closed and replaced on every change of state
+
+	// ixmu guards index: searches share it, ReplaceServer has it alone.
+	ixmu  sync.RWMutex
+	index *toolsearch.Index
 }
 
 // loadHub asks the daemon which servers to serve. No served server, or a
@@ -279,7 +283,9 @@ func (h *hub) set(name string, change func(*upstream), tools []*mcp.Tool) {
 	}
 	old := u.tools
 	u.tools = tools
+	h.ixmu.Lock()
 	h.index.ReplaceServer(name, docs)
+	h.ixmu.Unlock()
 	close(h.wake)
 	h.wake = make(chan struct{})
 	h.mu.Unlock()
@@ -454,10 +460,52 @@ func (h *hub) tool(server, name string) *mcp.Tool {
 	return nil
 }
 
-// search runs the index under the lock (the index is not safe for use
-// concurrent with ReplaceServer).
-func (h *hub) search(q string, k int) []toolsearch.Hit {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.index.Search(q, k)
+// search ranks the served tools for q: lexically, fused with the
+// embedding model's similarity when the daemon has one ([mcp]
+// search_dense). note says when the similarity was wanted and not had.
+func (h *hub) search(ctx context.Context, q string, k int) (hits []toolsearch.Hit, note string) {
+	var e toolsearch.Embedder
+	if h.conf.Dense {
+		e = h.embed
+	}
+	// The first search after a change embeds every tool in one batch.
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	h.ixmu.RLock()
+	defer h.ixmu.RUnlock()
+	return h.index.SearchContext(ctx, q, k, e)
+}
+
+// embedBatch is the most texts one embed request carries.
+const embedBatch = 256
+
+// embed asks the daemon to embed texts with the user's endpoint (the key
+// stays there), in batches.
+func (h *hub) embed(ctx context.Context, texts []string, query bool) ([][]float32, error) {
+	var out [][]float32
+	for len(texts) > 0 {
+		n := min(len(texts), embedBatch)
+		vs, err := h.embedOnce(ctx, texts[:n], query)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, vs...)
+		texts = texts[n:]
+	}
+	return out, nil
+}
+
+// embedOnce is one embed request, on a connection of its own (an admin
+// request is one exchange).
+func (h *hub) embedOnce(ctx context.Context, texts []string, query bool) ([][]float32, error) {
+	conn, err := client.Dial(h.sock())
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	var res lite.Embeddings
+	if err := conn.Admin(ctx, lite.OpEmbed, lite.EmbedArgs{Texts: texts, Query: query}, &res); err != nil {
+		return nil, errors.New(oneLine(catalog.Format(err)))
+	}
+	return res.Vectors, nil
 }

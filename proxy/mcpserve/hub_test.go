@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/daemon/config"
+	"github.com/contextd/contextd/daemon/embedding/embedtest"
 	"github.com/contextd/contextd/internal/daemontest"
 	"github.com/contextd/contextd/toolsearch"
 	"github.com/contextd/contextd/toolsearch/toolbench"
@@ -26,6 +28,12 @@ import (
 // and beta (this test binary as MCP servers) and broken (a program that
 // does not exist), in search mode s; its tools run unsandboxed.
 func hubDaemon(t *testing.T, search string) (sock, ws string) {
+	t.Helper()
+	return hubDaemonWith(t, search, nil)
+}
+
+// hubDaemonWith is hubDaemon with edit applied to the configuration.
+func hubDaemonWith(t *testing.T, search string, edit func(*config.Config)) (sock, ws string) {
 	t.Helper()
 	home := t.TempDir()
 	t.Setenv("XDG_STATE_HOME", filepath.Join(home, "state"))
@@ -45,6 +53,9 @@ func hubDaemon(t *testing.T, search string) (sock, ws string) {
 		"alpha":  {Command: []string{exe, testServerArg, "alpha"}},
 		"beta":   {Command: []string{exe, testServerArg, "beta"}},
 		"broken": {Command: []string{"/nonexistent/mcp-server"}},
+	}
+	if edit != nil {
+		edit(cfg)
 	}
 	sock = daemontest.StartConfig(t, cfg)
 	base, err := filepath.EvalSymlinks(t.TempDir())
@@ -267,5 +278,31 @@ func TestSearchModeDecision(t *testing.T) {
 		if got := h.searchMode(); got != c.want {
 			t.Errorf("%s with pins %v: search %v, want %v", c.mode, c.pinned, got, c.want)
 		}
+	}
+}
+
+// With an embedding endpoint, tool_search fuses its similarity (asked of
+// the daemon, which holds the endpoint) into the ranking, and says so in
+// why; when the endpoint fails, the answer is lexical and says that.
+func TestHubDense(t *testing.T) {
+	srv := embedtest.New(t, "ollama", "test-embed", 64)
+	sock, _ := hubDaemonWith(t, config.SearchOn, func(c *config.Config) {
+		c.Store.EmbedAPI, c.Store.EmbedURL, c.Store.EmbedModel = config.EmbedOllama, srv.BaseURL(), "test-embed"
+	})
+	s, cs := connect(t, &Options{Socket: sock})
+	t.Cleanup(s.Close)
+	out, isErr := callText(t, cs, toolsearch.SearchToolName, map[string]any{"query": "bump the web deployment to 5 replicas", "k": 3})
+	if isErr || !strings.Contains(out, "1. beta.kubectl_scale:") || !strings.Contains(out, "dense") || strings.Contains(out, "unavailable (") {
+		t.Fatalf("tool_search with an embedding endpoint:\n%s", out)
+	}
+	if !slices.ContainsFunc(srv.Inputs(), func(s string) bool { return strings.Contains(s, "Scale a Kubernetes deployment") }) {
+		t.Errorf("the tools' texts were not embedded: %q", srv.Inputs())
+	}
+	srv.SetFault(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "model not loaded", http.StatusInternalServerError)
+	})
+	out, isErr = callText(t, cs, toolsearch.SearchToolName, map[string]any{"query": "echo some text back", "k": 3})
+	if isErr || !strings.Contains(out, "1. alpha.echo:") || !strings.Contains(out, "dense: unavailable (") {
+		t.Fatalf("tool_search with a failing endpoint:\n%s", out)
 	}
 }

@@ -101,7 +101,7 @@ func (s *Server) searchHandler(ctx context.Context, req *mcp.CallToolRequest) (*
 	in.K = min(in.K, 20)
 	h := s.hub
 	h.settle(ctx, time.Until(h.started.Add(h.conf.StartTimeout)))
-	hits := h.search(in.Query, in.K)
+	hits, note := h.search(ctx, in.Query, in.K)
 	var b strings.Builder
 	if len(hits) == 0 {
 		fmt.Fprintf(&b, "No tool matched %q; try other words for the task.\n", in.Query)
@@ -125,6 +125,9 @@ func (s *Server) searchHandler(ctx context.Context, req *mcp.CallToolRequest) (*
 			raw, _ := json.Marshal(t.InputSchema)
 			fmt.Fprintf(&b, "   schema: %s\n", raw)
 		}
+	}
+	if note != "" {
+		fmt.Fprintf(&b, "\n(%s; ranked by words alone)\n", note)
 	}
 	if st := h.status(); len(st) > 0 {
 		b.WriteString("\nNot ready:\n")
@@ -159,7 +162,8 @@ func (s *Server) callHandler(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	server, tool, ok := s.hub.resolve(in.Name)
 	if !ok {
 		var near []string
-		for _, h := range s.hub.search(in.Name, 3) {
+		hits, _ := s.hub.search(ctx, in.Name, 3)
+		for _, h := range hits {
 			near = append(near, h.ID)
 		}
 		hint := "search for it with " + toolsearch.SearchToolName

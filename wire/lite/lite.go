@@ -130,7 +130,8 @@ type MCPHub struct {
 	Results      int           `json:"results"`
 	StartWait    time.Duration `json:"start_wait"`
 	StartTimeout time.Duration `json:"start_timeout"`
-	// Dense says tool_search may ask OpEmbed for similarity.
+	// Dense says tool_search asks OpEmbed for similarity: [mcp]
+	// search_dense, and an embedding endpoint is configured.
 	Dense   bool           `json:"dense"`
 	Servers []MCPHubServer `json:"servers"`
 }
