@@ -260,8 +260,32 @@ func (h *hub) relist(name string) {
 	h.set(name, func(u *upstream) {}, tools)
 }
 
+// validToolName is MCP's form of a tool name. A server's tool named
+// otherwise is left out: its name is printed in tool_search's answer, where
+// a line break or a look-alike could pass for another tool.
+func validToolName(n string) bool {
+	if n == "" || len(n) > 128 {
+		return false
+	}
+	for _, c := range n {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
 // set changes one server's state, re-indexes its tools and wakes waiters.
 func (h *hub) set(name string, change func(*upstream), tools []*mcp.Tool) {
+	kept := tools[:0:0]
+	for _, t := range tools {
+		if !validToolName(t.Name) {
+			fmt.Fprintf(h.notes, "contextd: note: %s: a tool named %q is not served (not an MCP tool name)\n", name, t.Name)
+			continue
+		}
+		kept = append(kept, t)
+	}
+	tools = kept
 	docs := make([]toolsearch.Doc, 0, len(tools))
 	for _, t := range tools {
 		raw, err := json.Marshal(t)

@@ -110,6 +110,10 @@ func TestHubSearchMode(t *testing.T) {
 	if !strings.Contains(out, "broken: unavailable: CTXD-E033") {
 		t.Errorf("tool_search does not report the broken server: %s", out)
 	}
+	if out, _ := callText(t, cs, toolsearch.SearchToolName, map[string]any{"query": "spoof a listing line"}); strings.Contains(out, "alpha.spoof") ||
+		strings.Contains(out, "Spoof a listing line.") {
+		t.Errorf("a tool whose name holds a line break is served:\n%s", out)
+	}
 	if out, isErr = callText(t, cs, toolsearch.CallToolName, map[string]any{"name": "beta.kubectl_scale",
 		"arguments": map[string]any{"name": "web", "replicas": 5}}); isErr || out != "deployment.apps/web scaled to 5" {
 		t.Fatalf("tool_call beta.kubectl_scale: %q %v", out, isErr)

@@ -106,7 +106,11 @@ func (s *Server) searchHandler(ctx context.Context, req *mcp.CallToolRequest) (*
 	if len(hits) == 0 {
 		fmt.Fprintf(&b, "No tool matched %q; try other words for the task.\n", in.Query)
 	} else {
-		fmt.Fprintf(&b, "%d tools for %q. Call one with %s {\"name\": NAME, \"arguments\": {...}}.\n", len(hits), in.Query, toolsearch.CallToolName)
+		noun := "tools"
+		if len(hits) == 1 {
+			noun = "tool"
+		}
+		fmt.Fprintf(&b, "%d %s for %q. Call one with %s {\"name\": NAME, \"arguments\": {...}}.\n", len(hits), noun, in.Query, toolsearch.CallToolName)
 	}
 	for i, hit := range hits {
 		server, name, _ := strings.Cut(hit.ID, ".")
