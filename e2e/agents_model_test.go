@@ -62,16 +62,16 @@ func (l *modelLoop) check(t *testing.T, c modelCLI, m *modelStub, out string) {
 		t.Fatalf("%s never asked the model with tools", cli)
 	}
 	var ours []string
-	for _, n := range first.Tools {
+	for _, n := range append(first.Tools, first.Deferred...) {
 		if strings.Contains(n, "contextd") {
 			ours = append(ours, n)
 		}
 	}
 	sort.Strings(ours)
-	t.Logf("%s offered contextd's tools as: %s", cli, strings.Join(ours, " "))
+	t.Logf("%s named contextd's tools as: %s (%d of them deferred)", cli, strings.Join(ours, " "), len(first.Deferred))
 	for _, tool := range []string{"safe_bash", "safe_read", "safe_write", "memory_search", "continue"} {
-		if first.ToolBySuffix(tool) != prefix+tool {
-			t.Errorf("%s did not offer %s%s: %v", cli, prefix, tool, first.Tools)
+		if first.NamedBySuffix(tool) != prefix+tool {
+			t.Errorf("%s did not offer %s%s: %v, deferred %v", cli, prefix, tool, first.Tools, first.Deferred)
 		}
 	}
 	second, ok := m.Turn(1)
@@ -133,7 +133,8 @@ func writeAs(t *testing.T, path, content string) {
 
 // modelCLI is one agent CLI as the model tests drive it.
 type modelCLI struct {
-	name   string // for messages, and the names of the test's directories
+	id     string // the subtest's name, and the start of its directories' names
+	name   string // for messages
 	agent  string // install's --agent
 	prefix string // what the CLI puts before the name of a contextd tool
 	bin    func(t *testing.T) string
@@ -146,7 +147,7 @@ type modelCLI struct {
 }
 
 // modelCLIs are the four CLIs, each as its own test's subtest.
-var modelCLIs = []modelCLI{claudeModel, codexModel, geminiModel, opencodeModel}
+var modelCLIs = []modelCLI{claudeModel, claudeEagerModel, codexModel, geminiModel, opencodeModel}
 
 // driveCLI installs contextd for cli (`contextd-proxy install --agent`) in a
 // fresh project, runs the CLI once against a stub playing turns, uninstalls,
@@ -158,7 +159,7 @@ func driveCLI(t *testing.T, cli modelCLI, turns ...turnFunc) (*modelStub, result
 	homeKept(t)
 	bin := cli.bin(t)
 	stub := newModelStub(t, turns...)
-	name := cli.agent + "-model"
+	name := cli.id + "-model"
 	base := cliVars(t, name, bin)
 	state := filepath.Join(env.home, name+"-state")
 	base = append(base,
@@ -179,30 +180,45 @@ func driveCLI(t *testing.T, cli modelCLI, turns ...turnFunc) (*modelStub, result
 	return stub, r, cli.final(t, r)
 }
 
-// claudeModel: `claude -p` against the stub's Messages API. Tool search is
-// off: with it, Claude Code offers MCP tools only by name in a prompt, to be
-// loaded through its own ToolSearch tool first.
+// claudeModel: `claude -p` against the stub's Messages API. By default
+// Claude Code offers MCP tools only by name, in a prompt, to be loaded
+// through its own ToolSearch tool first (the stub does that for a turn
+// that calls one).
 var claudeModel = modelCLI{
-	name: "Claude Code", agent: "claude", prefix: "mcp__contextd__", bin: claudeBin,
+	id: "claude", name: "Claude Code", agent: "claude", prefix: "mcp__contextd__", bin: claudeBin,
 	run: func(_ *testing.T, url, state, prompt string) ([]string, []string) {
 		return []string{
 				"CLAUDE_CONFIG_DIR=" + state + "/claude",
 				"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1",
 				"MCP_TIMEOUT=120000",
-				"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=dummy", "ENABLE_TOOL_SEARCH=false",
+				"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=dummy",
 			},
 			[]string{"claude", "-p", prompt, "--output-format", "json", "--allowedTools", "mcp__contextd"}
 	},
-	final: func(t *testing.T, r result) string {
-		var out struct {
-			Result  string `json:"result"`
-			IsError bool   `json:"is_error"`
-		}
-		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.IsError {
-			t.Errorf("claude's JSON result (%v): %s", err, r)
-		}
-		return out.Result
+	final: claudeFinal,
+}
+
+// claudeEagerModel is claudeModel with tool search off: every tool offered
+// in full from the first request.
+var claudeEagerModel = modelCLI{
+	id: "claude-eager", name: "Claude Code (tool search off)", agent: "claude", prefix: "mcp__contextd__", bin: claudeBin,
+	run: func(t *testing.T, url, state, prompt string) ([]string, []string) {
+		vars, argv := claudeModel.run(t, url, state, prompt)
+		return append(vars, "ENABLE_TOOL_SEARCH=false"), argv
 	},
+	final: claudeFinal,
+}
+
+// claudeFinal is the result of `claude -p --output-format json`.
+func claudeFinal(t *testing.T, r result) string {
+	var out struct {
+		Result  string `json:"result"`
+		IsError bool   `json:"is_error"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.IsError {
+		t.Errorf("claude's JSON result (%v): %s", err, r)
+	}
+	return out.Result
 }
 
 // codexModel: `codex exec` against the stub's Responses API, as a provider
@@ -211,7 +227,7 @@ var claudeModel = modelCLI{
 // reads, which exec cannot: the run approves contextd's tools. The project
 // is no git repository (its .git is empty), which exec refuses unless told.
 var codexModel = modelCLI{
-	name: "Codex", agent: "codex", prefix: "mcp__contextd" + namespaceSep, bin: codexCLI.get,
+	id: "codex", name: "Codex", agent: "codex", prefix: "mcp__contextd" + namespaceSep, bin: codexCLI.get,
 	run: func(_ *testing.T, url, _, prompt string) ([]string, []string) {
 		return []string{"CONTEXTD_STUB_KEY=dummy"},
 			[]string{"codex", "exec", "--skip-git-repo-check",
@@ -233,7 +249,7 @@ var codexModel = modelCLI{
 // ask, it offers the model only the tools its policy allows: a policy file
 // of the run's allows contextd's.
 var geminiModel = modelCLI{
-	name: "Gemini CLI", agent: "gemini", prefix: "mcp_contextd_", bin: geminiCLI.get,
+	id: "gemini", name: "Gemini CLI", agent: "gemini", prefix: "mcp_contextd_", bin: geminiCLI.get,
 	run: func(t *testing.T, url, state, prompt string) ([]string, []string) {
 		writeAs(t, state+"/gemini/.gemini/settings.json", `{"security": {"auth": {"selectedType": "gemini-api-key"}}}`+"\n")
 		writeAs(t, state+"/contextd-allow.toml", "[[rule]]\nmcpName = \"contextd\"\ntoolName = \"*\"\ndecision = \"allow\"\npriority = 100\n")
@@ -248,7 +264,7 @@ var geminiModel = modelCLI{
 // OpenCode's bundled Anthropic SDK; no model list is fetched. OpenCode runs
 // MCP tools without asking.
 var opencodeModel = modelCLI{
-	name: "OpenCode", agent: "opencode", prefix: "contextd_", bin: opencodeCLI.get,
+	id: "opencode", name: "OpenCode", agent: "opencode", prefix: "contextd_", bin: opencodeCLI.get,
 	run: func(t *testing.T, url, _, prompt string) ([]string, []string) {
 		cfg, err := json.Marshal(map[string]any{
 			"provider": map[string]any{"stub": map[string]any{
@@ -273,7 +289,7 @@ var opencodeModel = modelCLI{
 // token never reached the model, and it printed the model's last words.
 func TestModelAgents(t *testing.T) {
 	for _, cli := range modelCLIs {
-		t.Run(cli.agent, func(t *testing.T) {
+		t.Run(cli.id, func(t *testing.T) {
 			loop := newModelLoop(t)
 			stub, _, final := driveCLI(t, cli, loop.turns...)
 			loop.check(t, cli, stub, final)

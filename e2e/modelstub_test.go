@@ -27,12 +27,15 @@ import (
 
 // stubRequest is one request a CLI made, as the script sees it.
 type stubRequest struct {
-	API     string   // "anthropic", "responses" or "gemini"
-	Path    string   // the URL path
-	Tools   []string // the names of the tools offered, in the CLI's order
-	Results []string // the text of each tool result in the conversation, oldest first
-	Body    []byte   // the request's body, as sent
-	Turn    int      // the turn it answers (0-based); -1 for a side request
+	API   string   // "anthropic", "responses" or "gemini"
+	Path  string   // the URL path
+	Tools []string // the names of the tools offered, in the CLI's order
+	// Deferred are tools the CLI names to the model but offers only once
+	// the model loads them (Claude Code's tool search).
+	Deferred []string
+	Results  []string // the text of each tool result in the conversation, oldest first
+	Body     []byte   // the request's body, as sent
+	Turn     int      // the turn it answers (0-based); -1 for a side request
 }
 
 // Main says whether the request is part of the scripted conversation: it
@@ -42,11 +45,18 @@ func (r stubRequest) Main() bool { return len(r.Tools) > 0 }
 // ToolBySuffix is the offered tool whose name ends in suffix (the CLIs name an
 // MCP server's tools with prefixes of their own: mcp__contextd__x,
 // contextd__x, contextd_x); "" when none or more than one does.
-func (r stubRequest) ToolBySuffix(suffix string) string {
+func (r stubRequest) ToolBySuffix(suffix string) string { return bySuffix(r.Tools, suffix) }
+
+// NamedBySuffix is ToolBySuffix over the offered and the deferred tools.
+func (r stubRequest) NamedBySuffix(suffix string) string {
+	return bySuffix(append(append([]string(nil), r.Tools...), r.Deferred...), suffix)
+}
+
+func bySuffix(names []string, suffix string) string {
 	found := ""
-	for _, n := range r.Tools {
+	for _, n := range names {
 		if strings.HasSuffix(n, suffix) {
-			if found != "" {
+			if found != "" && found != n {
 				return ""
 			}
 			found = n
@@ -76,7 +86,10 @@ func callTool(suffix string, args any) stubReply { return stubReply{Tool: suffix
 // finalText is a reply of text, which ends the conversation.
 func finalText(text string) stubReply { return stubReply{Text: text} }
 
-// turnFunc decides the reply to one turn of the conversation.
+// turnFunc decides the reply to one turn of the conversation. A turn may be
+// asked more than once (a CLI may retry; a turn calling a deferred tool is
+// asked again once the stub had the CLI load it), so it should depend only
+// on the request.
 type turnFunc func(req stubRequest) stubReply
 
 // modelStub is the scripted model: an HTTP server on loopback.
@@ -204,7 +217,7 @@ func (m *modelStub) Turn(i int) (stubRequest, bool) {
 func (m *modelStub) Summary() string {
 	var b strings.Builder
 	for _, r := range m.Requests() {
-		fmt.Fprintf(&b, "%s %s turn %d, %d tools, %d results\n", r.API, r.Path, r.Turn, len(r.Tools), len(r.Results))
+		fmt.Fprintf(&b, "%s %s turn %d, %d tools (%d more deferred), %d results\n", r.API, r.Path, r.Turn, len(r.Tools), len(r.Deferred), len(r.Results))
 	}
 	return b.String()
 }
@@ -245,20 +258,20 @@ func (m *modelStub) serve(w http.ResponseWriter, r *http.Request) {
 // stubAPI is one wire protocol: how to read a request and write a reply.
 type stubAPI struct {
 	name  string
-	parse func(body []byte) (tools, results []string, err error)
+	parse func(body []byte) (stubRequest, error)
 	write func(w http.ResponseWriter, stream bool, tool, args, text string)
 }
 
 func (m *modelStub) answer(w http.ResponseWriter, path string, body []byte, api stubAPI) {
-	tools, results, err := api.parse(body)
+	req, err := api.parse(body)
 	if err != nil {
 		m.problem("%s %s: %v: %.300s", api.name, path, err, body)
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	req := stubRequest{API: api.name, Path: path, Tools: tools, Results: results, Body: body, Turn: -1}
+	req.API, req.Path, req.Body, req.Turn = api.name, path, body, -1
 	if req.Main() {
-		req.Turn = len(results)
+		req.Turn = len(req.Results)
 	}
 	m.mu.Lock()
 	m.requests = append(m.requests, req)
@@ -280,8 +293,13 @@ func (m *modelStub) answer(w http.ResponseWriter, path string, body []byte, api 
 		return
 	}
 	name := req.ToolBySuffix(reply.Tool)
+	if d := bySuffix(req.Deferred, reply.Tool); name == "" && d != "" && req.ToolBySuffix(toolSearch) == toolSearch {
+		// Load it the CLI's way; the script's turn is asked again after.
+		api.write(w, stream, toolSearch, fmt.Sprintf(`{"query": "select:%s"}`, d), "")
+		return
+	}
 	if name == "" {
-		m.problem("%s turn %d: no single offered tool ends in %q: %v", api.name, req.Turn, reply.Tool, tools)
+		m.problem("%s turn %d: no single offered tool ends in %q: %v", api.name, req.Turn, reply.Tool, req.Tools)
 		api.write(w, stream, "", "", "no such tool")
 		return
 	}
@@ -351,36 +369,85 @@ func resultText(raw json.RawMessage) string {
 // anthropicAPI is the Messages API (POST /v1/messages).
 var anthropicAPI = stubAPI{name: "anthropic", parse: parseAnthropic, write: writeAnthropic}
 
-func parseAnthropic(body []byte) (tools, results []string, err error) {
+// toolSearch is Claude Code's tool that loads a deferred tool.
+const toolSearch = "ToolSearch"
+
+func parseAnthropic(body []byte) (stubRequest, error) {
 	var req struct {
 		Tools []struct {
 			Name string `json:"name"`
 		} `json:"tools"`
+		System   json.RawMessage `json:"system"`
 		Messages []struct {
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
 	}
+	var out stubRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, nil, err
+		return out, err
 	}
+	// A tool loaded through ToolSearch is offered, defer_loading and all.
 	for _, t := range req.Tools {
-		tools = append(tools, t.Name)
+		out.Tools = append(out.Tools, t.Name)
 	}
+	texts := []string{resultText(req.System)}
 	for _, msg := range req.Messages {
 		var blocks []struct {
 			Type    string          `json:"type"`
+			Text    string          `json:"text"`
 			Content json.RawMessage `json:"content"`
 		}
 		if json.Unmarshal(msg.Content, &blocks) != nil {
-			continue // a plain string
+			texts = append(texts, resultText(msg.Content))
+			continue
 		}
 		for _, b := range blocks {
-			if b.Type == "tool_result" {
-				results = append(results, resultText(b.Content))
+			switch {
+			case b.Type == "text":
+				texts = append(texts, b.Text)
+			case b.Type == "tool_result" && !loadedOnly(b.Content):
+				out.Results = append(out.Results, resultText(b.Content))
 			}
 		}
 	}
-	return tools, results, nil
+	if bySuffix(out.Tools, toolSearch) == toolSearch {
+		for _, t := range texts {
+			out.Deferred = append(out.Deferred, deferredList(t)...)
+		}
+	}
+	return out, nil
+}
+
+// loadedOnly says whether a tool result is only tool references: the answer
+// to a load through ToolSearch, which is the CLI's step, not the script's.
+func loadedOnly(raw json.RawMessage) bool {
+	var blocks []struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(raw, &blocks) != nil || len(blocks) == 0 {
+		return false
+	}
+	for _, b := range blocks {
+		if b.Type != "tool_reference" {
+			return false
+		}
+	}
+	return true
+}
+
+// deferredList reads the names Claude Code lists, one a line up to a blank
+// line, after telling the model to load them with "select:<name>".
+func deferredList(text string) []string {
+	i := strings.Index(text, `"select:`)
+	if i < 0 {
+		return nil
+	}
+	j := strings.Index(text[i:], ":\n")
+	if j < 0 {
+		return nil
+	}
+	list, _, _ := strings.Cut(text[i+j+2:], "\n\n")
+	return strings.Split(strings.TrimSpace(list), "\n")
 }
 
 func writeAnthropic(w http.ResponseWriter, stream bool, tool, args, text string) {
@@ -420,7 +487,7 @@ const namespaceSep = "."
 // responsesAPI is OpenAI's Responses API (POST /v1/responses).
 var responsesAPI = stubAPI{name: "responses", parse: parseResponses, write: writeResponses}
 
-func parseResponses(body []byte) (tools, results []string, err error) {
+func parseResponses(body []byte) (out stubRequest, err error) {
 	var req struct {
 		Tools []struct {
 			Type  string `json:"type"`
@@ -432,14 +499,14 @@ func parseResponses(body []byte) (tools, results []string, err error) {
 		Input json.RawMessage `json:"input"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, nil, err
+		return out, err
 	}
 	for _, t := range req.Tools {
 		if t.Type != "namespace" {
-			tools = append(tools, t.Name)
+			out.Tools = append(out.Tools, t.Name)
 		}
 		for _, inner := range t.Tools {
-			tools = append(tools, t.Name+namespaceSep+inner.Name)
+			out.Tools = append(out.Tools, t.Name+namespaceSep+inner.Name)
 		}
 	}
 	var items []struct {
@@ -449,11 +516,11 @@ func parseResponses(body []byte) (tools, results []string, err error) {
 	if json.Unmarshal(req.Input, &items) == nil {
 		for _, it := range items {
 			if strings.HasSuffix(it.Type, "_output") && len(it.Output) > 0 {
-				results = append(results, resultText(it.Output))
+				out.Results = append(out.Results, resultText(it.Output))
 			}
 		}
 	}
-	return tools, results, nil
+	return out, nil
 }
 
 func writeResponses(w http.ResponseWriter, _ bool, tool, args, text string) {
@@ -486,7 +553,7 @@ func writeResponses(w http.ResponseWriter, _ bool, tool, args, text string) {
 // geminiAPI is Gemini's generateContent and streamGenerateContent (?alt=sse).
 var geminiAPI = stubAPI{name: "gemini", parse: parseGemini, write: writeGemini}
 
-func parseGemini(body []byte) (tools, results []string, err error) {
+func parseGemini(body []byte) (out stubRequest, err error) {
 	var req struct {
 		Tools []struct {
 			FunctionDeclarations []struct {
@@ -502,11 +569,11 @@ func parseGemini(body []byte) (tools, results []string, err error) {
 		} `json:"contents"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, nil, err
+		return out, err
 	}
 	for _, t := range req.Tools {
 		for _, f := range t.FunctionDeclarations {
-			tools = append(tools, f.Name)
+			out.Tools = append(out.Tools, f.Name)
 		}
 	}
 	for _, c := range req.Contents {
@@ -517,7 +584,7 @@ func parseGemini(body []byte) (tools, results []string, err error) {
 			// {"output": "..."} or {"content": [...]}: the text of each value.
 			var fields map[string]json.RawMessage
 			if json.Unmarshal(p.FunctionResponse.Response, &fields) != nil {
-				results = append(results, string(p.FunctionResponse.Response))
+				out.Results = append(out.Results, string(p.FunctionResponse.Response))
 				continue
 			}
 			var parts []string
@@ -529,10 +596,10 @@ func parseGemini(body []byte) (tools, results []string, err error) {
 			if len(parts) == 0 {
 				parts = append(parts, string(p.FunctionResponse.Response))
 			}
-			results = append(results, strings.Join(parts, "\n"))
+			out.Results = append(out.Results, strings.Join(parts, "\n"))
 		}
 	}
-	return tools, results, nil
+	return out, nil
 }
 
 func writeGemini(w http.ResponseWriter, stream bool, tool, args, text string) {
