@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -88,7 +89,7 @@ func TestHTTPAPI(t *testing.T) {
 		Tools []string `json:"tools"`
 	}
 	curlAPI(t, "GET", "/v1/status", "").mustJSON(t, 200, &status)
-	if status.PID == 0 || !contains(status.Tools, "safe_bash") {
+	if status.PID == 0 || !slices.Contains(status.Tools, "safe_bash") {
 		t.Fatalf("status: %+v", status)
 	}
 
@@ -273,15 +274,6 @@ func TestHTTPOtherUserRefused(t *testing.T) {
 	if r.code == 0 || r.stdout != "" {
 		t.Fatalf("another user on the HTTP socket: %s", r)
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // A client nobody here wrote: openapi-typescript generates its types from

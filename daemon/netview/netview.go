@@ -53,21 +53,23 @@ type Dirs struct {
 
 // Setup is the daemon's egress state, built once at start.
 type Setup struct {
-	base      []egress.Rule // registries (when on) and [egress] allow
-	found     registries.Found
-	ca        *egress.CA
-	roots     *x509.CertPool
-	bundle    string // the sandbox's trust bundle (host path)
-	caOnly    string // contextd's CA and the extra CA files alone (host path), for Node
-	bundleAt  string // the system bundle's path, as the variables name it
-	bundleMnt string // where the bundle is mounted: bundleAt with its links resolved
-	forwards  []forward
-	notes     []string
-	log       *slog.Logger
-	refusals  *Refusals
-	limits    egress.Limits
-	cfgSafe   []string // tools.safe_bash.egress_allow as written, for Describe
-	rulesFrom string   // where the rules come from (RulesFrom)
+	base []egress.Rule // registries (when on) and [egress] allow
+	// registries are base's registry rules alone (a plugin tool's build).
+	registries []egress.Rule
+	found      registries.Found
+	ca         *egress.CA
+	roots      *x509.CertPool
+	bundle     string // the sandbox's trust bundle (host path)
+	caOnly     string // contextd's CA and the extra CA files alone (host path), for Node
+	bundleAt   string // the system bundle's path, as the variables name it
+	bundleMnt  string // where the bundle is mounted: bundleAt with its links resolved
+	forwards   []forward
+	notes      []string
+	log        *slog.Logger
+	refusals   *Refusals
+	limits     egress.Limits
+	cfgSafe    []string // tools.safe_bash.egress_allow as written, for Describe
+	rulesFrom  string   // where the rules come from (RulesFrom)
 	// rules are the configuration's, compiled once (Compile).
 	rules *Rules
 	// What renewing the CA needs: it lives days, a daemon may live longer.
@@ -118,10 +120,10 @@ func NewSetup(cfg *config.Config, h *homeview.Host, dirs Dirs, log *slog.Logger)
 	s.notes = append(s.notes, s.found.Notes...)
 	if cfg.Egress.Registries {
 		for _, r := range s.found.Registries {
-			s.base = append(s.base, egress.Rule{Host: r.Host, Port: r.Port, Methods: []string{"GET", "HEAD"}, Source: r.Source})
+			s.registries = append(s.registries, egress.Rule{Host: r.Host, Port: r.Port, Methods: []string{"GET", "HEAD"}, Source: r.Source})
 		}
 	}
-	s.base = append(s.base, rules.Allow...)
+	s.base = append(append(s.base, s.registries...), rules.Allow...)
 	if s.roots, err = x509.SystemCertPool(); err != nil || s.roots == nil {
 		s.roots = x509.NewCertPool()
 	}
@@ -470,24 +472,7 @@ func (c Call) ruleKey() (section, key string) {
 // Registries are the package registries the user's toolchain
 // configuration names (and their defaults), read-only: what a plugin
 // tool's build may reach. None when egress.registries is off.
-func (s *Setup) Registries() []egress.Rule {
-	var out []egress.Rule
-	for _, r := range s.base {
-		if len(r.Methods) > 0 && slices.Contains(s.registrySources(), r.Source) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// registrySources are the sources of the registries' rules.
-func (s *Setup) registrySources() []string {
-	var out []string
-	for _, r := range s.found.Registries {
-		out = append(out, r.Source)
-	}
-	return out
-}
+func (s *Setup) Registries() []egress.Rule { return slices.Clone(s.registries) }
 
 // Plan is what Prepare gives the call's sandbox, without a proxy to serve
 // it (contextd sandbox show): Serve, Finish and Sofar are nil. Without a

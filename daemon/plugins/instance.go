@@ -192,7 +192,7 @@ func (r *Runtime) start(k poolKey, e *entry) (*instance, error) {
 	if err != nil {
 		inst := &instance{rt: r, key: k, env: env, scratch: scratch, guard: guard}
 		inst.afterCall()
-		inst.release3()
+		inst.releaseViews()
 		return nil, fmt.Errorf("tool %s: %v: %w", t.Name, err, catalog.ErrPluginStart)
 	}
 	inst := &instance{rt: r, key: k, client: client, starter: st, env: env, scratch: scratch, guard: guard,
@@ -275,13 +275,13 @@ func (i *instance) kill(why string) {
 	if ws, err := i.afterCall(); len(ws) > 0 || err != nil {
 		i.rt.log.Warn("plugin tool: put back what it changed in the workspace", "tool", i.key.tool, "warnings", ws, "err", err)
 	}
-	i.release3()
+	i.releaseViews()
 	i.rt.log.Info("plugin tool stopped", "tool", i.key.tool, "workspace", i.key.workspace, "instance", i.id(), "why", why, "calls", i.calls)
 }
 
-// release3 lets go of the instance's proxy, views and scratch, once no
+// releaseViews lets go of the instance's proxy, views and scratch, once no
 // process of it is left.
-func (i *instance) release3() {
+func (i *instance) releaseViews() {
 	if sum := i.env.Finish(); sum != nil && len(sum.Lines) > 0 {
 		i.rt.log.Warn("plugin tool: egress refused", "tool", i.key.tool, "lines", sum.Lines)
 	}

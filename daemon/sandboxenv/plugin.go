@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/daemon/egress"
@@ -79,16 +78,9 @@ func (b *Builder) Plugin(req PluginRequest) (e *Env, err error) {
 		// Agent configuration in nested directories: what exists is
 		// shielded for the instance's life, what a call creates is set
 		// aside after it (Env.SetAside), as for safe_bash.
-		e.nested = shield.ScanNested(req.Workspace)
-		for _, rel := range e.nested.Found {
-			if err := e.shield.Nested(req.Workspace, rel); err != nil {
-				return e, err
-			}
+		if err := e.shieldNested(req.Workspace); err != nil {
+			return e, err
 		}
-		if !e.nested.Complete {
-			e.Warnings = append(e.Warnings, fmt.Sprintf("the workspace has more than %d directories: agent configuration below the first %d is not protected", shield.MaxScanDirs, shield.MaxScanDirs))
-		}
-		e.started = time.Now()
 		e.Git = gitguard.Find(req.Workspace)
 		e.shield.Apply(req.Workspace, e.Git, &e.Spec)
 		e.Warnings = append(e.Warnings, e.shield.Warnings...)

@@ -296,18 +296,9 @@ func (b *Builder) shield(req Request, e *Env, dry bool) error {
 		return err
 	}
 	if req.Kind == Shell {
-		// Nested host-run configuration: what exists is shielded now,
-		// what the command creates is set aside after it (SetAside).
-		e.nested = shield.ScanNested(root)
-		for _, rel := range e.nested.Found {
-			if err := e.shield.Nested(root, rel); err != nil {
-				return err
-			}
+		if err := e.shieldNested(root); err != nil {
+			return err
 		}
-		if !e.nested.Complete {
-			e.Warnings = append(e.Warnings, fmt.Sprintf("the workspace has more than %d directories: agent configuration below the first %d is not protected", shield.MaxScanDirs, shield.MaxScanDirs))
-		}
-		e.started = time.Now()
 	}
 	e.Warnings = append(e.Warnings, e.shield.Warnings...)
 	for _, p := range e.shield.ReadOnly {
@@ -322,6 +313,23 @@ func (b *Builder) shield(req Request, e *Env, dry bool) error {
 	for _, p := range e.shield.Masks {
 		e.Why[p] = "credential deny-list, in the workspace"
 	}
+	return nil
+}
+
+// shieldNested shields the nested host-run configuration of root that
+// exists now, and notes the time, so that what a program creates is set
+// aside after it (SetAside).
+func (e *Env) shieldNested(root string) error {
+	e.nested = shield.ScanNested(root)
+	for _, rel := range e.nested.Found {
+		if err := e.shield.Nested(root, rel); err != nil {
+			return err
+		}
+	}
+	if !e.nested.Complete {
+		e.Warnings = append(e.Warnings, fmt.Sprintf("the workspace has more than %d directories: agent configuration below the first %d is not protected", shield.MaxScanDirs, shield.MaxScanDirs))
+	}
+	e.started = time.Now()
 	return nil
 }
 
