@@ -104,14 +104,14 @@ func shieldOf(root, home string, env map[string]string, dry bool) (*Call, error)
 	defer placeholders.mu.Unlock()
 	defer placeholders.save()
 	for _, hr := range workspace.HostRunPaths() {
-		if err := s.shield(root, hr.Path, false); err != nil {
+		if err := s.shield(root, hr.Path, false, !hr.Dir); err != nil {
 			return s, err
 		}
 	}
 	for i, d := range deny {
 		for _, p := range []string{d.Path, canon[i]} {
 			if rel, ok := below(root, p); ok {
-				if err := s.shield(root, rel, true); err != nil {
+				if err := s.shield(root, rel, true, false); err != nil {
 					return s, err
 				}
 			}
@@ -184,14 +184,16 @@ func expandHostConfig(t, home string, env map[string]string) string {
 //   - a directory on the way is bound onto itself read-write: it stays
 //     writable, but as a mount point it cannot be renamed away and
 //     replaced by one holding a planted file (rename(2) gives EBUSY);
-//   - the first missing component gets a placeholder, an empty directory
-//     the call sees read-only (and cannot remove or rename): nothing can
-//     be created at or below it;
+//   - the first missing component gets a placeholder the call sees
+//     read-only (and cannot remove or rename): nothing can be created at
+//     or below it. It is an empty directory, or, when it is rel itself and
+//     rel names a file (file), a file holding an empty configuration
+//     (filePlaceholder);
 //   - an existing file on the way, or rel itself, is bound read-only, or
 //     masked when mask (a deny-listed path: the call sees nothing of it);
 //   - a symbolic link cannot be protected (the link lives in the writable
 //     directory): the call is told.
-func (s *Call) shield(root, rel string, mask bool) error {
+func (s *Call) shield(root, rel string, mask, file bool) error {
 	comps := strings.Split(rel, "/")
 	cur := root
 	for i, c := range comps {
@@ -210,7 +212,7 @@ func (s *Call) shield(root, rel string, mask bool) error {
 		switch {
 		case errors.Is(err, unix.ENOENT):
 			if !s.dry {
-				if err := placeholders.create(cur); err != nil {
+				if err := placeholders.create(cur, file && last); err != nil {
 					return fmt.Errorf("cannot protect %s (no placeholder: %v); make sure the workspace is writable, or create it yourself: %w", cur, err, catalog.ErrSandbox)
 				}
 				s.holds = append(s.holds, cur)
@@ -241,7 +243,7 @@ func (s *Call) Nested(root, rel string) error {
 	placeholders.mu.Lock()
 	defer placeholders.mu.Unlock()
 	defer placeholders.save()
-	return s.shield(root, rel, false)
+	return s.shield(root, rel, false, false)
 }
 
 // addOnce appends p to list unless it is there (.vscode's two files share
@@ -308,12 +310,25 @@ func idOf(st *unix.Stat_t) placeholderID {
 // error.
 const placeholderMode = 0o755
 
-// create makes the placeholder p and holds it once. Callers hold mu.
-func (ps *placeholderSet) create(p string) error {
+// filePlaceholder is what a missing host-run file's placeholder holds: an
+// empty configuration in each of their formats (all JSON or JSONC: a test
+// keeps the list so). A sandbox that lives as long as the agent (a wrapped
+// MCP server) holds its placeholders while the agent runs beside it, and
+// the agent reads these files: an empty directory in their place is an
+// error to it (OpenCode fails every prompt on EISDIR), "{}" is nothing.
+const filePlaceholder = "{}\n"
+
+// create makes the placeholder p (a file when file, else a directory) and
+// holds it once. Callers hold mu.
+func (ps *placeholderSet) create(p string, file bool) error {
 	if strings.ContainsRune(p, '\n') {
 		return errors.New("its path has a newline, which the record of placeholders cannot hold")
 	}
-	if err := unix.Mkdir(p, placeholderMode); err != nil {
+	if file {
+		if err := createFile(p); err != nil {
+			return err
+		}
+	} else if err := unix.Mkdir(p, placeholderMode); err != nil {
 		return err
 	}
 	var st unix.Stat_t
@@ -340,15 +355,39 @@ func (ps *placeholderSet) drop(p string) {
 	ps.dirty = true
 }
 
-// removePlaceholder removes p if it is still the directory id and empty
-// (rmdir(2) refuses one that is not). Anything in it changes its change
-// time, so a placeholder the user used is kept even once emptied again.
+// createFile makes a file placeholder: never through a link, never over
+// something that is there.
+func createFile(p string) error {
+	fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = unix.Write(fd, []byte(filePlaceholder))
+	if cerr := unix.Close(fd); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		unix.Unlink(p)
+	}
+	return err
+}
+
+// removePlaceholder removes p if it is still the placeholder id: the
+// directory, empty (rmdir(2) refuses one that is not), or the file, as it
+// was made. Anything put in either changes its change time, so a
+// placeholder the user used is kept even once emptied again.
 func removePlaceholder(p string, id placeholderID) bool {
 	var st unix.Stat_t
-	if unix.Lstat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || idOf(&st) != id {
+	if unix.Lstat(p, &st) != nil || idOf(&st) != id {
 		return false
 	}
-	return unix.Rmdir(p) == nil
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return unix.Rmdir(p) == nil
+	case unix.S_IFREG:
+		return st.Size == int64(len(filePlaceholder)) && unix.Unlink(p) == nil
+	}
+	return false
 }
 
 // save writes the record of the placeholders in place (one "dev ino ctime

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/catalog"
+	"github.com/contextd/contextd/workspace"
 )
 
 // newHome makes a home with a project in it; both canonical.
@@ -56,9 +57,22 @@ func TestShieldPlaceholders(t *testing.T) {
 	if got := rels(proj, a.Placeholders); slices.Contains(got, ".claude") || len(got) != len(want)-1 {
 		t.Errorf("placeholders %v", got)
 	}
+	// A missing file's placeholder is a file holding an empty
+	// configuration, so that the agent running beside a long-lived sandbox
+	// reads nothing rather than failing on a directory; the rest are
+	// empty directories.
+	files := []string{".mcp.json", "opencode.json", "opencode.jsonc"}
 	for _, p := range a.Placeholders {
-		if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
+		fi, err := os.Lstat(p)
+		if err != nil {
 			t.Fatalf("placeholder %s not in place: %v", p, err)
+		}
+		if slices.Contains(files, filepath.Base(p)) {
+			if b, _ := os.ReadFile(p); !fi.Mode().IsRegular() || string(b) != "{}\n" {
+				t.Errorf("file placeholder %s: %v %q", p, fi.Mode(), b)
+			}
+		} else if !fi.IsDir() {
+			t.Errorf("placeholder %s is not a directory: %v", p, fi.Mode())
 		}
 	}
 	b, err := Writable(proj, home, nil)
@@ -90,8 +104,10 @@ func TestShieldKeepsUsersFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The user runs `codex` on the host meanwhile, and replaces the
-	// placeholder of .gemini by a directory of their own.
+	// placeholder of .gemini by a directory of their own; OpenCode writes
+	// its configuration into opencode.json's placeholder.
 	os.WriteFile(filepath.Join(proj, ".codex/config.toml"), []byte("model = \"x\"\n"), 0o644)
+	os.WriteFile(filepath.Join(proj, "opencode.json"), []byte(`{"mcp":{}}`+"\n"), 0o644)
 	os.Remove(filepath.Join(proj, ".gemini"))
 	os.Mkdir(filepath.Join(proj, ".gemini"), 0o700)
 	s.Release()
@@ -101,8 +117,13 @@ func TestShieldKeepsUsersFiles(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(proj, ".gemini")); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("the user's .gemini was removed: %v", err)
 	}
-	if _, err := os.Lstat(filepath.Join(proj, ".opencode")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf(".opencode placeholder left: %v", err)
+	if b, err := os.ReadFile(filepath.Join(proj, "opencode.json")); err != nil || string(b) != `{"mcp":{}}`+"\n" {
+		t.Errorf("the opencode.json written meanwhile was removed: %q %v", b, err)
+	}
+	for _, p := range []string{".opencode", "opencode.jsonc"} {
+		if _, err := os.Lstat(filepath.Join(proj, p)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s placeholder left: %v", p, err)
+		}
 	}
 }
 
@@ -403,4 +424,14 @@ func BenchmarkNestedScan(b *testing.B) {
 	b.ReportMetric(float64(warm.Microseconds())/float64(b.N)/1000, "indexed-ms")
 	b.ReportMetric(float64(cold.Microseconds())/float64(b.N)/1000, "read-all-ms")
 	b.ReportMetric(float64(cold)/float64(warm), "speedup")
+}
+
+// A file placeholder holds "{}", an empty configuration only in JSON: a
+// host-run file entry of another format needs its own placeholder.
+func TestFilePlaceholdersAreJSON(t *testing.T) {
+	for _, h := range workspace.HostRunPaths() {
+		if !h.Dir && !strings.HasSuffix(h.Path, ".json") && !strings.HasSuffix(h.Path, ".jsonc") {
+			t.Errorf("%s is a host-run file that is not JSON: its placeholder %q would not be an empty configuration", h.Path, filePlaceholder)
+		}
+	}
 }
