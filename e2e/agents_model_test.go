@@ -176,6 +176,12 @@ func driveCLI(t *testing.T, cli modelCLI, turns ...turnFunc) (*modelStub, result
 
 	r = runAs(t, proj, vars, "", argv...)
 	t.Logf("%s ran in %v; the model stub got:\n%s", cli.name, r.elapsed.Round(time.Millisecond), stub.Summary())
+	if r.code != 0 {
+		// The CLI's own logs say more than its exit (OpenCode's "Unexpected
+		// server error" names only a ref).
+		logs := runAs(t, env.home, nil, "", "bash", "-c", "find "+agentQ(state)+" -name '*.log' -exec tail -n 60 {} +")
+		t.Logf("%s's logs:\n%s", cli.name, logs.stdout)
+	}
 	mustCode(t, r, 0)
 	return stub, r, cli.final(t, r)
 }
