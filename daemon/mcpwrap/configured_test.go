@@ -27,11 +27,18 @@ func TestConfiguredWrap(t *testing.T) {
 	}
 	serve := func(req *lite.Wrap) (net.Conn, lite.Event) {
 		client, daemon := net.Pipe()
+		done := make(chan struct{})
 		go func() {
 			e.w.Serve(context.Background(), daemon, req, "sess-1")
 			daemon.Close()
+			close(done)
 		}()
-		t.Cleanup(func() { client.Close() })
+		// The session lets go of its placeholders in the project when
+		// Serve returns: wait for it before the project is removed.
+		t.Cleanup(func() {
+			client.Close()
+			<-done
+		})
 		client.SetDeadline(time.Now().Add(30 * time.Second))
 		var ev lite.Event
 		if err := lite.Read(client, &ev, 1<<20); err != nil {

@@ -57,7 +57,8 @@ func hubDaemonWith(t *testing.T, search string, edit func(*config.Config)) (sock
 	if edit != nil {
 		edit(cfg)
 	}
-	sock = daemontest.StartConfig(t, cfg)
+	// The workspace first: cleanups run last first, so the daemon stops
+	// (and its wraps let go of their placeholders there) before it goes.
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +68,7 @@ func hubDaemonWith(t *testing.T, search string, edit func(*config.Config)) (sock
 		t.Fatal(err)
 	}
 	t.Chdir(ws)
+	sock = daemontest.StartConfig(t, cfg)
 	return sock, ws
 }
 
