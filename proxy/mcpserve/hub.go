@@ -29,7 +29,7 @@ import (
 // indexes them for tool_search and routes tool_call. It holds nothing the
 // daemon has not already scrubbed.
 //
-// Lock order: hub.mu, then hub.ixmu. No call to a server or to the daemon
+// Lock order: hub.regMu, then hub.mu, then hub.ixmu. No call to a server or to the daemon
 // is made while mu is held; a search holds ixmu (read) while it asks the
 // daemon for embeddings, which delays a re-index by as much.
 
@@ -72,8 +72,11 @@ type hub struct {
 	started time.Time
 
 	// onTools is told when a server's tools change (full mode registers
-	// them with the SDK server); called without mu.
-	onTools func(server string, old, tools []*mcp.Tool)
+	// them with the SDK server): called without mu, one call at a time
+	// (regMu), with the server's tools as they stand, so that two changes
+	// close together cannot interleave their registrations.
+	onTools func(server string, tools []*mcp.Tool)
+	regMu   sync.Mutex
 
 	mu    sync.Mutex
 	ups   map[string]*upstream
@@ -305,7 +308,6 @@ func (h *hub) set(name string, change func(*upstream), tools []*mcp.Tool) {
 	if u.state != prev {
 		u.since = time.Now()
 	}
-	old := u.tools
 	u.tools = tools
 	h.ixmu.Lock()
 	h.index.ReplaceServer(name, docs)
@@ -314,7 +316,12 @@ func (h *hub) set(name string, change func(*upstream), tools []*mcp.Tool) {
 	h.wake = make(chan struct{})
 	h.mu.Unlock()
 	if h.onTools != nil {
-		h.onTools(name, old, tools)
+		h.regMu.Lock()
+		defer h.regMu.Unlock()
+		h.mu.Lock()
+		now := h.ups[name].tools
+		h.mu.Unlock()
+		h.onTools(name, now)
 	}
 }
 

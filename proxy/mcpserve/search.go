@@ -41,6 +41,7 @@ func (s *Server) addHub() {
 			InputSchema: toolsearch.CallToolSchema, Meta: alwaysLoad}, s.callHandler)
 	}
 	if !search {
+		s.listed = map[string][]string{}
 		h.onTools = s.listServed
 	}
 	h.start()
@@ -51,15 +52,13 @@ func (s *Server) addHub() {
 	}
 }
 
-// listServed replaces server's listed tools (full mode).
-func (s *Server) listServed(server string, old, tools []*mcp.Tool) {
-	var gone []string
-	for _, t := range old {
-		gone = append(gone, server+"."+t.Name)
-	}
-	if len(gone) > 0 {
+// listServed replaces server's listed tools by tools (full mode). Calls
+// come one at a time (hub.regMu).
+func (s *Server) listServed(server string, tools []*mcp.Tool) {
+	if gone := s.listed[server]; len(gone) > 0 {
 		s.mcp.RemoveTools(gone...)
 	}
+	s.listed[server] = nil
 	for _, t := range tools {
 		name := server + "." + t.Name
 		served := *t
@@ -73,7 +72,9 @@ func (s *Server) listServed(server string, old, tools []*mcp.Tool) {
 		})
 		if err != nil {
 			fmt.Fprintf(s.notes, "contextd: note: %s not listed: %v\n", name, err)
+			continue
 		}
+		s.listed[server] = append(s.listed[server], name)
 	}
 }
 

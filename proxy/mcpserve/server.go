@@ -69,8 +69,9 @@ type Server struct {
 	socket  string
 	notes   io.Writer
 	noted   sync.Once
-	plugins map[string]bool // the plugin tools served
-	hub     *hub            // the configured servers served here; nil: none
+	plugins map[string]bool     // the plugin tools served
+	hub     *hub                // the configured servers served here; nil: none
+	listed  map[string][]string // full mode: each served server's listed names (hub.regMu)
 }
 
 const instructions = "contextd runs commands and file access in a sandbox, redacts secrets from results and cuts them to a token budget; use these tools instead of a built-in shell or file tools."
