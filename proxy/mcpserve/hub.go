@@ -53,11 +53,13 @@ type upstream struct {
 	err       error     // why upFailed
 	tools     []*mcp.Tool
 	sess      *mcp.ClientSession
+	record    string    // the daemon's record of the wrap, to ask why it ended
 	restarted time.Time // the last lazy restart
 }
 
-// restartEvery bounds the lazy restarts of a server that ended.
-const restartEvery = time.Minute
+// restartEvery bounds the lazy restarts of a server that ended (a
+// variable for the test of a restart).
+var restartEvery = time.Minute
 
 // hub is the set of served servers of one connection.
 type hub struct {
@@ -207,7 +209,7 @@ func (h *hub) connect(name string) {
 		return
 	}
 	h.set(name, func(u *upstream) {
-		u.sess, u.state, u.err = cs, upReady, nil
+		u.sess, u.record, u.state, u.err = cs, ready.Record, upReady, nil
 	}, tools)
 	go func() {
 		cs.Wait()
@@ -452,7 +454,7 @@ func (h *hub) call(ctx context.Context, server, tool string, args json.RawMessag
 	h.waitFor(ctx, server, h.conf.StartTimeout)
 	h.mu.Lock()
 	u := h.ups[server]
-	state, cs, err, since := u.state, u.sess, u.err, u.since
+	state, cs, record, err, since := u.state, u.sess, u.record, u.err, u.since
 	h.mu.Unlock()
 	switch state {
 	case upStarting:
@@ -460,7 +462,18 @@ func (h *hub) call(ctx context.Context, server, tool string, args json.RawMessag
 	case upFailed:
 		return nil, err
 	}
-	return cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		// A server that exited leaves its wrap open, answering each
+		// request with why (the daemon's failure): the session is over,
+		// and the next call starts the server again.
+		if f := proxy.WrapFailure(h.sock(), record); f != nil {
+			cs.Close()
+			h.failed(server, cs, f)
+			return nil, f
+		}
+	}
+	return res, err
 }
 
 // restart starts again a server that failed, once a minute at most.

@@ -312,3 +312,30 @@ func TestHubDense(t *testing.T) {
 		t.Fatalf("tool_search with a failing endpoint:\n%s", out)
 	}
 }
+
+// A server that exits during the session is reported with the daemon's
+// reason, and started again on the next call to it.
+func TestHubRestart(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(d time.Duration) { restartEvery = d }(restartEvery)
+	restartEvery = 0
+	ran := filepath.Join(t.TempDir(), "ran")
+	sock, _ := hubDaemonWith(t, config.SearchOn, func(c *config.Config) {
+		c.MCP.Servers = map[string]config.MCPServer{"gamma": {Command: []string{exe, testServerArg, "gamma", ran}}}
+	})
+	s, cs := connect(t, &Options{Socket: sock})
+	t.Cleanup(s.Close)
+	out, isErr := callText(t, cs, toolsearch.CallToolName, map[string]any{"name": "gamma.crash"})
+	if !isErr || !strings.Contains(out, "CTXD-E034") {
+		t.Fatalf("a call the server exits on: %q %v", out, isErr)
+	}
+	if out, _ := callText(t, cs, toolsearch.SearchToolName, map[string]any{"query": "crash"}); !strings.Contains(out, "gamma: unavailable: CTXD-E034") {
+		t.Errorf("the exit of gamma is not reported:\n%s", out)
+	}
+	if out, isErr = callText(t, cs, toolsearch.CallToolName, map[string]any{"name": "gamma.crash"}); isErr || out != "answered after a restart" {
+		t.Fatalf("the call after the exit: %q %v; want the server started again", out, isErr)
+	}
+}

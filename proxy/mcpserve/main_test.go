@@ -94,6 +94,18 @@ func runTestServer(role string) error {
 			func(context.Context, *mcp.CallToolRequest, textIn) (*mcp.CallToolResult, any, error) {
 				return text("no logs"), nil, nil
 			})
+	case "gamma":
+		// Its first process exits when its tool is called, as a server
+		// that crashes; the next one (os.Args[3] marks that the first
+		// ran) answers.
+		mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exit the first time, answer after."},
+			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				if _, err := os.Stat(os.Args[3]); err != nil {
+					os.WriteFile(os.Args[3], nil, 0o600)
+					os.Exit(3)
+				}
+				return text("answered after a restart"), nil, nil
+			})
 	default:
 		return fmt.Errorf("unknown test server %q", role)
 	}
