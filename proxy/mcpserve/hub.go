@@ -112,6 +112,9 @@ func loadHub(o *Options, notes io.Writer) *hub {
 	if len(conf.Servers) == 0 {
 		return nil
 	}
+	if o.Search != "" {
+		conf.Search = o.Search
+	}
 	h := &hub{conf: conf, socket: o.Socket, session: o.Session, cwd: o.cwd, env: proxy.CallerEnv(), notes: notes,
 		ups: map[string]*upstream{}, wake: make(chan struct{}), index: toolsearch.Build(nil)}
 	h.ctx, h.stop = context.WithCancel(context.Background())

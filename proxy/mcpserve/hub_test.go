@@ -192,6 +192,12 @@ func TestHubFullMode(t *testing.T) {
 	if out, isErr := callText(t, cs, "beta.kubectl_scale", map[string]any{"name": "api", "replicas": 2}); isErr || out != "deployment.apps/api scaled to 2" {
 		t.Fatalf("beta.kubectl_scale: %q %v", out, isErr)
 	}
+	// --search on overrides the configuration for one connection.
+	s2, cs2 := connect(t, &Options{Socket: sock, Search: "on"})
+	t.Cleanup(s2.Close)
+	if names := listNames(t, cs2); !slices.Contains(names, toolsearch.SearchToolName) || slices.Contains(names, "alpha.echo") {
+		t.Errorf("--search on lists %v", names)
+	}
 }
 
 // toolsTokens is what a tools array costs as a client sends it to the

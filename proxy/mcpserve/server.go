@@ -51,6 +51,10 @@ type Options struct {
 	// toolstore.DefaultEnablement().
 	Enablement string
 
+	// Search overrides [mcp] search for this connection ("auto", "on",
+	// "off", "defer"; empty: the configuration's).
+	Search string
+
 	cwd string // the working directory, where served servers are started
 }
 
@@ -302,30 +306,47 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-const usage = `usage: contextd-proxy mcp
+const usage = `usage: contextd-proxy mcp [--search auto|on|off|defer]
 
 Serves contextd's tools over MCP on standard input and output, for an agent to
 start as a stdio MCP server, e.g. claude mcp add contextd -- contextd-proxy mcp
 One run is one contextd session (CONTEXTD_SESSION, when set, names it).
-See docs/mcp.md.
+The servers [mcp.servers.NAME] configures with a command or url are served
+too, found through tool_search or listed in full as --search (default: [mcp]
+search) says. See docs/mcp.md.
 `
 
 // Main is the MCP face's command: args are what follows "mcp". It returns the
 // exit status; stdout carries only the protocol.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		switch args[0] {
-		case "help", "--help", "-h":
+	opts := &Options{Notes: stderr}
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "help" || a == "--help" || a == "-h":
 			fmt.Fprint(stderr, usage)
 			return 0
+		case a == "--search" && i+1 < len(args):
+			i++
+			opts.Search = args[i]
+		case strings.HasPrefix(a, "--search="):
+			opts.Search = strings.TrimPrefix(a, "--search=")
+		default:
+			return usageError(stderr, fmt.Errorf("mcp: unexpected argument %q; %s: %w", a, strings.SplitN(usage, "\n", 2)[0], catalog.ErrUsage))
 		}
-		err := fmt.Errorf("mcp: unexpected argument %q; usage: contextd-proxy mcp: %w", args[0], catalog.ErrUsage)
-		fmt.Fprintln(stderr, catalog.Format(err))
-		return catalog.ExitCode(err)
 	}
-	if err := Serve(ctx, &Options{Notes: stderr}, stdin, stdout); err != nil {
+	switch opts.Search {
+	case "", "auto", "on", "off", "defer":
+	default:
+		return usageError(stderr, fmt.Errorf("mcp: --search %q: use auto, on, off or defer: %w", opts.Search, catalog.ErrUsage))
+	}
+	if err := Serve(ctx, opts, stdin, stdout); err != nil {
 		fmt.Fprintln(stderr, catalog.Format(err))
 		return catalog.ExitCode(err)
 	}
 	return 0
+}
+
+func usageError(stderr io.Writer, err error) int {
+	fmt.Fprintln(stderr, catalog.Format(err))
+	return catalog.ExitCode(err)
 }

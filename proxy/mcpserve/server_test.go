@@ -391,6 +391,9 @@ func TestMainArgs(t *testing.T) {
 		{[]string{"--help"}, 0, ""},
 		{[]string{"serve"}, catalog.ExitUsage, "CTXD-E001: "},
 		{[]string{"wrap", "--", "x"}, catalog.ExitUsage, "CTXD-E001: "},
+		{[]string{"--search", "maybe"}, catalog.ExitUsage, "CTXD-E001: "},
+		{[]string{"--search=sometimes"}, catalog.ExitUsage, "CTXD-E001: "},
+		{[]string{"--search"}, catalog.ExitUsage, "CTXD-E001: "},
 	}
 	for _, tt := range tests {
 		var out, errb bytes.Buffer
