@@ -55,6 +55,10 @@ type upstream struct {
 	sess      *mcp.ClientSession
 	record    string    // the daemon's record of the wrap, to ask why it ended
 	restarted time.Time // the last lazy restart
+	// listing and relistAgain coalesce list_changed: one list in flight
+	// per server, and one more if the server changed again meanwhile, so
+	// that a server sending a flood of them costs one list at a time.
+	listing, relistAgain bool
 }
 
 // restartEvery bounds the lazy restarts of a server that ended (a
@@ -194,9 +198,16 @@ func (h *hub) connect(name string) {
 	var cs *mcp.ClientSession
 	c := mcp.NewClient(&mcp.Implementation{Name: "contextd", Version: proxy.Version}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			// Not on the SDK's reading goroutine: the list is a request
-			// whose answer that goroutine must read.
-			go h.relist(name)
+			h.mu.Lock()
+			u := h.ups[name]
+			start := !u.listing
+			u.listing, u.relistAgain = true, !start
+			h.mu.Unlock()
+			if start {
+				// Not on the SDK's reading goroutine: the list is a
+				// request whose answer that goroutine must read.
+				go h.relist(name)
+			}
 		},
 	})
 	cs, err = c.Connect(h.ctx, &mcp.IOTransport{Reader: conn, Writer: conn}, nil)
@@ -252,20 +263,32 @@ func (h *hub) failed(name string, sess *mcp.ClientSession, err error) {
 
 // relist reads the tools of name again after its list_changed.
 func (h *hub) relist(name string) {
-	h.mu.Lock()
-	cs := h.ups[name].sess
-	h.mu.Unlock()
-	if cs == nil {
-		return
+	for {
+		h.mu.Lock()
+		u := h.ups[name]
+		cs := u.sess
+		u.relistAgain = false
+		h.mu.Unlock()
+		if cs != nil {
+			ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
+			tools, err := listTools(ctx, cs)
+			cancel()
+			if err != nil {
+				fmt.Fprintf(h.notes, "contextd: note: %s: its tools could not be listed again: %v\n", name, err)
+			} else {
+				h.set(name, func(u *upstream) {}, tools)
+			}
+		}
+		h.mu.Lock()
+		again := u.relistAgain && u.sess != nil
+		if !again {
+			u.listing = false
+		}
+		h.mu.Unlock()
+		if !again {
+			return
+		}
 	}
-	ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
-	defer cancel()
-	tools, err := listTools(ctx, cs)
-	if err != nil {
-		fmt.Fprintf(h.notes, "contextd: note: %s: its tools could not be listed again: %v\n", name, err)
-		return
-	}
-	h.set(name, func(u *upstream) {}, tools)
 }
 
 // validToolName is MCP's form of a tool name. A server's tool named
