@@ -153,6 +153,10 @@ command = ["/nonexistent/mcp-server"]
 		}
 	}
 
+	// contextd status names the served servers and how they are found.
+	st := contextdAs(t, "status", "--no-sandbox-check")
+	mustContain(t, "contextd status", st.stdout, `mcp:      broken, everything, files, memory served by contextd-proxy mcp, found with tool_search ([mcp] search = "on")`)
+
 	// Each server's wrap is recorded as any wrap is.
 	h.close()
 	for _, name := range []string{"files", "memory", "everything"} {

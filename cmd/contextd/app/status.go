@@ -51,6 +51,16 @@ type Report struct {
 	// Webhooks are the latest deliveries to the automations, newest
 	// first; absent when none is configured.
 	Webhooks *WebhooksState `json:"webhooks,omitempty"`
+	// MCPServed are the servers contextd-proxy mcp serves behind its one
+	// endpoint ([mcp.servers.NAME] with a command or url); absent when none.
+	MCPServed *MCPServedState `json:"mcp_served,omitempty"`
+}
+
+// MCPServedState is the served servers' part of the status.
+type MCPServedState struct {
+	Servers   []string `json:"servers"`
+	Search    string   `json:"search"`
+	Threshold int      `json:"threshold"`
 }
 
 // WebhooksState is the automations' part of the status.
@@ -191,6 +201,9 @@ It does not start the daemon: a socket-waiting daemon stays asleep.`,
 			} else {
 				r.Store = storeState(cfg)
 				r.Tools, r.ToolsNote = pluginTools(cfg)
+				if names := cfg.MCP.ServedNames(); len(names) > 0 {
+					r.MCPServed = &MCPServedState{Servers: names, Search: cfg.MCP.Search, Threshold: cfg.MCP.SearchThreshold}
+				}
 				if len(cfg.Automations) > 0 {
 					r.Webhooks = &WebhooksState{Automations: len(cfg.Automations)}
 					r.Webhooks.Deliveries, r.Webhooks.Note = recentDeliveries(webhooksShown)
@@ -443,6 +456,11 @@ func (r *Report) print(w io.Writer) {
 		}
 	}
 	printTools(w, r.Tools, r.ToolsNote)
+	if m := r.MCPServed; m != nil {
+		how := map[string]string{"on": "found with tool_search", "off": "listed in full", "defer": "listed in full, with tool_search",
+			"auto": fmt.Sprintf("found with tool_search past %d tools", m.Threshold)}[m.Search]
+		fmt.Fprintf(w, "mcp:      %s served by contextd-proxy mcp, %s ([mcp] search = %q)\n", strings.Join(m.Servers, ", "), how, m.Search)
+	}
 	if h := r.Webhooks; h != nil {
 		fmt.Fprintf(w, "webhooks: %d automation(s), latest deliveries (contextd automations list):\n", h.Automations)
 		for _, d := range h.Deliveries {
