@@ -53,6 +53,8 @@ func embeddedQueries(file string, b []byte) ([]Query, error) {
 type Set struct {
 	// Name says which files: the query file over the fixture directories.
 	Name string
+	// File is the query file, for errors.
+	File string
 	// Servers and Queries load the catalogue and the tasks.
 	Servers func() ([]Server, error)
 	Queries func() ([]Query, error)
@@ -64,8 +66,8 @@ type Set struct {
 // catalogue, and the second over both catalogues.
 func Sets() []Set {
 	return []Set{
-		{"queries.jsonl over servers", Fixtures, Queries, "dev", "test"},
-		{"queries2.jsonl over servers+servers2", WideFixtures, Queries2, "dev2", "test2"},
+		{"queries.jsonl over servers", "testdata/queries.jsonl", Fixtures, Queries, "dev", "test"},
+		{"queries2.jsonl over servers+servers2", "testdata/queries2.jsonl", WideFixtures, Queries2, "dev2", "test2"},
 	}
 }
 
