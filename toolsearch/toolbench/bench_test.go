@@ -10,15 +10,14 @@ import (
 // by side for each query set and split (go test -run TestRetrievalBeatsBM25
 // -v), and holds contextd to a bar on all queries of each: the expected
 // tool in the first three for at least R3 of tasks, and Gain points more
-// often than plain BM25. The first set's bar is the issue's.
+// often than plain BM25. The first set's bar is the issue's; the second's
+// holds the index to a set written after it was tuned, over seven servers
+// the first never saw.
 func TestRetrievalBeatsBM25(t *testing.T) {
-	bars := []struct{ R3, Gain float64 }{{0.85, 0.25}}
+	bars := []struct{ R3, Gain float64 }{{0.85, 0.25}, {0.80, 0.20}}
 	for i, set := range Sets() {
 		t.Run(set.Name, func(t *testing.T) {
 			got := benchTable(t, set)
-			if i >= len(bars) {
-				return
-			}
 			c, bm := got["all/contextd"], got["all/bm25"]
 			if c.R3 < bars[i].R3 {
 				t.Errorf("contextd R@3 %.3f on all queries, want at least %.2f", c.R3, bars[i].R3)
