@@ -4,8 +4,8 @@ import "strings"
 
 // concept is one operation or thing that agents and tool authors name with
 // different words. A word or phrase of a query and of a tool yields the
-// concept's id, and a shared id scores as half a shared word (a phrase's as
-// a whole word).
+// concept's id, and a shared id scores as most of a shared word
+// (conceptWeight; a phrase's as a whole word).
 type concept struct {
 	id    string
 	words []string
@@ -51,7 +51,7 @@ var actions = []concept{
 	{"scale", []string{"scale", "bump", "resize", "replica", "instances", "scale up", "scale down"}},
 	// What a program printed, and why it failed.
 	{"logs", []string{"log", "logs", "crash", "crashing", "restarting", "failing", "stack trace", "output", "printed", "stdout",
-		"stderr", "console", "error", "why"}},
+		"stderr", "console", "error", "exception", "throw", "threw", "thrown", "why"}},
 	// Everything known about one object: what it is, its size, its
 	// dates, its events.
 	{"detail", []string{"describe", "details", "detail", "detailed", "info", "information", "metadata", "inspect", "stat",
@@ -91,6 +91,8 @@ var actions = []concept{
 	// Whether something answers at all.
 	{"health", []string{"reachable", "alive", "responsive", "health", "healthy", "heartbeat", "liveness", "connectivity",
 		"is up", "is down", "still up"}},
+	// Bringing back what was paused or put away.
+	{"resume", []string{"resume", "restore", "unpause", "wake", "reactivate", "bring back", "revive"}},
 }
 
 // filler is phrases that only look like they say something.
@@ -103,7 +105,7 @@ var things = []concept{{"pr", []string{"pr", "pull request", "merge request", "m
 	{"repo", []string{"repo", "repository", "project", "codebase"}},
 	{"kubernetes", []string{"k8s", "kubernetes", "kubectl", "cluster", "kube"}},
 	{"pod", []string{"pod", "container", "workload"}},
-	{"deployment", []string{"deployment", "deploy", "rollout", "release"}},
+	{"deployment", []string{"deployment", "deploy", "rollout", "release", "ship", "publish", "go live"}},
 	{"namespace", []string{"namespace", "ns"}},
 	{"message", []string{"message", "msg", "post", "chat", "text", "dm"}},
 	{"channel", []string{"channel", "room"}},
@@ -129,6 +131,20 @@ var things = []concept{{"pr", []string{"pr", "pull request", "merge request", "m
 	{"playwright", []string{"playwright", "browser"}},
 	{"notion", []string{"notion", "workspace", "wiki"}},
 	{"filesystem", []string{"filesystem", "fs", "disk"}},
+
+	// Domains of hosted services: how agents say what the service calls
+	// otherwise.
+	{"location", []string{"coordinates", "coordinate", "latitude", "longitude", "lat", "lng", "geographic", "gps"}},
+	{"elevation", []string{"elevation", "altitude", "above sea level", "sea level", "how high"}},
+	{"balance", []string{"balance", "money", "funds", "cash"}},
+	{"dispute", []string{"dispute", "chargeback", "contested"}},
+	{"invoice", []string{"invoice", "bill", "billing", "receipt"}},
+	{"subscription", []string{"subscription", "subscribe", "recurring", "monthly", "membership", "tier", "premium"}},
+	{"product", []string{"product", "sku", "catalog", "catalogue", "sell", "offering", "goods"}},
+	{"migration", []string{"migration", "migrate", "schema change", "ddl", "alter table"}},
+	{"tree", []string{"tree", "nested", "recursive", "recursively", "hierarchy", "layout", "structure", "outline"}},
+	{"documentation", []string{"documentation", "docs", "manual", "guide"}},
+	{"current", []string{"current", "currently", "switch"}},
 }
 
 // conceptIndex maps a phrase's stems joined by spaces to its concept ids:

@@ -35,8 +35,10 @@ const (
 	// coverageBase is what a tool that matches one part of a task in many
 	// keeps of its score: the rest grows with the share of parts matched.
 	coverageBase = 0.6
-	// serverIntent multiplies the tools of a server the query names.
-	serverIntent = 1.5
+	// serverIntent multiplies the tools of a server the query names: the
+	// agent has chosen the server, and a tool of another that mentions
+	// the name ("a Postgres database") should not outrank its tools.
+	serverIntent = 2.0
 	exactScore   = 1000
 	prefixScore  = 500
 )

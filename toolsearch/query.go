@@ -22,8 +22,11 @@ type qterm struct {
 
 const (
 	// conceptWeight is what a word's shared concept counts against the
-	// shared word itself; a phrase's concept counts as a word.
-	conceptWeight = 0.5
+	// shared word itself; a phrase's concept counts as a word. Tools and
+	// tasks from different hands rarely share the word itself ("orgs"
+	// against "organizations", "chargeback" against "dispute"), so the
+	// concept carries most of a word.
+	conceptWeight = 0.7
 	// inPhraseWeight is what the literal word counts when it stands in a
 	// phrase: "file" in "file a bug" is not about files.
 	inPhraseWeight = 0.5

@@ -31,6 +31,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -72,57 +73,25 @@ func run(args []string, out io.Writer) error {
 		return fmt.Errorf("%w: -k %d: want 1..20", errUsage, *k)
 	}
 
-	servers, err := toolbench.Fixtures()
-	if *fixtures != "" {
-		servers, err = toolbench.Load(*fixtures)
+	sets := toolbench.Sets()
+	if *fixtures != "" || *queries != "" {
+		sets = []toolbench.Set{outside(*fixtures, *queries)}
 	}
-	if err != nil {
-		return err
-	}
-	docs, err := toolbench.Docs(servers)
-	if err != nil {
-		return err
-	}
-	qs, err := toolbench.Queries()
-	qfile := "testdata/queries.jsonl"
-	if *queries != "" {
-		qs, err = toolbench.LoadQueries(*queries)
-		qfile = *queries
-	}
-	if err != nil {
-		return err
-	}
-	if err := toolbench.CheckQueries(qfile, qs, docs); err != nil {
-		return err
-	}
-	qs = toolbench.Split(qs, *split)
-	if len(qs) == 0 {
-		return fmt.Errorf("%s: no query in split %q", qfile, *split)
-	}
-
-	fmt.Fprintf(out, "%d tools of %d servers, %d queries (split %s)\n\n", len(docs), len(servers), len(qs), *split)
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	// R@k gets a column of its own when it is not one of the three.
-	extra := *k != 1 && *k != 3 && *k != 5
-	head := "ranker\tR@1\tR@3\tR@5\t"
-	if extra {
-		head += fmt.Sprintf("R@%d\t", *k)
-	}
-	fmt.Fprintln(tw, head+"MRR\tn\t")
-	for _, r := range toolbench.Rankers(docs) {
-		m := toolbench.Evaluate(r.Rank, qs)
-		row := fmt.Sprintf("%s\t%.3f\t%.3f\t%.3f\t", r.Name, m.R1, m.R3, m.R5)
-		if extra {
-			row += fmt.Sprintf("%.3f\t", toolbench.RecallAt(r.Rank, qs, *k))
+	var servers []toolbench.Server
+	var docs []toolsearch.Doc
+	var qs []toolbench.Query
+	for i, set := range sets {
+		s, d, q, err := table(out, set, *split, *k)
+		if err != nil {
+			return err
 		}
-		fmt.Fprintf(tw, "%s%.3f\t%d\t\n", row, m.MRR, m.N)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
+		if i == 0 {
+			servers, docs, qs = s, d, q
+		}
 	}
 
 	off, on := toolbench.ListTokens(toolbench.AllTools(servers)), toolbench.ListTokens(toolbench.SearchTools())
-	fmt.Fprintf(out, "\ndefinition tokens (cl100k, compact tools array)\n")
+	fmt.Fprintf(out, "definition tokens of %s (cl100k, compact tools array)\n", sets[0].Name)
 	fmt.Fprintf(out, "  search mode off: %6d  (%d tools)\n", off, len(docs))
 	fmt.Fprintf(out, "  search mode on:  %6d  (%s, %s)  %.1f%% less\n", on, toolsearch.SearchToolName, toolsearch.CallToolName,
 		100*(1-float64(on)/float64(max(off, 1))))
@@ -132,8 +101,73 @@ func run(args []string, out io.Writer) error {
 	ix := toolsearch.Build(big)
 	built := time.Since(start)
 	med, p90 := toolbench.Latency(func(q string) { ix.Search(q, *k) }, qs, 200)
-	fmt.Fprintf(out, "\nlatency at %d tools (the catalogue repeated under renamed servers)\n", len(big))
+	fmt.Fprintf(out, "\nlatency at %d tools (that catalogue repeated under renamed servers)\n", len(big))
 	fmt.Fprintf(out, "  Build %v; Search over 200 queries: median %v, p90 %v\n",
 		built.Round(time.Millisecond), med.Round(time.Microsecond), p90.Round(time.Microsecond))
 	return nil
+}
+
+// outside is the set of a query file, a catalogue directory or both given
+// on the command line; the committed first set stands in for the other.
+func outside(fixtures, queries string) toolbench.Set {
+	set := toolbench.Sets()[0]
+	if fixtures != "" {
+		set.Servers = func() ([]toolbench.Server, error) { return toolbench.Load(fixtures) }
+		set.Name = fmt.Sprintf("queries over %s", fixtures)
+	}
+	if queries != "" {
+		set.File = queries
+		set.Queries = func() ([]toolbench.Query, error) { return toolbench.LoadQueries(queries) }
+		set.Name = fmt.Sprintf("%s over %s", queries, cmp.Or(fixtures, "servers"))
+	}
+	set.Dev, set.Test = "dev", "test"
+	return set
+}
+
+// table prints the retrievals side by side on the split of set (dev and
+// test name the set's own two splits), and returns what it read.
+func table(out io.Writer, set toolbench.Set, split string, k int) ([]toolbench.Server, []toolsearch.Doc, []toolbench.Query, error) {
+	servers, err := set.Servers()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	docs, err := toolbench.Docs(servers)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	qs, err := set.Queries()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := toolbench.CheckQueries(set.File, qs, docs); err != nil {
+		return nil, nil, nil, err
+	}
+	name := map[string]string{"all": "all", "dev": set.Dev, "test": set.Test}[split]
+	qs = toolbench.Split(qs, name)
+	if len(qs) == 0 {
+		return nil, nil, nil, fmt.Errorf("%s: no query in split %q", set.File, name)
+	}
+
+	fmt.Fprintf(out, "%s: %d tools of %d servers, %d queries (split %s)\n\n", set.Name, len(docs), len(servers), len(qs), name)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	// R@k gets a column of its own when it is not one of the three.
+	extra := k != 1 && k != 3 && k != 5
+	head := "ranker\tR@1\tR@3\tR@5\t"
+	if extra {
+		head += fmt.Sprintf("R@%d\t", k)
+	}
+	fmt.Fprintln(tw, head+"MRR\tn\t")
+	for _, r := range toolbench.Rankers(docs) {
+		m := toolbench.Evaluate(r.Rank, qs)
+		row := fmt.Sprintf("%s\t%.3f\t%.3f\t%.3f\t", r.Name, m.R1, m.R3, m.R5)
+		if extra {
+			row += fmt.Sprintf("%.3f\t", toolbench.RecallAt(r.Rank, qs, k))
+		}
+		fmt.Fprintf(tw, "%s%.3f\t%d\t\n", row, m.MRR, m.N)
+	}
+	if err := tw.Flush(); err != nil {
+		return nil, nil, nil, err
+	}
+	fmt.Fprintln(out)
+	return servers, docs, qs, nil
 }

@@ -16,7 +16,8 @@ func TestRunDefault(t *testing.T) {
 	if err := run([]string{"-split", "dev", "-k", "10"}, &b); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"contextd", "bm25", "exact", "R@3", "R@10", "search mode on", "latency at 1000 tools"} {
+	for _, want := range []string{"contextd", "bm25", "exact", "R@3", "R@10", "search mode on", "latency at 1000 tools",
+		"queries2.jsonl over servers+servers2", "split dev2"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, b.String())
 		}

@@ -18,7 +18,7 @@ import (
 	"github.com/contextd/contextd/toolsearch"
 )
 
-//go:embed testdata/servers/*.json
+//go:embed testdata/servers/*.json testdata/servers2/*.json
 var fixtures embed.FS
 
 // Server is one frozen tools/list answer and where it came from.
@@ -40,12 +40,29 @@ var (
 )
 
 // Fixtures returns the servers frozen in the repository, by name.
-func Fixtures() ([]Server, error) {
-	sub, err := fs.Sub(fixtures, "testdata/servers")
+func Fixtures() ([]Server, error) { return embedded("testdata/servers") }
+
+// Fixtures2 returns the second frozen set, servers none of the first query
+// set was written for; WideFixtures is both sets, the catalogue Queries2 is
+// judged over, so every first-set tool is a distractor for it.
+func Fixtures2() ([]Server, error) { return embedded("testdata/servers2") }
+
+// WideFixtures returns Fixtures and then Fixtures2.
+func WideFixtures() ([]Server, error) {
+	a, err := Fixtures()
 	if err != nil {
 		return nil, err
 	}
-	return load(sub, "testdata/servers")
+	b, err := Fixtures2()
+	return append(a, b...), err
+}
+
+func embedded(dir string) ([]Server, error) {
+	sub, err := fs.Sub(fixtures, dir)
+	if err != nil {
+		return nil, err
+	}
+	return load(sub, dir)
 }
 
 // Load reads every *.json server file of dir: an outside catalogue plugs

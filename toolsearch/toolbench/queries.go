@@ -11,8 +11,12 @@ import (
 	"github.com/contextd/contextd/toolsearch"
 )
 
-//go:embed testdata/queries.jsonl
-var queriesJSONL []byte
+var (
+	//go:embed testdata/queries.jsonl
+	queriesJSONL []byte
+	//go:embed testdata/queries2.jsonl
+	queries2JSONL []byte
+)
 
 // Query is a task as an agent phrases it, with the tools that do it: any of
 // Expect counts as found.
@@ -30,12 +34,41 @@ type Query struct {
 }
 
 // Queries returns the query set committed with the benchmark.
-func Queries() ([]Query, error) {
-	qs, err := parseQueries(queriesJSONL)
+func Queries() ([]Query, error) { return embeddedQueries("testdata/queries.jsonl", queriesJSONL) }
+
+// Queries2 returns the second query set, written after the concept table
+// against WideFixtures, with splits dev2 and test2: a check of how the
+// tuning on the first set carries to tasks and servers it never saw.
+func Queries2() ([]Query, error) { return embeddedQueries("testdata/queries2.jsonl", queries2JSONL) }
+
+func embeddedQueries(file string, b []byte) ([]Query, error) {
+	qs, err := parseQueries(b)
 	if err != nil {
-		return nil, fmt.Errorf("testdata/queries.jsonl:%w", err)
+		return nil, fmt.Errorf("%s:%w", file, err)
 	}
 	return qs, nil
+}
+
+// Set is a query set and the catalogue it is judged over.
+type Set struct {
+	// Name says which files: the query file over the fixture directories.
+	Name string
+	// File is the query file, for errors.
+	File string
+	// Servers and Queries load the catalogue and the tasks.
+	Servers func() ([]Server, error)
+	Queries func() ([]Query, error)
+	// Dev and Test are the names the set gives its two splits.
+	Dev, Test string
+}
+
+// Sets are the committed benchmarks: the first query set over the first
+// catalogue, and the second over both catalogues.
+func Sets() []Set {
+	return []Set{
+		{"queries.jsonl over servers", "testdata/queries.jsonl", Fixtures, Queries, "dev", "test"},
+		{"queries2.jsonl over servers+servers2", "testdata/queries2.jsonl", WideFixtures, Queries2, "dev2", "test2"},
+	}
 }
 
 // LoadQueries reads a JSONL query file: an outside query set plugs into the

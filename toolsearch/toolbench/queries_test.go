@@ -10,7 +10,13 @@ import (
 // fixtureDocs are the frozen catalogue's tools.
 func fixtureDocs(t testing.TB) []toolsearch.Doc {
 	t.Helper()
-	servers, err := Fixtures()
+	return setDocs(t, Sets()[0])
+}
+
+// setDocs are the tools of the catalogue set is judged over.
+func setDocs(t testing.TB, set Set) []toolsearch.Doc {
+	t.Helper()
+	servers, err := set.Servers()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,42 +27,55 @@ func fixtureDocs(t testing.TB) []toolsearch.Doc {
 	return docs
 }
 
-func docsByID(t *testing.T) map[string]toolsearch.Doc {
+func docsByID(t *testing.T, set Set) map[string]toolsearch.Doc {
 	m := map[string]toolsearch.Doc{}
-	for _, d := range fixtureDocs(t) {
+	for _, d := range setDocs(t, set) {
 		m[d.ID()] = d
 	}
 	return m
 }
 
-// TestQueriesExpectRealTools keeps the query set honest about the catalogue:
-// every expected tool exists, ids are unique, and both splits are used.
-func TestQueriesExpectRealTools(t *testing.T) {
-	qs, err := Queries()
+// setQueries are the tasks of set.
+func setQueries(t *testing.T, set Set) []Query {
+	t.Helper()
+	qs, err := set.Queries()
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs := docsByID(t)
-	ids := map[string]bool{}
-	for _, q := range qs {
-		if ids[q.ID] {
-			t.Errorf("%s: id twice", q.ID)
-		}
-		ids[q.ID] = true
-		for _, e := range q.Expect {
-			if _, ok := docs[e]; !ok {
-				t.Errorf("%s: expects %s, which no fixture has", q.ID, e)
+	return qs
+}
+
+// TestQueriesExpectRealTools keeps each query set honest about its
+// catalogue: every expected tool exists, ids are unique, both splits are
+// used, and the set is large enough to measure.
+func TestQueriesExpectRealTools(t *testing.T) {
+	least := []int{120, 100}
+	for i, set := range Sets() {
+		t.Run(set.Name, func(t *testing.T) {
+			qs := setQueries(t, set)
+			docs := docsByID(t, set)
+			ids := map[string]bool{}
+			for _, q := range qs {
+				if ids[q.ID] {
+					t.Errorf("%s: id twice", q.ID)
+				}
+				ids[q.ID] = true
+				for _, e := range q.Expect {
+					if _, ok := docs[e]; !ok {
+						t.Errorf("%s: expects %s, which no fixture has", q.ID, e)
+					}
+				}
+				if q.Split != set.Dev && q.Split != set.Test {
+					t.Errorf("%s: split %q", q.ID, q.Split)
+				}
 			}
-		}
-		if q.Split != "dev" && q.Split != "test" {
-			t.Errorf("%s: split %q", q.ID, q.Split)
-		}
-	}
-	if len(qs) < 120 {
-		t.Errorf("%d queries, want at least 120", len(qs))
-	}
-	if dev, test := len(Split(qs, "dev")), len(Split(qs, "test")); test == 0 || dev < test {
-		t.Errorf("dev %d, test %d: want about two thirds dev", dev, test)
+			if len(qs) < least[i] {
+				t.Errorf("%d queries, want at least %d", len(qs), least[i])
+			}
+			if dev, test := len(Split(qs, set.Dev)), len(Split(qs, set.Test)); test == 0 || dev < test {
+				t.Errorf("%s %d, %s %d: want at least as many to tune on as to report", set.Dev, dev, set.Test, test)
+			}
+		})
 	}
 }
 
@@ -65,11 +84,12 @@ func TestQueriesExpectRealTools(t *testing.T) {
 // words of its expected tool's description, and at least 80% share under
 // half of their content words with it.
 func TestQueriesDoNotEcho(t *testing.T) {
-	qs, err := Queries()
-	if err != nil {
-		t.Fatal(err)
+	for _, set := range Sets() {
+		t.Run(set.Name, func(t *testing.T) { checkNoEcho(t, setQueries(t, set), docsByID(t, set)) })
 	}
-	docs := docsByID(t)
+}
+
+func checkNoEcho(t *testing.T, qs []Query, docs map[string]toolsearch.Doc) {
 	low, n := 0, 0
 	for _, q := range qs {
 		if q.Kind == "name" {
@@ -120,7 +140,7 @@ func jaccard(a, b []string) float64 {
 // TestConceptsHoldNoToolNames keeps the concept table generic: a word that
 // is a tool's whole name would be an entry for that tool.
 func TestConceptsHoldNoToolNames(t *testing.T) {
-	docs := docsByID(t)
+	docs := docsByID(t, Sets()[1])
 	names := map[string]string{}
 	for id, d := range docs {
 		names[strings.Join(toolsearch.Words(d.Name), " ")] = id

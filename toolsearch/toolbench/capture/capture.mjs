@@ -1,6 +1,10 @@
 // Freezes the tools/list answer of each server in servers.json into
-// ../testdata/servers/<name>.json. Run after `npm ci` in this directory; the
-// lock file pins every transitive version, which shapes the schemas.
+// ../testdata/<set>/<name>.json, where set is the entry's "set" (default
+// servers): the second set widens the catalogue the second query file is
+// judged over, without changing the first. Run after `npm ci` in this
+// directory; the lock file pins every transitive version, which shapes the
+// schemas. TOOLBENCH_OUT sends every file to one directory instead, to
+// compare a fresh capture with the committed one.
 //
 // Usage: node capture.mjs [name ...]
 import { spawn } from 'node:child_process';
@@ -10,7 +14,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const outDir = process.env.TOOLBENCH_OUT ?? join(here, '..', 'testdata', 'servers');
+const outDirOf = (s) => process.env.TOOLBENCH_OUT ?? join(here, '..', 'testdata', s.set ?? 'servers');
 const servers = JSON.parse(readFileSync(join(here, 'servers.json'), 'utf8'));
 const only = process.argv.slice(2);
 
@@ -85,7 +89,7 @@ for (const s of servers) {
   try {
     const got = await list(process.execPath, [entry.path, ...(s.args ?? []).map(fill)], env);
     const doc = { name: s.name, package: s.package, version: entry.version, protocolVersion: got.protocolVersion, serverInfo: got.serverInfo, tools: got.tools };
-    writeFileSync(join(outDir, `${s.name}.json`), JSON.stringify(doc, null, 2) + '\n');
+    writeFileSync(join(outDirOf(s), `${s.name}.json`), JSON.stringify(doc, null, 2) + '\n');
     console.error(`${s.name}: ${got.tools.length} tools`);
   } catch (e) {
     failed++;
