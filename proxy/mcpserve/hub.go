@@ -340,17 +340,21 @@ func (h *hub) set(name string, change func(*upstream), tools []*mcp.Tool) {
 	h.ixmu.Lock()
 	h.index.ReplaceServer(name, docs)
 	h.ixmu.Unlock()
-	close(h.wake)
-	h.wake = make(chan struct{})
 	h.mu.Unlock()
 	if h.onTools != nil {
 		h.regMu.Lock()
-		defer h.regMu.Unlock()
 		h.mu.Lock()
 		now := h.ups[name].tools
 		h.mu.Unlock()
 		h.onTools(name, now)
+		h.regMu.Unlock()
 	}
+	// Waiters wake once the change is whole: a full list that waited for
+	// the servers must find their tools registered.
+	h.mu.Lock()
+	close(h.wake)
+	h.wake = make(chan struct{})
+	h.mu.Unlock()
 }
 
 // listTools reads every page of a server's tools.
