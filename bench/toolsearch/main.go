@@ -27,7 +27,9 @@
 //
 // q and expect are needed; any tool of expect counts as found. kind
 // (paraphrase, partial, name, cross) is informative, and split (dev, test)
-// is what -split keeps. Errors name the file and line.
+// is what -split keeps; the committed sets name their splits dev/test,
+// dev2/test2 and test3 (the third is held out whole). Errors name the file
+// and line.
 package main
 
 import (
@@ -81,6 +83,10 @@ func run(args []string, out io.Writer) error {
 	var docs []toolsearch.Doc
 	var qs []toolbench.Query
 	for i, set := range sets {
+		if *split == "dev" && set.Dev == "" {
+			fmt.Fprintf(out, "%s: held out whole, no dev split\n\n", set.Name)
+			continue
+		}
 		s, d, q, err := table(out, set, *split, *k)
 		if err != nil {
 			return err

@@ -17,7 +17,20 @@ func TestRunDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"contextd", "bm25", "exact", "R@3", "R@10", "search mode on", "latency at 1000 tools",
-		"queries2.jsonl over servers+servers2", "split dev2"} {
+		"queries2.jsonl over servers+servers2", "split dev2", "queries3.jsonl over servers+servers2: held out whole"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// TestRunHeldOut: the test split reports the third set, held out whole.
+func TestRunHeldOut(t *testing.T) {
+	var b strings.Builder
+	if err := run([]string{"-split", "test"}, &b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"split test2", "queries3.jsonl over servers+servers2", "split test3"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, b.String())
 		}

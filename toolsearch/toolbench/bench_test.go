@@ -12,9 +12,9 @@ import (
 // tool in the first three for at least R3 of tasks, and Gain points more
 // often than plain BM25. The first set's bar is the issue's; the second's
 // holds the index to a set written after it was tuned, over seven servers
-// the first never saw.
+// the first never saw; the third's to a set nothing was ever tuned on.
 func TestRetrievalBeatsBM25(t *testing.T) {
-	bars := []struct{ R3, Gain float64 }{{0.85, 0.25}, {0.80, 0.20}}
+	bars := []struct{ R3, Gain float64 }{{0.85, 0.25}, {0.80, 0.20}, {0.65, 0.10}}
 	for i, set := range Sets() {
 		t.Run(set.Name, func(t *testing.T) {
 			got := benchTable(t, set)
@@ -36,7 +36,7 @@ func benchTable(t *testing.T, set Set) map[string]Metrics {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %d tools, %d queries\n%-6s %-9s %s\n", set.Name, len(docs), len(qs), "split", "ranker", "metrics")
 	got := map[string]Metrics{}
-	for _, split := range []string{"all", set.Dev, set.Test} {
+	for _, split := range set.Splits() {
 		sq := Split(qs, split)
 		for _, r := range Rankers(docs) {
 			m := Evaluate(r.Rank, sq)

@@ -16,6 +16,8 @@ var (
 	queriesJSONL []byte
 	//go:embed testdata/queries2.jsonl
 	queries2JSONL []byte
+	//go:embed testdata/queries3.jsonl
+	queries3JSONL []byte
 )
 
 // Query is a task as an agent phrases it, with the tools that do it: any of
@@ -41,6 +43,11 @@ func Queries() ([]Query, error) { return embeddedQueries("testdata/queries.jsonl
 // tuning on the first set carries to tasks and servers it never saw.
 func Queries2() ([]Query, error) { return embeddedQueries("testdata/queries2.jsonl", queries2JSONL) }
 
+// Queries3 returns the third query set, over WideFixtures, written before
+// any tuning that followed it and held out whole (split test3): nothing is
+// tuned on it, so it measures how the index carries to tasks it never saw.
+func Queries3() ([]Query, error) { return embeddedQueries("testdata/queries3.jsonl", queries3JSONL) }
+
 func embeddedQueries(file string, b []byte) ([]Query, error) {
 	qs, err := parseQueries(b)
 	if err != nil {
@@ -58,16 +65,18 @@ type Set struct {
 	// Servers and Queries load the catalogue and the tasks.
 	Servers func() ([]Server, error)
 	Queries func() ([]Query, error)
-	// Dev and Test are the names the set gives its two splits.
+	// Dev and Test are the names the set gives its two splits; a set held
+	// out whole has no Dev.
 	Dev, Test string
 }
 
 // Sets are the committed benchmarks: the first query set over the first
-// catalogue, and the second over both catalogues.
+// catalogue, and the second and third over both catalogues.
 func Sets() []Set {
 	return []Set{
 		{"queries.jsonl over servers", "testdata/queries.jsonl", Fixtures, Queries, "dev", "test"},
 		{"queries2.jsonl over servers+servers2", "testdata/queries2.jsonl", WideFixtures, Queries2, "dev2", "test2"},
+		{"queries3.jsonl over servers+servers2", "testdata/queries3.jsonl", WideFixtures, Queries3, "", "test3"},
 	}
 }
 
@@ -104,6 +113,17 @@ func parseQueries(b []byte) ([]Query, error) {
 		out = append(out, q)
 	}
 	return out, sc.Err()
+}
+
+// Splits are the names of set's splits to report: all, then its own.
+func (set Set) Splits() []string {
+	out := []string{"all"}
+	for _, s := range []string{set.Dev, set.Test} {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Split keeps the queries of one split; "all" or "" keeps every one.

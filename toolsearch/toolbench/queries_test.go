@@ -49,7 +49,7 @@ func setQueries(t *testing.T, set Set) []Query {
 // catalogue: every expected tool exists, ids are unique, both splits are
 // used, and the set is large enough to measure.
 func TestQueriesExpectRealTools(t *testing.T) {
-	least := []int{120, 100}
+	least := []int{120, 100, 70}
 	for i, set := range Sets() {
 		t.Run(set.Name, func(t *testing.T) {
 			qs := setQueries(t, set)
@@ -71,6 +71,12 @@ func TestQueriesExpectRealTools(t *testing.T) {
 			}
 			if len(qs) < least[i] {
 				t.Errorf("%d queries, want at least %d", len(qs), least[i])
+			}
+			if set.Dev == "" {
+				if test := len(Split(qs, set.Test)); test != len(qs) {
+					t.Errorf("%s %d of %d: a set held out whole has one split", set.Test, test, len(qs))
+				}
+				return
 			}
 			if dev, test := len(Split(qs, set.Dev)), len(Split(qs, set.Test)); test == 0 || dev < test {
 				t.Errorf("%s %d, %s %d: want at least as many to tune on as to report", set.Dev, dev, set.Test, test)
