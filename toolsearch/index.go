@@ -57,6 +57,7 @@ type Index struct {
 	lens     [][nFields]float32
 	avg      [nFields]float64
 	postings map[string][]posting
+	terms    []string // the plain terms of postings, sorted
 	names    []string // normName of each tool's name
 	ids      []string // normName of each tool's ID
 	pos      map[string]int
@@ -126,6 +127,7 @@ func (ix *Index) build(docs []Doc, an []analysis) {
 			ix.postings[t] = append(ix.postings[t], posting{doc: int32(i), tf: tf})
 		}
 	}
+	ix.terms = sortedTerms(ix.postings)
 	for f := range sum {
 		if len(docs) > 0 {
 			ix.avg[f] = max(sum[f]/float64(len(docs)), 1)
@@ -253,23 +255,53 @@ func (ix *Index) rank(q string, qts []qterm, units int) []Hit {
 	n := float64(len(ix.docs))
 	score := make([]float64, len(ix.docs))
 	matched := make([][]bool, len(ix.docs))
+	idf := func(ps []posting) float64 { return math.Log(1 + (n-float64(len(ps))+0.5)/(float64(len(ps))+0.5)) }
+	credit := func(doc int32, qt qterm, v float64) {
+		score[doc] += v
+		if matched[doc] == nil {
+			matched[doc] = make([]bool, units)
+		}
+		for _, u := range qt.units {
+			matched[doc][u] = true
+		}
+	}
 	for _, qt := range qts {
 		ps := ix.postings[qt.term]
-		if len(ps) == 0 {
+		var lit map[int32]bool
+		if len(ps) > 0 {
+			w := idf(ps)
+			for _, p := range ps {
+				s := ix.saturate(p, qt.noServer)
+				if s == 0 || (qt.implied && score[p.doc] == 0) {
+					continue
+				}
+				credit(p.doc, qt, qt.weight*w*s)
+			}
+		}
+		if qt.implied {
 			continue
 		}
-		idf := math.Log(1 + (n-float64(len(ps))+0.5)/(float64(len(ps))+0.5))
+		exps := ix.expansions(qt.term)
+		if len(exps) == 0 {
+			continue
+		}
+		lit = make(map[int32]bool, len(ps))
 		for _, p := range ps {
-			s := ix.saturate(p, qt.noServer)
-			if s == 0 || (qt.implied && score[p.doc] == 0) {
-				continue
+			lit[p.doc] = true
+		}
+		best := map[int32]float64{}
+		for _, x := range exps {
+			xs := ix.postings[x]
+			w := idf(xs)
+			for _, p := range xs {
+				if !lit[p.doc] {
+					best[p.doc] = max(best[p.doc], w*ix.saturate(p, qt.noServer))
+				}
 			}
-			score[p.doc] += qt.weight * idf * s
-			if matched[p.doc] == nil {
-				matched[p.doc] = make([]bool, units)
-			}
-			for _, u := range qt.units {
-				matched[p.doc][u] = true
+		}
+		for d, v := range best {
+			if v > 0 {
+				credit(d, qt, qt.weight*prefixWeight*v)
 			}
 		}
 	}

@@ -45,6 +45,27 @@ func TestSearch(t *testing.T) {
 	}
 }
 
+// TestAbbreviations: a word that begins a tool's word, or that a tool's
+// word begins, finds it; a word of the concept table keeps its own meaning.
+func TestAbbreviations(t *testing.T) {
+	ix := Build([]Doc{
+		{Server: "s", Name: "find_organizations", Description: "Find organizations the user can see"},
+		{Server: "s", Name: "show_config", Description: "Show the server's config"},
+		{Server: "s", Name: "list_tables", Description: "List the tables of a database"},
+	})
+	for _, c := range []struct{ q, want string }{
+		{"my orgs", "s.find_organizations"},
+		{"the configuration", "s.show_config"},
+	} {
+		if hits := ix.Search(c.q, 1); len(hits) == 0 || hits[0].ID != c.want {
+			t.Errorf("Search(%q) = %v, want %s first", c.q, hits, c.want)
+		}
+	}
+	if exps := ix.expansions("tab"); len(exps) != 0 {
+		t.Errorf("tab, a concept word, expands to %v", exps)
+	}
+}
+
 func TestReplaceServer(t *testing.T) {
 	ix := Build(sample)
 	ix.ReplaceServer("slack", []Doc{{Server: "slack", Name: "slack_add_reaction", Description: "Add a reaction emoji"}})
