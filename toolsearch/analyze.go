@@ -92,11 +92,13 @@ func queryWords(q string) []word {
 			out = append(out, word{stem: Stem(cue), text: f, weight: 1, unit: !arg})
 			arg = true
 		}
-		for _, w := range Words(f) {
-			x := word{stem: Stem(w), text: w, stop: isStop(w), weight: 1}
+		ident := identifier(f)
+		arg = arg || ident
+		for _, w := range identWords(f, ident) {
+			x := word{stem: Stem(w.text), text: w.text, stop: isStop(w.text), weight: 1}
 			switch {
 			case x.stop:
-			case allDigits(w):
+			case allDigits(w.text) || w.code:
 				x.weight = numberWeight
 			case arg:
 				x.weight = argWeight
@@ -107,7 +109,7 @@ func queryWords(q string) []word {
 				x.qualified = true
 			}
 			out = append(out, x)
-			if contentMarkers[w] || (w == "that" && clauseFollows(fields[fi+1:])) {
+			if contentMarkers[w.text] || (w.text == "that" && clauseFollows(fields[fi+1:])) {
 				content = true
 			}
 		}
@@ -187,3 +189,64 @@ func allDigits(w string) bool {
 	}
 	return w != ""
 }
+
+// identWord is a word of a field, and whether it is a piece of a code.
+type identWord struct {
+	text string
+	code bool
+}
+
+// identWords is Words(f), each marked when ident and it stands in a code
+// ("3NxQ2" of pi_3NxQ2): a code's letters are no words.
+func identWords(f string, ident bool) []identWord {
+	var out []identWord
+	for _, part := range strings.FieldsFunc(f, notAlnum) {
+		c := ident && isCode(part)
+		for _, w := range Words(part) {
+			out = append(out, identWord{w, c})
+		}
+	}
+	return out
+}
+
+// identifier says whether a field of a task names one object by its id
+// (cus_77, U024BE7LH, worker-3, 7f3a9c) rather than says what to do: it
+// holds a code, or its words are joined to a number by _ or -. Its words
+// are then arguments, and a code's pieces count as a number does, so that
+// the letters of an id match nothing by chance.
+func identifier(f string) bool {
+	parts := strings.FieldsFunc(f, notAlnum)
+	for _, p := range parts {
+		if isCode(p) {
+			return true
+		}
+	}
+	if len(parts) >= 2 && strings.ContainsAny(f, "_-") {
+		for _, p := range parts {
+			if allDigits(p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isCode says whether p mixes letters and digits as ids do: starting with a
+// digit, or switching between them more than once. A word of the concept
+// table (k8s) is a word.
+func isCode(p string) bool {
+	letters, digits, switches := false, false, 0
+	for i, r := range p {
+		d := unicode.IsDigit(r)
+		letters, digits = letters || !d, digits || d
+		if i > 0 && d != unicode.IsDigit(rune(p[i-1])) {
+			switches++
+		}
+	}
+	if !letters || !digits || (switches < 2 && !unicode.IsDigit(rune(p[0]))) {
+		return false
+	}
+	return len(vocab.byToken[strings.Join(nonStop(textWords(p)), " ")]) == 0
+}
+
+func notAlnum(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }

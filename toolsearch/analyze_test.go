@@ -30,6 +30,12 @@ func TestQueryShapes(t *testing.T) {
 		{"drop that link", []want{{"link", 1, true}}},
 		{"file a bug about the login page", []want{{"bug", 1, true}, {"login", argWeight, false}}},
 		{"e.g. this", nil},
+		{"move cus_77 to premium", []want{{"cus", argWeight, false}, {"premium", 1, true}}},
+		{"who is U024BE7LH", []want{{"u", 1, false}, {"lh", numberWeight, false}}},
+		{"refund pi_3NxQ2", []want{{"pi", argWeight, false}, {"nx", numberWeight, false}}},
+		{"describe node worker-3", []want{{"worker", argWeight, false}, {"node", 1, true}}},
+		{"is crawl 7f3a9c done", []want{{"f", 1, false}, {"crawl", 1, true}}},
+		{"list k8s pods", []want{{"pod", 1, true}}},
 	} {
 		ws := queryWords(c.q)
 		for _, w := range c.want {
