@@ -12,7 +12,10 @@ import (
 // tool in the first three for at least R3 of tasks, and Gain points more
 // often than plain BM25. The first set's bar is the issue's; the second's
 // holds the index to a set written after it was tuned, over seven servers
-// the first never saw; the third's to a set nothing was ever tuned on.
+// the first never saw; the third's is what the index reaches on a set
+// nothing was ever tuned on (R@3 0.663, BM25 0.518), rounded down, and is
+// far from the first's: the honest measure of how it carries to tasks
+// phrased by other hands.
 func TestRetrievalBeatsBM25(t *testing.T) {
 	bars := []struct{ R3, Gain float64 }{{0.85, 0.25}, {0.80, 0.20}, {0.65, 0.10}}
 	for i, set := range Sets() {
