@@ -61,14 +61,15 @@ exec node "$0" stdio`
 	// What the server saw as read-only placeholders (.codex, .mcp.json) may
 	// still be on the host for a moment: the daemon lets go of them once the
 	// server's sandbox is gone, after the client has seen the session end.
-	// Planted is anything in them.
-	for _, p := range []string{".codex", ".mcp.json"} {
-		fi, err := os.Lstat(filepath.Join(dir, p))
-		if err != nil {
-			continue
+	// Planted is anything in .codex, or in .mcp.json past its "{}".
+	if fi, err := os.Lstat(filepath.Join(dir, ".codex")); err == nil {
+		if ents, rerr := os.ReadDir(filepath.Join(dir, ".codex")); !fi.IsDir() || rerr != nil || len(ents) > 0 {
+			t.Errorf(".codex was planted on the host (%v, %d entries)", fi.Mode(), len(ents))
 		}
-		if ents, rerr := os.ReadDir(filepath.Join(dir, p)); !fi.IsDir() || rerr != nil || len(ents) > 0 {
-			t.Errorf("%s was planted on the host (%v, %d entries)", p, fi.Mode(), len(ents))
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, ".mcp.json")); err == nil {
+		if b, rerr := os.ReadFile(filepath.Join(dir, ".mcp.json")); !fi.Mode().IsRegular() || rerr != nil || string(b) != "{}\n" {
+			t.Errorf(".mcp.json was planted on the host (%v): %q", fi.Mode(), b)
 		}
 	}
 	waitFor(t, time.Minute, "the daemon to remove its placeholders once the server is gone", func() bool {
