@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -343,5 +344,31 @@ func TestHubRestart(t *testing.T) {
 	}
 	if out, isErr = callText(t, cs, toolsearch.CallToolName, map[string]any{"name": "gamma.crash"}); isErr || out != "answered after a restart" {
 		t.Fatalf("the call after the exit: %q %v; want the server started again", out, isErr)
+	}
+}
+
+// A remote server (url) is served beside the local ones, through the
+// daemon's wrap of its Streamable HTTP endpoint: found and called the same
+// way, its answer scrubbed.
+func TestHubRemoteServer(t *testing.T) {
+	remote := mcp.NewServer(&mcp.Implementation{Name: "remote", Version: "1"}, nil)
+	mcp.AddTool(remote, &mcp.Tool{Name: "lookup_invoice", Description: "Look up an invoice by its number."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
+			return text("invoice " + in.Text + " paid with key AKIA" + "IOSFODNN7EXAMPLX"), nil, nil
+		})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return remote }, nil))
+	t.Cleanup(srv.Close)
+	sock, _ := hubDaemonWith(t, config.SearchOn, func(c *config.Config) {
+		c.MCP.Servers = map[string]config.MCPServer{"billing": {URL: srv.URL}}
+	})
+	s, cs := connect(t, &Options{Socket: sock})
+	t.Cleanup(s.Close)
+	out, isErr := callText(t, cs, toolsearch.SearchToolName, map[string]any{"query": "find invoice 1042"})
+	if isErr || !strings.Contains(out, "1. billing.lookup_invoice:") {
+		t.Fatalf("tool_search over a remote server:\n%s", out)
+	}
+	out, isErr = callText(t, cs, toolsearch.CallToolName, map[string]any{"name": "billing.lookup_invoice", "arguments": map[string]any{"text": "1042"}})
+	if isErr || !strings.HasPrefix(out, "invoice 1042 paid with key [REDACTED:") || strings.Contains(out, "IOSFODNN7EXAMPLX") {
+		t.Fatalf("billing.lookup_invoice: %q %v", out, isErr)
 	}
 }
