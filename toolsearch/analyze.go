@@ -143,6 +143,10 @@ var tlds = set("com", "org", "net", "io", "dev", "ai", "co", "gov", "edu")
 
 // shape names what a field of a task stands for when its form says so.
 func shape(f string) string {
+	if e := strings.TrimRight(f, ",;!?.)"); len(e) > 2 && e[0] == ':' && e[len(e)-1] == ':' && isLetter(e[1]) {
+		// :tada: is an emoji's short name.
+		return "emoji"
+	}
 	f = strings.TrimRight(f, ",;:!?)'\"”")
 	f = strings.TrimRight(f, ".")
 	f = strings.TrimLeft(f, "('\"“")
@@ -151,12 +155,19 @@ func shape(f string) string {
 	}
 	lower := strings.ToLower(f)
 	switch {
-	case strings.Contains(lower, "://") || strings.HasPrefix(lower, "www."):
+	case strings.Contains(lower, "://") || strings.HasPrefix(lower, "www.") || hostPort(lower):
 		return "url"
 	case f[0] == '#' && isLetter(f[1]):
 		return "channel"
 	case f[0] == '@' && isLetter(f[1]):
 		return "user"
+	case issueRef(f):
+		// #812, acme/api#77: an issue or pull request by its number.
+		return "issue"
+	case strings.Count(f, "@") == 1 && strings.Contains(f[strings.IndexByte(f, '@'):], ".") && f[0] != '@':
+		return "email"
+	case latLng(f):
+		return "coordinates"
 	}
 	if !strings.ContainsFunc(f, unicode.IsLetter) || strings.ContainsAny(f, "@") {
 		return ""
@@ -177,6 +188,41 @@ func shape(f string) string {
 		return "path"
 	}
 	return ""
+}
+
+// hostPort says whether f is an address without a scheme: localhost, or
+// host:port (localhost:5173, 127.0.0.1:8080, api.internal:443).
+func hostPort(f string) bool {
+	f = strings.TrimSuffix(f, "/")
+	if f == "localhost" || strings.HasPrefix(f, "localhost/") {
+		return true
+	}
+	h, port, ok := strings.Cut(f, ":")
+	if !ok || h == "" || !allDigits(port) || len(port) > 5 {
+		return false
+	}
+	return h == "localhost" || strings.Contains(h, ".")
+}
+
+// issueRef says whether f is #NUMBER, or OWNER/REPO#NUMBER.
+func issueRef(f string) bool {
+	i := strings.LastIndexByte(f, '#')
+	if i < 0 || i == len(f)-1 || !allDigits(f[i+1:]) {
+		return false
+	}
+	return i == 0 || strings.Count(f[:i], "/") == 1
+}
+
+// latLng says whether f is a latitude and a longitude: 51.5007,-0.1246.
+func latLng(f string) bool {
+	a, b, ok := strings.Cut(f, ",")
+	return ok && decimal(a) && decimal(b) && strings.Contains(a, ".") && strings.Contains(b, ".")
+}
+
+func decimal(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	i, f, _ := strings.Cut(s, ".")
+	return allDigits(i) && (f == "" || allDigits(f))
 }
 
 func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }

@@ -27,7 +27,7 @@ var concepts = append(append(actions, things...), filler)
 var actions = []concept{
 	// Making something that was not there: "file a bug" and "open a PR"
 	// create them; "note that …" and "remember that …" record a fact.
-	{"create", []string{"create", "add", "new", "make", "register", "spin up", "file bug", "file issue", "file ticket",
+	{"create", []string{"mkdir", "create", "add", "new", "make", "register", "spin up", "file bug", "file issue", "file ticket",
 		"open an issue", "open a new issue", "open a pr", "open a new pr", "open a pull request", "open a merge request",
 		"raise an issue", "start new", "cut", "insert", "note that", "remember that", "jot down", "keep in mind"}},
 	// Reading one thing whole; "what's in X" and "show me X" are how
@@ -35,7 +35,7 @@ var actions = []concept{
 	{"read", []string{"read", "get", "show", "view", "fetch", "see", "look at", "cat", "check", "retrieve", "print", "pull up",
 		"display", "contents", "dump", "grab", "what's in", "what is in", "show me", "give me", "tell me"}},
 	// Enumerating many things.
-	{"list", []string{"list", "all", "enumerate", "which", "every", "everything", "entire", "whole", "browse", "index", "what are"}},
+	{"list", []string{"ls", "list", "all", "enumerate", "which", "every", "everything", "entire", "whole", "browse", "index", "what are"}},
 	// Changing what is there.
 	{"update", []string{"update", "edit", "change", "modify", "set", "patch", "tweak", "replace", "fix", "amend", "close",
 		"rename", "retitle", "mark as"}},
@@ -87,7 +87,7 @@ var actions = []concept{
 	// Saying something in chat.
 	{"send", []string{"send", "post", "tell", "say", "announce", "notify", "broadcast", "dm"}},
 	// Going back to an earlier version.
-	{"rollback", []string{"rollback", "roll back", "undo", "revert", "rollout", "restart"}},
+	{"rollback", []string{"previous version", "prior version", "rollback", "roll back", "undo", "revert", "rollout", "restart"}},
 	// Whether something answers at all.
 	{"health", []string{"reachable", "alive", "responsive", "health", "healthy", "heartbeat", "liveness", "connectivity",
 		"is up", "is down", "still up"}},
@@ -112,10 +112,10 @@ var things = []concept{{"pr", []string{"pr", "pull request", "merge request", "m
 	{"thread", []string{"thread", "replies", "conversation"}},
 	{"page", []string{"page", "doc", "document", "wiki", "note"}},
 	{"database", []string{"database", "db", "table", "sql", "postgres", "pg", "row", "column", "data source", "dataset"}},
-	{"browser", []string{"browser", "tab", "website", "web page", "site"}},
+	{"browser", []string{"headless", "browser", "tab", "website", "web page", "site"}},
 	{"network", []string{"network", "xhr", "traffic", "http request", "api call", "ajax", "har"}},
 	{"file", []string{"file", "path"}},
-	{"directory", []string{"directory", "folder", "dir"}},
+	{"directory", []string{"mkdir", "ls", "directory", "folder", "dir"}},
 	// What an agent was told to keep: facts about people and things.
 	{"memory", []string{"memory", "knowledge", "fact", "remember", "memorize", "recall", "record", "entity", "graph", "know",
 		"observation", "note that", "remember that", "jot down", "keep in mind"}},
@@ -134,7 +134,7 @@ var things = []concept{{"pr", []string{"pr", "pull request", "merge request", "m
 
 	// Domains of hosted services: how agents say what the service calls
 	// otherwise.
-	{"location", []string{"coordinates", "coordinate", "latitude", "longitude", "lat", "lng", "geographic", "gps"}},
+	{"location", []string{"nearby", "near me", "walking distance", "around here", "coordinates", "coordinate", "latitude", "longitude", "lat", "lng", "geographic", "gps"}},
 	{"elevation", []string{"elevation", "altitude", "above sea level", "sea level", "how high"}},
 	{"balance", []string{"balance", "money", "funds", "cash"}},
 	{"dispute", []string{"dispute", "chargeback", "contested"}},
@@ -144,7 +144,11 @@ var things = []concept{{"pr", []string{"pr", "pull request", "merge request", "m
 	{"migration", []string{"migration", "migrate", "schema change", "ddl", "alter table"}},
 	{"tree", []string{"tree", "nested", "recursive", "recursively", "hierarchy", "layout", "structure", "outline"}},
 	{"documentation", []string{"documentation", "docs", "manual", "guide"}},
-	{"current", []string{"current", "currently", "switch"}},
+	// A box a page raises that blocks it until answered.
+	{"dialog", []string{"dialog", "popup", "pop-up", "modal", "alert", "dismiss"}},
+	// Money off a price.
+	{"discount", []string{"discount", "coupon", "promo", "promotion", "promo code", "voucher"}},
+	{"current", []string{"point at", "point to", "current", "currently", "switch"}},
 }
 
 // conceptIndex maps a phrase's stems joined by spaces to its concept ids:

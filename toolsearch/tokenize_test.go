@@ -61,7 +61,7 @@ func TestTokensDropStopwords(t *testing.T) {
 // lowercase runs of letters and digits, never empty, and the query parser
 // never points a term at a word that is not there.
 func FuzzTokens(f *testing.F) {
-	for _, s := range []string{"kubectl_scale", "bump web to 5 replicas", "API-post-search", "ÀÉ__x9Y", "", "...", "file a bug"} {
+	for _, s := range []string{"kubectl_scale", "bump web to 5 replicas", "API-post-search", "ÀÉ__x9Y", "", "...", "file a bug", ":tada:", "acme/api#77", "localhost:5173", "a@b.c", "51.5,-0.12", ":", "#", ":x:"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
