@@ -89,7 +89,11 @@ func queryWords(q string) []word {
 		}
 		arg := quoted || content
 		if cue := shape(f); cue != "" {
-			out = append(out, word{stem: Stem(cue), text: f, weight: 1, unit: !arg})
+			w := word{stem: Stem(cue), text: f, weight: 1, unit: !arg}
+			if valueCues[cue] {
+				w.weight, w.unit = cueWeight, false
+			}
+			out = append(out, w)
 			arg = true
 		}
 		ident := identifier(f)
@@ -137,6 +141,14 @@ func clauseFollows(rest []string) bool {
 	}
 	return n >= 2
 }
+
+// valueCues are shapes that name a value the task works on (an issue's
+// number, an e-mail address, a position, an emoji) more than what it
+// does: they lean toward the tools that take one (cueWeight), without the
+// weight of a word of the task.
+var valueCues = set("issue", "email", "coordinates", "emoji")
+
+const cueWeight = 0.5
 
 // tlds end a host name rather than a file name.
 var tlds = set("com", "org", "net", "io", "dev", "ai", "co", "gov", "edu")

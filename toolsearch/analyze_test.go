@@ -38,11 +38,11 @@ func TestQueryShapes(t *testing.T) {
 		{"list k8s pods", []want{{"pod", 1, true}}},
 		{"load localhost:5173 now", []want{{"url", 1, true}}},
 		{"open 127.0.0.1:8080", []want{{"url", 1, true}}},
-		{"did CI pass on #812", []want{{"issu", 1, true}, {"812", numberWeight, false}}},
-		{"comment on acme/api#77", []want{{"issu", 1, true}}},
-		{"put a :tada: on it", []want{{"emoji", 1, true}, {"tada", argWeight, false}}},
-		{"invite billing@globex.com", []want{{"email", 1, true}, {"bill", argWeight, false}}},
-		{"what is at 51.5007,-0.1246", []want{{"coordinat", 1, true}}},
+		{"did CI pass on #812", []want{{"issu", cueWeight, false}, {"812", numberWeight, false}}},
+		{"comment on acme/api#77", []want{{"issu", cueWeight, false}}},
+		{"put a :tada: on it", []want{{"emoji", cueWeight, false}, {"tada", argWeight, false}}},
+		{"invite billing@globex.com", []want{{"email", cueWeight, false}, {"bill", argWeight, false}}},
+		{"what is at 51.5007,-0.1246", []want{{"coordinat", cueWeight, false}}},
 	} {
 		ws := queryWords(c.q)
 		for _, w := range c.want {

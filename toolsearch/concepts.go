@@ -35,7 +35,7 @@ var actions = []concept{
 	{"read", []string{"read", "get", "show", "view", "fetch", "see", "look at", "cat", "check", "retrieve", "print", "pull up",
 		"display", "contents", "dump", "grab", "what's in", "what is in", "show me", "give me", "tell me"}},
 	// Enumerating many things.
-	{"list", []string{"ls", "list", "all", "enumerate", "which", "every", "everything", "entire", "whole", "browse", "index", "what are"}},
+	{"list", []string{"do i have", "have i got", "ls", "list", "all", "enumerate", "which", "every", "everything", "entire", "whole", "browse", "index", "what are"}},
 	// Changing what is there.
 	{"update", []string{"update", "edit", "change", "modify", "set", "patch", "tweak", "replace", "fix", "amend", "close",
 		"rename", "retitle", "mark as"}},
@@ -73,7 +73,7 @@ var actions = []concept{
 	{"key", []string{"key", "keyboard", "keystroke", "enter", "escape", "esc", "backspace", "shortcut", "hotkey", "arrow key"}},
 	{"type", []string{"type", "fill", "enter text", "input", "write into", "field", "form"}},
 	// A picture of the screen.
-	{"screenshot", []string{"screenshot", "capture", "snap", "look like", "looks like"}},
+	{"screenshot", []string{"image of", "screenshot", "capture", "snap", "look like", "looks like"}},
 	// Pictures and sound as files.
 	{"image", []string{"image", "picture", "png", "jpg", "jpeg", "gif", "photo", "media", "audio"}},
 	// Putting a thing elsewhere or under another name.
@@ -144,6 +144,8 @@ var things = []concept{{"pr", []string{"pr", "pull request", "merge request", "m
 	{"migration", []string{"migration", "migrate", "schema change", "ddl", "alter table"}},
 	{"tree", []string{"tree", "nested", "recursive", "recursively", "hierarchy", "layout", "structure", "outline"}},
 	{"documentation", []string{"documentation", "docs", "manual", "guide"}},
+	// A place on a map one can go to.
+	{"place", []string{"place", "places", "restaurant", "restaurants", "cafe", "shop", "venue", "hotel", "business", "businesses"}},
 	// A box a page raises that blocks it until answered.
 	{"dialog", []string{"dialog", "popup", "pop-up", "modal", "alert", "dismiss"}},
 	// Money off a price.
