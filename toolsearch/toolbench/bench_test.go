@@ -17,9 +17,11 @@ import (
 // and words (an issue's #number, an address without a scheme, an e-mail
 // address, coordinates, :emoji:, mkdir and ls, dialogs, discounts; 0.711):
 // its bar, rounded down, is far from the first's, the honest measure of
-// how the index carries to tasks phrased by other hands.
+// how the index carries to tasks phrased by other hands. The fourth, written
+// blind to the index and to the other sets, holds no bar until its first
+// table is read.
 func TestRetrievalBeatsBM25(t *testing.T) {
-	bars := []struct{ R3, Gain float64 }{{0.85, 0.25}, {0.80, 0.20}, {0.70, 0.15}}
+	bars := []struct{ R3, Gain float64 }{{0.85, 0.25}, {0.80, 0.20}, {0.70, 0.15}, {0.0, 0.0}}
 	for i, set := range Sets() {
 		t.Run(set.Name, func(t *testing.T) {
 			got := benchTable(t, set)
