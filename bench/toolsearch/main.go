@@ -28,7 +28,7 @@
 // q and expect are needed; any tool of expect counts as found. kind
 // (paraphrase, partial, name, cross) is informative, and split (dev, test)
 // is what -split keeps; the committed sets name their splits dev/test,
-// dev2/test2 and test3 (the third is held out whole). Errors name the file
+// dev2/test2, test3 and test4 (the last two are held out whole). Errors name the file
 // and line.
 package main
 

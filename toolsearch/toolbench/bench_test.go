@@ -17,8 +17,11 @@ import (
 // words (an issue's #number, an address without a scheme, an e-mail
 // address, coordinates, :emoji:, mkdir and ls, dialogs, discounts, places,
 // "what … do I have"; 0.771): its bar, rounded down, is below the first's.
+// The fourth, written blind to the index and to the other sets and never
+// read for a miss, is the honest measure of how the index carries to
+// tasks phrased by other hands (R@3 0.747, BM25 0.535; bar rounded down).
 func TestRetrievalBeatsBM25(t *testing.T) {
-	bars := []struct{ R3, Gain float64 }{{0.85, 0.25}, {0.80, 0.20}, {0.75, 0.20}}
+	bars := []struct{ R3, Gain float64 }{{0.85, 0.25}, {0.80, 0.20}, {0.75, 0.20}, {0.70, 0.20}}
 	for i, set := range Sets() {
 		t.Run(set.Name, func(t *testing.T) {
 			got := benchTable(t, set)

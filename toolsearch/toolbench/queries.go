@@ -18,6 +18,8 @@ var (
 	queries2JSONL []byte
 	//go:embed testdata/queries3.jsonl
 	queries3JSONL []byte
+	//go:embed testdata/queries4.jsonl
+	queries4JSONL []byte
 )
 
 // Query is a task as an agent phrases it, with the tools that do it: any of
@@ -48,6 +50,12 @@ func Queries2() ([]Query, error) { return embeddedQueries("testdata/queries2.jso
 // tuned on it, so it measures how the index carries to tasks it never saw.
 func Queries3() ([]Query, error) { return embeddedQueries("testdata/queries3.jsonl", queries3JSONL) }
 
+// Queries4 returns the fourth query set, over WideFixtures, written by a
+// hand that never read the index's code nor the other sets and held out
+// whole (split test4): a second, independent measure of how the index
+// carries to tasks phrased by someone else.
+func Queries4() ([]Query, error) { return embeddedQueries("testdata/queries4.jsonl", queries4JSONL) }
+
 func embeddedQueries(file string, b []byte) ([]Query, error) {
 	qs, err := parseQueries(b)
 	if err != nil {
@@ -71,12 +79,13 @@ type Set struct {
 }
 
 // Sets are the committed benchmarks: the first query set over the first
-// catalogue, and the second and third over both catalogues.
+// catalogue, and the second, third and fourth over both catalogues.
 func Sets() []Set {
 	return []Set{
 		{"queries.jsonl over servers", "testdata/queries.jsonl", Fixtures, Queries, "dev", "test"},
 		{"queries2.jsonl over servers+servers2", "testdata/queries2.jsonl", WideFixtures, Queries2, "dev2", "test2"},
 		{"queries3.jsonl over servers+servers2", "testdata/queries3.jsonl", WideFixtures, Queries3, "", "test3"},
+		{"queries4.jsonl over servers+servers2", "testdata/queries4.jsonl", WideFixtures, Queries4, "", "test4"},
 	}
 }
 
