@@ -1,7 +1,6 @@
 package mcpserve
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/contextd/contextd/budget"
 	"github.com/contextd/contextd/daemon/config"
 	"github.com/contextd/contextd/daemon/embedding/embedtest"
 	"github.com/contextd/contextd/internal/daemontest"
@@ -201,24 +199,6 @@ func TestHubFullMode(t *testing.T) {
 	}
 }
 
-// toolsTokens is what a tools array costs as a client sends it to the
-// model: cl100k tokens of its compact JSON.
-func toolsTokens(t *testing.T, tools []json.RawMessage) int {
-	t.Helper()
-	var b bytes.Buffer
-	b.WriteByte('[')
-	for i, raw := range tools {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		if err := json.Compact(&b, raw); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b.WriteByte(']')
-	return budget.Default().Count(b.Bytes())
-}
-
 func listedRaw(t *testing.T, cs *mcp.ClientSession) []json.RawMessage {
 	t.Helper()
 	res, err := cs.ListTools(context.Background(), nil)
@@ -241,11 +221,11 @@ func listedRaw(t *testing.T, cs *mcp.ClientSession) []json.RawMessage {
 // definitions drop by at least 95%, and the servers' part by at least 98%.
 func TestSearchModeTokens(t *testing.T) {
 	_, own := connect(t, &Options{})
-	ownTokens := toolsTokens(t, listedRaw(t, own))
+	ownTokens := toolbench.ListTokens(listedRaw(t, own))
 	sock, _ := hubDaemon(t, config.SearchOn)
 	s, cs := connect(t, &Options{Socket: sock})
 	t.Cleanup(s.Close)
-	on := toolsTokens(t, listedRaw(t, cs))
+	on := toolbench.ListTokens(listedRaw(t, cs))
 	servers, err := toolbench.Fixtures()
 	if err != nil {
 		t.Fatal(err)
@@ -254,7 +234,7 @@ func TestSearchModeTokens(t *testing.T) {
 	for _, sv := range servers {
 		all = append(all, sv.Tools...)
 	}
-	fixtures := toolsTokens(t, all)
+	fixtures := toolbench.ListTokens(all)
 	off := ownTokens + fixtures
 	drop := 1 - float64(on)/float64(off)
 	serverDrop := 1 - float64(on-ownTokens)/float64(fixtures)
