@@ -65,6 +65,12 @@ type upstream struct {
 // variable for the test of a restart).
 var restartEvery = time.Minute
 
+// handshakeTimeout bounds a server's initialize and first tools/list (at
+// least start_timeout): a server that never answers is failed, its wrap
+// closed, and started again at a later call, rather than left starting
+// for the whole connection. Generous: npx may be fetching a package first.
+var handshakeTimeout = 3 * time.Minute
+
 // hub is the set of served servers of one connection.
 type hub struct {
 	conf    lite.MCPHub
@@ -210,16 +216,27 @@ func (h *hub) connect(name string) {
 			}
 		},
 	})
-	cs, err = c.Connect(h.ctx, &mcp.IOTransport{Reader: conn, Writer: conn}, nil)
+	limit := max(handshakeTimeout, h.conf.StartTimeout)
+	ctx, cancel := context.WithTimeout(h.ctx, limit)
+	defer cancel()
+	// A late answer is no answer: past the bound the error says so.
+	late := func(err error) error {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("the server did not answer initialize and tools/list within %s", limit)
+		}
+		return err
+	}
+	// The session outlives ctx: the SDK binds only the handshake to it.
+	cs, err = c.Connect(ctx, &mcp.IOTransport{Reader: conn, Writer: conn}, nil)
 	if err != nil {
 		conn.Close()
-		h.failed(name, nil, h.why(ready.Record, err, catalog.ErrServerStart))
+		h.failed(name, nil, h.why(ready.Record, late(err), catalog.ErrServerStart))
 		return
 	}
-	tools, err := listTools(h.ctx, cs)
+	tools, err := listTools(ctx, cs)
 	if err != nil {
 		cs.Close()
-		h.failed(name, nil, h.why(ready.Record, err, catalog.ErrServerStart))
+		h.failed(name, nil, h.why(ready.Record, late(err), catalog.ErrServerStart))
 		return
 	}
 	h.set(name, func(u *upstream) {

@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -350,5 +352,49 @@ func TestHubRemoteServer(t *testing.T) {
 	out, isErr = callText(t, cs, toolsearch.CallToolName, map[string]any{"name": "billing.lookup_invoice", "arguments": map[string]any{"text": "1042"}})
 	if isErr || !strings.HasPrefix(out, "invoice 1042 paid with key [REDACTED:") || strings.Contains(out, "IOSFODNN7EXAMPLX") {
 		t.Fatalf("billing.lookup_invoice: %q %v", out, isErr)
+	}
+}
+
+// A served server that never answers initialize is failed once the
+// handshake's bound has passed, named with why, and its process ended
+// (its wrap closed), not left starting for the whole connection.
+func TestHubMuteServer(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(d time.Duration) { handshakeTimeout = d }(handshakeTimeout)
+	handshakeTimeout = time.Second
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	sock, _ := hubDaemonWith(t, config.SearchOn, func(c *config.Config) {
+		c.MCP.StartTimeout = config.Duration{Duration: time.Second}
+		c.MCP.Servers = map[string]config.MCPServer{"mute": {Command: []string{exe, testServerArg, "mute", pidFile}}}
+	})
+	s, cs := connect(t, &Options{Socket: sock})
+	t.Cleanup(s.Close)
+	want := "mute: unavailable: CTXD-E033"
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, _ := callText(t, cs, toolsearch.SearchToolName, map[string]any{"query": "anything"})
+		if strings.Contains(out, want) && strings.Contains(out, "did not answer initialize") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a server that never answers is not failed:\n%s", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); syscall.Kill(pid, 0) == nil; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server that never answered (pid %d) still runs", pid)
+		}
 	}
 }

@@ -3,8 +3,10 @@ package mcpserve
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -55,7 +57,9 @@ func text(s string) *mcp.CallToolResult {
 //   - alpha: echo (its text back), big (5000 numbered lines), add_tool
 //     (adds late_tool, which sends list_changed);
 //   - beta: kubectl_scale and kubectl_logs, described as a Kubernetes
-//     server describes them.
+//     server describes them;
+//   - gamma: crash (exits the first time it is called);
+//   - mute: never answers (the hub's bound on a start).
 func runTestServer(role string) error {
 	s := mcp.NewServer(&mcp.Implementation{Name: role, Version: "1"}, nil)
 	switch role {
@@ -106,6 +110,14 @@ func runTestServer(role string) error {
 				}
 				return text("answered after a restart"), nil, nil
 			})
+	case "mute":
+		// Starts and never answers anything, initialize included;
+		// os.Args[3] is where it writes its pid.
+		if err := os.WriteFile(os.Args[3], []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+			return err
+		}
+		_, err := io.Copy(io.Discard, os.Stdin)
+		return err
 	default:
 		return fmt.Errorf("unknown test server %q", role)
 	}
