@@ -374,17 +374,36 @@ func (h *hub) set(name string, change func(*upstream), tools []*mcp.Tool) {
 	h.mu.Unlock()
 }
 
+// Bounds of one server's tools, held (and indexed, and embedded at the
+// user's endpoint) for the whole connection: the daemon bounds each page
+// to max_message_bytes, not how many pages a server sends. Far above what
+// any real server lists.
+const (
+	maxServedTools     = 1000
+	maxServedToolBytes = 8 << 20 // of the tools' JSON, all pages together
+)
+
 // listTools reads every page of a server's tools.
 func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
 	var out []*mcp.Tool
+	size := 0
 	params := &mcp.ListToolsParams{}
 	for range 100 {
 		res, err := cs.ListTools(ctx, params)
 		if err != nil {
 			return nil, err
 		}
+		for _, t := range res.Tools {
+			raw, _ := json.Marshal(t)
+			size += len(raw)
+		}
 		out = append(out, res.Tools...)
-		if res.NextCursor == "" {
+		switch {
+		case len(out) > maxServedTools:
+			return nil, fmt.Errorf("it lists more than %d tools: %w", maxServedTools, catalog.ErrBadInput)
+		case size > maxServedToolBytes:
+			return nil, fmt.Errorf("its tools' definitions take more than %d MiB: %w", maxServedToolBytes>>20, catalog.ErrBadInput)
+		case res.NextCursor == "":
 			return out, nil
 		}
 		params.Cursor = res.NextCursor

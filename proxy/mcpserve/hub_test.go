@@ -398,3 +398,31 @@ func TestHubMuteServer(t *testing.T) {
 		}
 	}
 }
+
+// A served server that lists more tools than the hub holds, or larger
+// definitions, is failed and named; none of its tools is served.
+func TestHubOversizedList(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock, _ := hubDaemonWith(t, config.SearchOn, func(c *config.Config) {
+		c.MCP.Servers = map[string]config.MCPServer{
+			"flood": {Command: []string{exe, testServerArg, "flood"}},
+			"fat":   {Command: []string{exe, testServerArg, "fat"}},
+		}
+	})
+	s, cs := connect(t, &Options{Socket: sock})
+	t.Cleanup(s.Close)
+	out, _ := callText(t, cs, toolsearch.SearchToolName, map[string]any{"query": "count the items"})
+	for _, want := range []string{"flood: unavailable: CTXD-E033", "more than 1000 tools", "fat: unavailable: CTXD-E033", "more than 8 MiB"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("tool_search does not say %q:\n%s", want, out)
+		}
+	}
+	for _, server := range []string{"flood", "fat"} {
+		if s.hub.tool(server, "count_0") != nil {
+			t.Errorf("%s's tools are served", server)
+		}
+	}
+}

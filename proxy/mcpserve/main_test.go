@@ -59,7 +59,8 @@ func text(s string) *mcp.CallToolResult {
 //   - beta: kubectl_scale and kubectl_logs, described as a Kubernetes
 //     server describes them;
 //   - gamma: crash (exits the first time it is called);
-//   - mute: never answers (the hub's bound on a start).
+//   - mute (never answers), flood and fat
+//     (too many tools, too large ones): the hub's bounds.
 func runTestServer(role string) error {
 	s := mcp.NewServer(&mcp.Implementation{Name: role, Version: "1"}, nil)
 	switch role {
@@ -118,6 +119,18 @@ func runTestServer(role string) error {
 		}
 		_, err := io.Copy(io.Discard, os.Stdin)
 		return err
+	case "flood", "fat":
+		// More tools than the hub holds, or larger definitions.
+		n, desc := maxServedTools+1, "Count."
+		if role == "fat" {
+			n, desc = 12, strings.Repeat("Count the items of a very long list. ", 20000)
+		}
+		for i := range n {
+			mcp.AddTool(s, &mcp.Tool{Name: fmt.Sprintf("count_%d", i), Description: desc},
+				func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+					return text("counted"), nil, nil
+				})
+		}
 	default:
 		return fmt.Errorf("unknown test server %q", role)
 	}
