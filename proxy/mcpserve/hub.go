@@ -482,8 +482,11 @@ func oneLine(s string) string {
 }
 
 // resolve finds the server and tool a tool_call name means: NAME.tool,
-// NAME/tool, NAME__tool, or a tool name only one server has.
-func (h *hub) resolve(name string) (server, tool string, ok bool) {
+// NAME/tool, NAME__tool, or a tool name only one server has. A bare name
+// is not resolved while a server is starting (pending): its list, not yet
+// known, may hold the same name, and the call must not go to another
+// server (one that chose its tools' names to catch such calls) meanwhile.
+func (h *hub) resolve(name string) (server, tool string, ok, pending bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, sep := range []string{".", "/", "__"} {
@@ -495,22 +498,27 @@ func (h *hub) resolve(name string) (server, tool string, ok bool) {
 			// A ready server's list is known: a name it lacks is the
 			// caller's mistake, answered with the closest names.
 			if u.state != upReady || slices.ContainsFunc(u.tools, func(x *mcp.Tool) bool { return x.Name == t }) {
-				return s, t, true
+				return s, t, true, false
 			}
-			return "", "", false
+			return "", "", false, false
+		}
+	}
+	for _, s := range h.names {
+		if h.ups[s].state == upStarting {
+			return "", "", false, true
 		}
 	}
 	for _, s := range h.names {
 		for _, t := range h.ups[s].tools {
 			if t.Name == name {
 				if server != "" {
-					return "", "", false // on two servers: ambiguous
+					return "", "", false, false // on two servers: ambiguous
 				}
 				server, tool = s, t.Name
 			}
 		}
 	}
-	return server, tool, server != ""
+	return server, tool, server != "", false
 }
 
 // call routes one tool_call to its server, restarting a server that ended

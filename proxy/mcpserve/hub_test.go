@@ -426,3 +426,29 @@ func TestHubOversizedList(t *testing.T) {
 		}
 	}
 }
+
+// A bare name is not sent to the one ready server that has it while
+// another, still starting, may have it too: the call waits for the
+// starting one, and the name on both is refused, not routed.
+func TestHubBareNameWaitsForStarting(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock, _ := hubDaemonWith(t, config.SearchOn, func(c *config.Config) {
+		c.MCP.Servers = map[string]config.MCPServer{
+			"alpha": {Command: []string{exe, testServerArg, "alpha"}},
+			"late":  {Command: []string{exe, testServerArg, "late", "2s"}},
+		}
+	})
+	s, cs := connect(t, &Options{Socket: sock})
+	t.Cleanup(s.Close)
+	s.hub.waitFor(context.Background(), "alpha", 30*time.Second)
+	out, isErr := callText(t, cs, toolsearch.CallToolName, map[string]any{"name": "echo", "arguments": map[string]any{"text": "for late"}})
+	if !isErr || strings.Contains(out, "for late") || strings.Contains(out, "late echo") {
+		t.Fatalf("a bare name on two servers, one starting, was routed: %q %v", out, isErr)
+	}
+	if out, isErr = callText(t, cs, toolsearch.CallToolName, map[string]any{"name": "late.echo", "arguments": map[string]any{"text": "x"}}); isErr || out != "late echo" {
+		t.Fatalf("late.echo: %q %v", out, isErr)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -59,7 +60,7 @@ func text(s string) *mcp.CallToolResult {
 //   - beta: kubectl_scale and kubectl_logs, described as a Kubernetes
 //     server describes them;
 //   - gamma: crash (exits the first time it is called);
-//   - mute (never answers), flood and fat
+//   - mute (never answers), late (an echo, after a delay), flood and fat
 //     (too many tools, too large ones): the hub's bounds.
 func runTestServer(role string) error {
 	s := mcp.NewServer(&mcp.Implementation{Name: role, Version: "1"}, nil)
@@ -119,6 +120,18 @@ func runTestServer(role string) error {
 		}
 		_, err := io.Copy(io.Discard, os.Stdin)
 		return err
+	case "late":
+		// Answers only after os.Args[3] (a duration): a server still
+		// starting, that has an echo like alpha's.
+		d, err := time.ParseDuration(os.Args[3])
+		if err != nil {
+			return err
+		}
+		time.Sleep(d)
+		mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Return the given text unchanged."},
+			func(context.Context, *mcp.CallToolRequest, textIn) (*mcp.CallToolResult, any, error) {
+				return text("late echo"), nil, nil
+			})
 	case "flood", "fat":
 		// More tools than the hub holds, or larger definitions.
 		n, desc := maxServedTools+1, "Count."

@@ -164,12 +164,21 @@ func (s *Server) callHandler(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		own.Params = &mcp.CallToolParamsRaw{Name: in.Name, Arguments: in.Arguments}
 		return s.handler(in.Name)(ctx, &own)
 	}
-	server, tool, ok := s.hub.resolve(in.Name)
+	h := s.hub
+	server, tool, ok, pending := h.resolve(in.Name)
+	if pending {
+		h.settle(ctx, time.Until(h.started.Add(h.conf.StartTimeout)))
+		server, tool, ok, pending = h.resolve(in.Name)
+	}
+	if pending {
+		return failure(fmt.Errorf("%s: %q could name a tool of a server still starting; call it as SERVER.tool (as %s returns it): %w",
+			toolsearch.CallToolName, in.Name, toolsearch.SearchToolName, catalog.ErrUnknownTool), nil), nil
+	}
 	if !ok {
 		var near []string
-		hits, _ := s.hub.search(ctx, in.Name, 3)
-		for _, h := range hits {
-			near = append(near, h.ID)
+		hits, _ := h.search(ctx, in.Name, 3)
+		for _, hit := range hits {
+			near = append(near, hit.ID)
 		}
 		hint := "search for it with " + toolsearch.SearchToolName
 		if len(near) > 0 {
