@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -270,8 +271,14 @@ func paramsLine(schema any) string {
 	})
 	parts := make([]string, 0, len(names))
 	for _, n := range names {
+		// A server names its properties: one that is not a plain name
+		// is quoted, so that a line break in it cannot start a line of
+		// its own in the answer (a made-up tool of another server).
 		p := n
-		if t, ok := sc.Properties[n].Type.(string); ok {
+		if !validToolName(n) {
+			p = strconv.Quote(n)
+		}
+		if t, ok := sc.Properties[n].Type.(string); ok && validToolName(t) {
 			p += " (" + t
 			if req[n] {
 				p += ", required"
