@@ -355,23 +355,39 @@ func TestHubRemoteServer(t *testing.T) {
 	}
 }
 
-// A served server that never answers initialize is failed once the
-// handshake's bound has passed, named with why, and its process ended
-// (its wrap closed), not left starting for the whole connection.
-func TestHubMuteServer(t *testing.T) {
+// hubOf serves the test servers roles names (each a role of this test
+// binary's and its arguments), in search mode, with edit applied to the
+// configuration, and connects a client.
+func hubOf(t *testing.T, roles map[string][]string, edit func(*config.Config)) (*Server, *mcp.ClientSession) {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func(d time.Duration) { handshakeTimeout = d }(handshakeTimeout)
-	handshakeTimeout = time.Second
-	pidFile := filepath.Join(t.TempDir(), "pid")
 	sock, _ := hubDaemonWith(t, config.SearchOn, func(c *config.Config) {
-		c.MCP.StartTimeout = config.Duration{Duration: time.Second}
-		c.MCP.Servers = map[string]config.MCPServer{"mute": {Command: []string{exe, testServerArg, "mute", pidFile}}}
+		c.MCP.Servers = map[string]config.MCPServer{}
+		for name, args := range roles {
+			c.MCP.Servers[name] = config.MCPServer{Command: append([]string{exe, testServerArg}, args...)}
+		}
+		if edit != nil {
+			edit(c)
+		}
 	})
 	s, cs := connect(t, &Options{Socket: sock})
 	t.Cleanup(s.Close)
+	return s, cs
+}
+
+// A served server that never answers initialize is failed once the
+// handshake's bound has passed, named with why, and its process ended
+// (its wrap closed), not left starting for the whole connection.
+func TestHubMuteServer(t *testing.T) {
+	defer func(d time.Duration) { handshakeTimeout = d }(handshakeTimeout)
+	handshakeTimeout = time.Second
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	_, cs := hubOf(t, map[string][]string{"mute": {"mute", pidFile}}, func(c *config.Config) {
+		c.MCP.StartTimeout = config.Duration{Duration: time.Second}
+	})
 	want := "mute: unavailable: CTXD-E033"
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -402,18 +418,7 @@ func TestHubMuteServer(t *testing.T) {
 // A served server that lists more tools than the hub holds, or larger
 // definitions, is failed and named; none of its tools is served.
 func TestHubOversizedList(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock, _ := hubDaemonWith(t, config.SearchOn, func(c *config.Config) {
-		c.MCP.Servers = map[string]config.MCPServer{
-			"flood": {Command: []string{exe, testServerArg, "flood"}},
-			"fat":   {Command: []string{exe, testServerArg, "fat"}},
-		}
-	})
-	s, cs := connect(t, &Options{Socket: sock})
-	t.Cleanup(s.Close)
+	s, cs := hubOf(t, map[string][]string{"flood": {"flood"}, "fat": {"fat"}}, nil)
 	out, _ := callText(t, cs, toolsearch.SearchToolName, map[string]any{"query": "count the items"})
 	for _, want := range []string{"flood: unavailable: CTXD-E033", "more than 1000 tools", "fat: unavailable: CTXD-E033", "more than 8 MiB"} {
 		if !strings.Contains(out, want) {
@@ -431,18 +436,7 @@ func TestHubOversizedList(t *testing.T) {
 // another, still starting, may have it too: the call waits for the
 // starting one, and the name on both is refused, not routed.
 func TestHubBareNameWaitsForStarting(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock, _ := hubDaemonWith(t, config.SearchOn, func(c *config.Config) {
-		c.MCP.Servers = map[string]config.MCPServer{
-			"alpha": {Command: []string{exe, testServerArg, "alpha"}},
-			"late":  {Command: []string{exe, testServerArg, "late", "2s"}},
-		}
-	})
-	s, cs := connect(t, &Options{Socket: sock})
-	t.Cleanup(s.Close)
+	s, cs := hubOf(t, map[string][]string{"alpha": {"alpha"}, "late": {"late", "2s"}}, nil)
 	s.hub.waitFor(context.Background(), "alpha", 30*time.Second)
 	out, isErr := callText(t, cs, toolsearch.CallToolName, map[string]any{"name": "echo", "arguments": map[string]any{"text": "for late"}})
 	if !isErr || strings.Contains(out, "for late") || strings.Contains(out, "late echo") {
