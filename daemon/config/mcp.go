@@ -161,8 +161,10 @@ func (s MCPServer) validate(name string) error {
 		return fmt.Errorf("%s.command: its first word is the program to run", key)
 	case s.URL != "" && !strings.HasPrefix(s.URL, "https://") && !strings.HasPrefix(s.URL, "http://"):
 		return fmt.Errorf("%s.url = %q: an http:// or https:// URL", key, s.URL)
-	case s.Served() && !servedName.MatchString(name):
-		return fmt.Errorf("%s: a served server's name is lower-case letters, digits, '-' and '_' (no '.'), at most 64", key)
+	case s.Served() && (!servedName.MatchString(name) || strings.Contains(name, "__")):
+		// tool_call splits NAME.tool, NAME/tool and NAME__tool at the
+		// first separator: a name holding one could take another's calls.
+		return fmt.Errorf("%s: a served server's name is lower-case letters, digits, '-' and '_' (no '.', no '__'), at most 64", key)
 	}
 	return nil
 }

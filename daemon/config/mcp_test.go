@@ -60,6 +60,7 @@ func TestMCPServedValidation(t *testing.T) {
 		{"empty program", "[mcp.servers.x]\ncommand = [\"\"]\n", "mcp.servers.x.command"},
 		{"bad url", "[mcp.servers.x]\nurl = \"file:///etc\"\n", "mcp.servers.x.url"},
 		{"dotted served name", "[mcp.servers.\"a.b\"]\ncommand = [\"a\"]\n", "no '.'"},
+		{"served name with __", "[mcp.servers.a__b]\ncommand = [\"a\"]\n", "no '__'"},
 		{"search mode", "[mcp]\nsearch = \"maybe\"\n", "mcp.search"},
 		{"threshold", "[mcp]\nsearch_threshold = 0\n", "mcp.search_threshold"},
 		{"results", "[mcp]\nsearch_results = 50\n", "mcp.search_results"},

@@ -341,7 +341,8 @@ func (ps *placeholderSet) create(p string, file bool) error {
 }
 
 // drop lets go of one reference on p; the last one removes it if it is
-// still the empty directory the daemon made. Callers hold mu.
+// still the placeholder the daemon made (removePlaceholder). Callers hold
+// mu.
 func (ps *placeholderSet) drop(p string) {
 	ph, ok := ps.held[p]
 	if !ok {
