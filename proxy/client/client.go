@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"time"
 
 	"github.com/contextd/contextd/catalog"
 	"github.com/contextd/contextd/peercred"
@@ -185,9 +186,20 @@ func (c *Conn) Refused(err error) error {
 // server w names. On success the returned connection carries the MCP
 // conversation itself (newline-delimited JSON-RPC both ways).
 func OpenWrap(path string, w *lite.Wrap) (net.Conn, *lite.WrapReady, error) {
+	return OpenWrapWithin(path, w, 0)
+}
+
+// OpenWrapWithin is OpenWrap waiting at most d (0: no bound) for the server
+// to be ready: a remote endpoint that accepts and never answers, or a
+// server that never starts, is then an error rather than a wait for ever.
+func OpenWrapWithin(path string, w *lite.Wrap, d time.Duration) (net.Conn, *lite.WrapReady, error) {
 	c, err := Request(path, &lite.Request{Wrap: w})
 	if err != nil {
 		return nil, nil, err
+	}
+	if d > 0 {
+		c.c.SetReadDeadline(time.Now().Add(d))
+		defer c.c.SetReadDeadline(time.Time{})
 	}
 	fail := func(err error) (net.Conn, *lite.WrapReady, error) {
 		c.Close()
@@ -197,6 +209,9 @@ func OpenWrap(path string, w *lite.Wrap) (net.Conn, *lite.WrapReady, error) {
 	if err := lite.Read(c.c, &ev, maxEvent); err != nil {
 		if refused := c.Refused(err); refused != nil {
 			return fail(refused)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return fail(fmt.Errorf("mcp wrap: the server %s was not ready within %s (a remote endpoint that does not answer, or a server slow to start): %w", w.Name, d, catalog.ErrServerStart))
 		}
 		return fail(fmt.Errorf("mcp wrap: the daemon closed the connection before the server was ready (%v); see its log (journalctl --user -u contextd): %w", err, catalog.ErrConnectionLost))
 	}

@@ -193,7 +193,8 @@ func (h *hub) sock() string {
 // connect opens the configured wrap of one server, initializes it and lists
 // its tools.
 func (h *hub) connect(name string) {
-	conn, ready, err := client.OpenWrap(h.sock(), &lite.Wrap{Name: name, Configured: true, Cwd: h.cwd, Env: h.env, Session: h.session})
+	conn, ready, err := client.OpenWrapWithin(h.sock(), &lite.Wrap{Name: name, Configured: true, Cwd: h.cwd, Env: h.env, Session: h.session},
+		max(handshakeTimeout, h.conf.StartTimeout))
 	if err != nil {
 		h.failed(name, nil, err)
 		return
@@ -239,8 +240,9 @@ func (h *hub) connect(name string) {
 		h.failed(name, nil, h.why(ready.Record, late(err), catalog.ErrServerStart))
 		return
 	}
-	h.set(name, func(u *upstream) {
+	h.set(name, func(u *upstream) bool {
 		u.sess, u.record, u.state, u.err = cs, ready.Record, upReady, nil
+		return true
 	}, tools)
 	go func() {
 		cs.Wait()
@@ -266,15 +268,12 @@ func (h *hub) why(record string, err, class error) error {
 
 // failed marks name failed, unless its session is no longer sess (nil: any).
 func (h *hub) failed(name string, sess *mcp.ClientSession, err error) {
-	h.mu.Lock()
-	u := h.ups[name]
-	if sess != nil && u.sess != sess {
-		h.mu.Unlock()
-		return
-	}
-	h.mu.Unlock()
-	h.set(name, func(u *upstream) {
+	h.set(name, func(u *upstream) bool {
+		if sess != nil && u.sess != sess {
+			return false
+		}
 		u.sess, u.state, u.err = nil, upFailed, err
+		return true
 	}, nil)
 }
 
@@ -293,7 +292,9 @@ func (h *hub) relist(name string) {
 			if err != nil {
 				fmt.Fprintf(h.notes, "contextd: note: %s: its tools could not be listed again: %v\n", name, err)
 			} else {
-				h.set(name, func(u *upstream) {}, tools)
+				// Only for the session it listed: a server started
+				// again meanwhile has its own list.
+				h.set(name, func(u *upstream) bool { return u.sess == cs }, tools)
 			}
 		}
 		h.mu.Lock()
@@ -324,7 +325,9 @@ func validToolName(n string) bool {
 }
 
 // set changes one server's state, re-indexes its tools and wakes waiters.
-func (h *hub) set(name string, change func(*upstream), tools []*mcp.Tool) {
+// change decides under the lock whether the change still applies (the
+// session it is about may have been replaced meanwhile) and makes it.
+func (h *hub) set(name string, change func(*upstream) bool, tools []*mcp.Tool) {
 	kept := tools[:0:0]
 	for _, t := range tools {
 		if !validToolName(t.Name) {
@@ -349,7 +352,10 @@ func (h *hub) set(name string, change func(*upstream), tools []*mcp.Tool) {
 	h.mu.Lock()
 	u := h.ups[name]
 	prev := u.state
-	change(u)
+	if !change(u) {
+		h.mu.Unlock()
+		return
+	}
 	if u.state != prev {
 		u.since = time.Now()
 	}

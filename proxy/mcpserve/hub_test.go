@@ -468,3 +468,36 @@ func TestParamsLine(t *testing.T) {
 		}
 	}
 }
+
+// A remote endpoint that accepts and never answers keeps nothing waiting:
+// the wrap's readiness is bounded, and the server is reported with why.
+func TestHubSilentEndpoint(t *testing.T) {
+	defer func(d time.Duration) { handshakeTimeout = d }(handshakeTimeout)
+	handshakeTimeout = time.Second
+	block := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-block:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	sock, _ := hubDaemonWith(t, config.SearchOn, func(c *config.Config) {
+		c.MCP.StartTimeout = config.Duration{Duration: time.Second}
+		c.MCP.Servers = map[string]config.MCPServer{"silent": {URL: srv.URL, SSE: true}}
+	})
+	t.Cleanup(func() { close(block) })
+	s, cs := connect(t, &Options{Socket: sock})
+	t.Cleanup(s.Close)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, _ := callText(t, cs, toolsearch.SearchToolName, map[string]any{"query": "anything"})
+		if strings.Contains(out, "silent: unavailable: CTXD-E033") && strings.Contains(out, "not ready within 1s") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a silent endpoint is not reported:\n%s", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
