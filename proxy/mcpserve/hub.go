@@ -193,8 +193,9 @@ func (h *hub) sock() string {
 // connect opens the configured wrap of one server, initializes it and lists
 // its tools.
 func (h *hub) connect(name string) {
-	conn, ready, err := client.OpenWrapWithin(h.sock(), &lite.Wrap{Name: name, Configured: true, Cwd: h.cwd, Env: h.env, Session: h.session},
-		max(handshakeTimeout, h.conf.StartTimeout))
+	// One bound for the wrap to be ready, and one for the handshake.
+	limit := max(handshakeTimeout, h.conf.StartTimeout)
+	conn, ready, err := client.OpenWrapWithin(h.sock(), &lite.Wrap{Name: name, Configured: true, Cwd: h.cwd, Env: h.env, Session: h.session}, limit)
 	if err != nil {
 		h.failed(name, nil, err)
 		return
@@ -202,7 +203,6 @@ func (h *hub) connect(name string) {
 	for _, w := range ready.Warnings {
 		fmt.Fprintf(h.notes, "contextd: warning: %s: %s\n", name, w)
 	}
-	var cs *mcp.ClientSession
 	c := mcp.NewClient(&mcp.Implementation{Name: "contextd", Version: proxy.Version}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			h.mu.Lock()
@@ -217,7 +217,6 @@ func (h *hub) connect(name string) {
 			}
 		},
 	})
-	limit := max(handshakeTimeout, h.conf.StartTimeout)
 	ctx, cancel := context.WithTimeout(h.ctx, limit)
 	defer cancel()
 	// A late answer is no answer: past the bound the error says so.
@@ -228,7 +227,7 @@ func (h *hub) connect(name string) {
 		return err
 	}
 	// The session outlives ctx: the SDK binds only the handshake to it.
-	cs, err = c.Connect(ctx, &mcp.IOTransport{Reader: conn, Writer: conn}, nil)
+	cs, err := c.Connect(ctx, &mcp.IOTransport{Reader: conn, Writer: conn}, nil)
 	if err != nil {
 		conn.Close()
 		h.failed(name, nil, h.why(ready.Record, late(err), catalog.ErrServerStart))
@@ -417,41 +416,33 @@ func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) 
 	return nil, fmt.Errorf("more than 100 pages of tools: %w", catalog.ErrBadInput)
 }
 
-// settle waits until no server is starting, until start_timeout after the
-// hub started, or until ctx ends, whichever comes first.
+// settle waits until no server is starting, or timeout, or ctx ends.
 func (h *hub) settle(ctx context.Context, timeout time.Duration) {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		h.mu.Lock()
-		starting := false
+	h.waitUntil(ctx, timeout, func() bool {
 		for _, u := range h.ups {
-			starting = starting || u.state == upStarting
+			if u.state == upStarting {
+				return false
+			}
 		}
-		wake := h.wake
-		h.mu.Unlock()
-		if !starting {
-			return
-		}
-		select {
-		case <-wake:
-		case <-deadline.C:
-			return
-		case <-ctx.Done():
-			return
-		}
-	}
+		return true
+	})
 }
 
 // waitFor waits for one server to leave upStarting (or ctx, or timeout).
 func (h *hub) waitFor(ctx context.Context, name string, timeout time.Duration) {
+	h.waitUntil(ctx, timeout, func() bool { return h.ups[name].state != upStarting })
+}
+
+// waitUntil waits until done (asked under mu) holds, timeout passes or ctx
+// ends; it wakes at each change of state.
+func (h *hub) waitUntil(ctx context.Context, timeout time.Duration, done func() bool) {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
 		h.mu.Lock()
-		state, wake := h.ups[name].state, h.wake
+		ok, wake := done(), h.wake
 		h.mu.Unlock()
-		if state != upStarting {
+		if ok {
 			return
 		}
 		select {

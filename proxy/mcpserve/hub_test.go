@@ -501,3 +501,28 @@ func TestHubSilentEndpoint(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// With [mcp] as a new user has it (search "auto", the default waits and
+// budget), a first session (no pins yet) searches, and a served tool is
+// found and called.
+func TestHubDefaults(t *testing.T) {
+	s, cs := hubOf(t, map[string][]string{"beta": {"beta"}}, func(c *config.Config) {
+		d := config.Default().MCP
+		d.Servers = c.MCP.Servers
+		c.MCP = d
+	})
+	if names := listNames(t, cs); !slices.Contains(names, toolsearch.SearchToolName) || !slices.Contains(names, toolsearch.CallToolName) {
+		t.Fatalf("auto with no pins yet lists %v", names)
+	}
+	if s.hub.conf.Search != config.SearchAuto {
+		t.Fatalf("the daemon answered search %q, want the default auto", s.hub.conf.Search)
+	}
+	out, isErr := callText(t, cs, toolsearch.SearchToolName, map[string]any{"query": "bump the web deployment to 5 replicas"})
+	if isErr || !strings.Contains(out, "1. beta.kubectl_scale:") {
+		t.Fatalf("tool_search under the defaults:\n%s", out)
+	}
+	if out, isErr = callText(t, cs, toolsearch.CallToolName, map[string]any{"name": "beta.kubectl_scale",
+		"arguments": map[string]any{"name": "web", "replicas": 5}}); isErr || out != "deployment.apps/web scaled to 5" {
+		t.Fatalf("tool_call under the defaults: %q %v", out, isErr)
+	}
+}
